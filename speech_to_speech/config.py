@@ -1,0 +1,101 @@
+"""Server settings: every flag of `serve`/`local`, loadable from YAML.
+
+One flat pydantic model; the CLI derives a ``--name`` flag from each field, so
+a setting is declared once. YAML presets under ``configs/`` hold the same keys
+(at the top level or under ``server:``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+LLMBackendName = str
+Device = Literal["cpu", "cuda", "mps", "auto"]
+
+
+class ServerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    # ------------------------------------------------------------ server
+    host: str = Field("127.0.0.1", description="Interface to listen on.")
+    port: int = Field(8765, description="TCP port to listen on.")
+    num_pipelines: int = Field(1, ge=1, description="Pipeline units = concurrent sessions.")
+    log_level: str = Field("info", description="Logging level.")
+    device: Device = Field("cpu", description="Torch device for torch-based models.")
+    release_timeout_s: float = Field(5.0, description="How long a released unit may take to drain.")
+
+    # ------------------------------------------------------------ VAD
+    vad: str = Field("silero", description="VAD backend.")
+    thresh: float = Field(0.5, ge=0.0, le=1.0, description="Speech probability threshold.")
+    min_silence_ms: int = Field(500, ge=0, description="Silence that ends a turn.")
+    min_speech_ms: int = Field(250, ge=0, description="Shorter speech is ignored.")
+    speech_pad_ms: int = Field(300, ge=0, description="Audio kept before speech starts.")
+    max_speech_ms: int = Field(30000, ge=1000, description="A longer turn is cut here.")
+
+    # ------------------------------------------------------------ STT
+    stt: str = Field("faster-whisper", description="STT backend.")
+    stt_model: str | None = Field(
+        None, description="Hub id or local path; default: the packaged Whisper tiny.en."
+    )
+    stt_language: str | None = Field(None, description="Force a language code (e.g. en).")
+    stt_compute_type: str = Field("int8", description="CTranslate2 compute type.")
+    stt_beam_size: int = Field(1, ge=1, description="Whisper beam size.")
+    stt_base_url: str | None = Field(None, description="OpenAI-compatible STT base URL.")
+    stt_api_key: str | None = Field(None, description="STT API key (default OPENAI_API_KEY).")
+    stt_supported_languages: list[str] | None = Field(None, description="Declared STT languages.")
+    stt_auto_language_supported: bool | None = Field(None, description="Declared STT auto.")
+
+    # ------------------------------------------------------------ LLM
+    llm: LLMBackendName = Field("transformers", description="LLM backend.")
+    llm_model: str | None = Field(
+        None, description="Hub id, local path or GGUF file; default: packaged SmolLM2-135M."
+    )
+    llm_base_url: str | None = Field(None, description="OpenAI-compatible LLM base URL.")
+    llm_api_key: str | None = Field(None, description="LLM API key (default OPENAI_API_KEY).")
+    init_chat_prompt: str = Field(
+        "You are a helpful and friendly voice assistant. Answer in one or two short sentences.",
+        description="System prompt.",
+    )
+    chat_size: int = Field(10, ge=1, description="Conversation turns kept in the LLM context.")
+    max_new_tokens: int = Field(128, ge=1, description="Token limit per response.")
+    temperature: float = Field(0.0, ge=0.0, description="Sampling temperature (0 = greedy).")
+    responses_api_reasoning_effort: str | None = Field(None, description="Startup effort.")
+    responses_api_disable_thinking: bool = Field(False, description="Send enable_thinking=false.")
+
+    # ------------------------------------------------------------ TTS
+    tts: str = Field("hibari", description="TTS backend.")
+    tts_model: str | None = Field(None, description="TTS model path or id.")
+    tts_voice: str | None = Field(None, description="Default voice.")
+    tts_speed: float = Field(1.0, gt=0.0, description="Speaking rate.")
+    tts_base_url: str | None = Field(None, description="OpenAI-compatible TTS base URL.")
+    tts_api_key: str | None = Field(None, description="TTS API key (default OPENAI_API_KEY).")
+    tts_supported_languages: list[str] | None = Field(None, description="Declared TTS languages.")
+    tts_auto_language_supported: bool | None = Field(None, description="Declared TTS auto.")
+
+    # ------------------------------------------------------------ scripted (tests, benches)
+    scripted_transcripts: list[str] | None = Field(None, description="Scripted STT answers.")
+    scripted_replies: list[str] | None = Field(None, description="Scripted LLM replies.")
+    scripted_token_delay_ms: float = Field(0.0, ge=0.0, description="Scripted LLM token delay.")
+    scripted_stt_delay_ms: float = Field(0.0, ge=0.0, description="Scripted STT delay.")
+    scripted_tts_ms_per_char: float = Field(
+        60.0, ge=0.0, description="Scripted TTS tone length."
+    )
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def settings_from_yaml(data: dict[str, Any]) -> dict[str, Any]:
+    """The server section of a config file: ``server:`` if present, else the top level."""
+    section = data.get("server", data)
+    if not isinstance(section, dict):
+        raise ValueError("'server' must be a mapping")
+    return {k: v for k, v in section.items() if k not in ("runtime", "client")}

@@ -1,0 +1,94 @@
+"""LLMHandler: a GenerateResponseRequest in, ordered assistant parts out.
+
+Backends implement ``generate``: a stream of text chunks (str), tool calls
+(AssistantToolCallPart), usage (TokenUsage) and at most one ``Terminal``.
+This base stamps every part with the request's generation, stops as soon as
+that generation is stale, and always ends with exactly one ResponseDone so
+the response closes on every queue behind it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from speech_to_speech.pipeline.handler import BackendHandler
+from speech_to_speech.pipeline.messages import (
+    AssistantTextPart,
+    AssistantToolCallPart,
+    GenerateResponseRequest,
+    LLMFirstToken,
+    ResponseDone,
+    ResponseStatus,
+    TokenUsage,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """How a provider ended a response, when it was not a plain completion."""
+
+    status: ResponseStatus
+    reason: str | None = None
+    error: str | None = None
+
+
+GeneratedPart = str | AssistantToolCallPart | TokenUsage | Terminal
+
+
+class LLMHandler(BackendHandler):
+    stage = "llm"
+    consumes = (GenerateResponseRequest,)
+
+    def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
+        raise NotImplementedError
+
+    def process(self, item: GenerateResponseRequest) -> Iterator[Any]:
+        generation, response_id = item.generation, item.response_id
+        terminal = Terminal("completed")
+        first = True
+        parts = self.generate(item)
+        try:
+            for part in parts:
+                if self.cancel_scope.is_stale(generation):
+                    terminal = Terminal("cancelled")
+                    break
+                if isinstance(part, Terminal):
+                    terminal = part
+                    break
+                if first:
+                    first = False
+                    yield LLMFirstToken(response_id, generation, time.monotonic())
+                if isinstance(part, str):
+                    if part:
+                        yield AssistantTextPart(response_id, generation, part)
+                else:
+                    yield part
+        finally:
+            close = getattr(parts, "close", None)
+            if close is not None:
+                close()
+        yield ResponseDone(
+            response_id,
+            generation,
+            status=terminal.status,
+            reason=terminal.reason,
+            error=terminal.error,
+            input_call_ids=item.input_call_ids,
+        )
+
+    def on_error(self, item: Any, error: BaseException) -> Iterator[Any]:
+        if isinstance(item, GenerateResponseRequest):
+            yield ResponseDone(
+                item.response_id,
+                item.generation,
+                status="failed",
+                error=f"{type(error).__name__}: {error}",
+            )
+        else:
+            yield from super().on_error(item, error)

@@ -1,0 +1,44 @@
+"""Build pipeline units from server settings: load each backend once, share it."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from speech_to_speech import registry
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.handler import HandlerContext
+from speech_to_speech.pipeline.unit import PipelineUnit, StageBuilder, StageBuilders
+
+log = logging.getLogger(__name__)
+
+
+def _stage(kind: registry.Kind, name: str, settings: ServerSettings, load_times: dict[str, float]) -> StageBuilder:
+    backend = registry.get(kind, name)
+    started = time.perf_counter()
+    model = backend.load(settings)
+    load_times[kind] = time.perf_counter() - started
+    log.info("%s backend %r loaded in %.2f s", kind, name, load_times[kind])
+
+    def build(context: HandlerContext, queue_in: Any, queue_out: Any, events: Any) -> Any:
+        return backend.handler(context, queue_in, queue_out, model=model, settings=settings, events=events)
+
+    return build
+
+
+class PipelineFactory:
+    """Loads the models of ``settings`` once; ``build_unit(i)`` costs no model load."""
+
+    def __init__(self, settings: ServerSettings) -> None:
+        self.settings = settings
+        self.load_times: dict[str, float] = {}
+        self.builders = StageBuilders(
+            vad=_stage("vad", settings.vad, settings, self.load_times),
+            stt=_stage("stt", settings.stt, settings, self.load_times),
+            llm=_stage("llm", settings.llm, settings, self.load_times),
+            tts=_stage("tts", settings.tts, settings, self.load_times),
+        )
+
+    def build_unit(self, index: int) -> PipelineUnit:
+        return PipelineUnit(index, self.builders)

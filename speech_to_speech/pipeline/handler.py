@@ -1,0 +1,162 @@
+"""BaseHandler: one thread per pipeline stage, mapping queue_in to queue_out."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from speech_to_speech.pipeline.cancel_scope import CancelScope
+from speech_to_speech.pipeline.messages import PipelineEnd, SessionEnd, StageError
+from speech_to_speech.pipeline.session_config import ConfigHolder
+
+log = logging.getLogger(__name__)
+
+
+class HandlerContext:
+    """What every handler of one unit shares: the cancel scope and the live session config."""
+
+    def __init__(self, cancel_scope: CancelScope, config: ConfigHolder) -> None:
+        self.cancel_scope = cancel_scope
+        self.config = config
+
+
+class BaseHandler:
+    """A stage of the pipeline, run on its own thread.
+
+    Subclasses implement :meth:`process` for the item types they consume
+    (``consumes``); every other item is forwarded unchanged, so control and
+    response sentinels keep their order through the whole pipeline. A
+    ``SessionEnd`` resets per-session state and is forwarded; ``PipelineEnd``
+    stops the thread (and is forwarded so the next stage stops too).
+
+    An exception in :meth:`process` never kills the thread: the failure is
+    logged, turned into items by :meth:`on_error` (a ``StageError`` by
+    default) and the loop goes on with the next item.
+    """
+
+    stage: ClassVar[str] = "handler"
+    consumes: ClassVar[tuple[type, ...]] = ()
+
+    def __init__(
+        self,
+        context: HandlerContext,
+        queue_in: queue.Queue[Any],
+        queue_out: queue.Queue[Any] | None,
+    ) -> None:
+        self.context = context
+        self.queue_in = queue_in
+        self.queue_out = queue_out
+        self.thread: threading.Thread | None = None
+        self.failures = 0
+
+    # ------------------------------------------------------------ to override
+
+    def process(self, item: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+    def on_session_end(self) -> None:
+        """Forget per-session state (VAD buffers, partial hypotheses, …)."""
+
+    def on_error(self, item: Any, error: BaseException) -> Iterable[Any]:
+        yield StageError(
+            stage=self.stage,
+            message=f"{type(error).__name__}: {error}",
+            generation=getattr(item, "generation", None),
+            response_id=getattr(item, "response_id", None),
+        )
+
+    def is_stale(self, item: Any) -> bool:
+        generation = getattr(item, "generation", None)
+        return generation is not None and self.context.cancel_scope.is_stale(generation)
+
+    # ------------------------------------------------------------ machinery
+
+    @property
+    def cancel_scope(self) -> CancelScope:
+        return self.context.cancel_scope
+
+    def emit(self, item: Any) -> None:
+        if self.queue_out is not None:
+            self.queue_out.put(item)
+
+    def start(self, name: str) -> None:
+        self.thread = threading.Thread(target=self.run, name=name, daemon=True)
+        self.thread.start()
+
+    def is_alive(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def run(self) -> None:
+        while True:
+            item = self.queue_in.get()
+            if isinstance(item, PipelineEnd):
+                self.emit(item)
+                return
+            if isinstance(item, SessionEnd):
+                self._guarded(self.on_session_end)
+                self.emit(item)
+                continue
+            if not isinstance(item, self.consumes):
+                self.emit(item)
+                continue
+            if self.is_stale(item):
+                self._drop_stale(item)
+                continue
+            self._handle(item)
+
+    def _drop_stale(self, item: Any) -> None:
+        log.debug("%s drops stale %s", self.stage, type(item).__name__)
+
+    def _handle(self, item: Any) -> None:
+        try:
+            for output in self.process(item):
+                self.emit(output)
+        except Exception as error:  # noqa: BLE001 - a stage must survive any model failure
+            self.failures += 1
+            log.exception("%s failed on %s", self.stage, type(item).__name__)
+            for output in self._guarded_iter(self.on_error(item, error)):
+                self.emit(output)
+
+    def _guarded(self, fn: Any) -> None:
+        try:
+            fn()
+        except Exception:  # noqa: BLE001
+            log.exception("%s: session reset failed", self.stage)
+
+    def _guarded_iter(self, items: Iterable[Any]) -> list[Any]:
+        try:
+            return list(items)
+        except Exception:  # noqa: BLE001
+            log.exception("%s: error report failed", self.stage)
+            return []
+
+
+class BackendHandler(BaseHandler):
+    """A handler built around a shared, already loaded model.
+
+    ``model`` is whatever the backend's loader returned (shared by every
+    unit of the process); ``events`` is the unit's text_output queue for
+    stages that report events beside their main output (the VAD).
+    """
+
+    def __init__(
+        self,
+        context: HandlerContext,
+        queue_in: queue.Queue[Any],
+        queue_out: queue.Queue[Any] | None,
+        *,
+        model: Any,
+        settings: Any,
+        events: queue.Queue[Any] | None = None,
+    ) -> None:
+        super().__init__(context, queue_in, queue_out)
+        self.model = model
+        self.settings = settings
+        self.events = events
+
+    def emit_event(self, item: Any) -> None:
+        if self.events is not None:
+            self.events.put(item)

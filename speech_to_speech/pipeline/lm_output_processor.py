@@ -1,0 +1,114 @@
+"""LMOutputProcessor: ordered LLM parts -> TTS inputs, on one queue.
+
+Text is cut at sentence and clause boundaries so the TTS starts speaking on
+the first clause rather than the whole reply. Tool calls, usage and the
+response sentinel pass through in order behind the text before them, so
+nothing overtakes anything on the way to the wire.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
+from speech_to_speech.pipeline.messages import (
+    AssistantTextPart,
+    AssistantToolCallPart,
+    ResponseDone,
+    TokenUsage,
+    TTSInput,
+)
+
+# A sentence ends at . ! ? … (or a newline) followed by whitespace.
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
+# A clause ends at , ; : — followed by whitespace; only used once enough text waits.
+_CLAUSE_END = re.compile(r"(?<=[,;:—])\s+")
+MIN_CLAUSE_CHARS = 24
+
+
+def split_ready(text: str, first: bool) -> tuple[list[str], str]:
+    """Split ``text`` into chunks ready for speech and the remainder still growing.
+
+    Each chunk keeps its trailing whitespace, so concatenating the chunks and
+    the remainder gives back ``text`` exactly.
+    """
+    ready: list[str] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        ready.append(text[start : match.end()])
+        start = match.end()
+    rest = text[start:]
+    # Long clauses (or the very first one, to start audio sooner) split at commas.
+    min_chars = MIN_CLAUSE_CHARS // 2 if first and not ready else MIN_CLAUSE_CHARS
+    while True:
+        cut = None
+        for match in _CLAUSE_END.finditer(rest):
+            if match.start() >= min_chars:
+                cut = match.end()
+                break
+        if cut is None:
+            break
+        ready.append(rest[:cut])
+        rest = rest[cut:]
+    return ready, rest
+
+
+class LMOutputProcessor(BaseHandler):
+    stage = "lm_output_processor"
+    consumes = (AssistantTextPart, AssistantToolCallPart, TokenUsage, ResponseDone)
+
+    def __init__(self, context: HandlerContext, queue_in: Any, queue_out: Any) -> None:
+        super().__init__(context, queue_in, queue_out)
+        self._buffer = ""
+        self._response_id: str | None = None
+        self._generation = 0
+        self._started = False  # any text of this response went out yet
+
+    def on_session_end(self) -> None:
+        self._reset(None, 0)
+
+    def is_stale(self, item: Any) -> bool:
+        # The sentinel always goes through: the send loop needs it to close the response.
+        return not isinstance(item, ResponseDone) and super().is_stale(item)
+
+    def _reset(self, response_id: str | None, generation: int) -> None:
+        self._buffer = ""
+        self._response_id = response_id
+        self._generation = generation
+        self._started = False
+
+    def _tts_input(self, text: str) -> TTSInput:
+        config = self.context.config.current
+        return TTSInput(
+            response_id=self._response_id or "",
+            generation=self._generation,
+            text=text,
+            voice=config.voice,
+            language=config.language,
+            speak="audio" in config.output_modalities,
+        )
+
+    def _flush(self) -> Iterator[TTSInput]:
+        if self._buffer and not self.cancel_scope.is_stale(self._generation):
+            yield self._tts_input(self._buffer)
+        self._buffer = ""
+
+    def process(self, item: Any) -> Iterator[Any]:
+        if item.response_id != self._response_id:
+            self._reset(item.response_id, item.generation)
+        if isinstance(item, AssistantTextPart):
+            text = item.text
+            if not self._started and not self._buffer:
+                text = text.lstrip()
+            self._buffer += text
+            ready, self._buffer = split_ready(self._buffer, first=not self._started)
+            for chunk in ready:
+                self._started = True
+                yield self._tts_input(chunk)
+            return
+        yield from self._flush()
+        yield item
+        if isinstance(item, ResponseDone):
+            self._reset(None, 0)

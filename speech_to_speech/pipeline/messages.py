@@ -1,0 +1,251 @@
+"""Typed, immutable items that travel on the queues of a pipeline unit.
+
+Every item that can go stale (anything produced for a response) carries the
+``generation`` of the CancelScope it was produced under, and the
+``response_id`` it belongs to. Audio is numpy data: treat arrays as read-only
+once they are on a queue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+FloatAudio = npt.NDArray[np.float32]
+Int16Audio = npt.NDArray[np.int16]
+
+# ---------------------------------------------------------------- control
+
+
+@dataclass(frozen=True)
+class SessionEnd:
+    """Soft reset: each handler clears its per-session state and forwards it.
+
+    Reaching the end of the pipeline proves the unit drained.
+    """
+
+    token: int = 0
+
+
+@dataclass(frozen=True)
+class PipelineEnd:
+    """Stop the handler threads of a unit; forwarded so every stage stops."""
+
+
+@dataclass(frozen=True)
+class StageError:
+    """A handler failed on an item; reported downstream instead of dying."""
+
+    stage: str
+    message: str
+    generation: int | None = None
+    response_id: str | None = None
+
+
+# ---------------------------------------------------------------- input side
+
+
+@dataclass(frozen=True)
+class AudioChunk:
+    """512 samples of 16 kHz mono float32 audio for the VAD."""
+
+    samples: FloatAudio
+    # Position of the first sample in the session's input stream, in samples.
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class CommitInput:
+    """Force the end of the current user turn (manual input_audio_buffer.commit)."""
+
+    item_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ClearInput:
+    """Drop buffered, uncommitted user audio (input_audio_buffer.clear)."""
+
+
+@dataclass(frozen=True)
+class SpeechStarted:
+    audio_start_ms: int
+    # False when the VAD is configured not to interrupt (turn_detection.interrupt_response).
+    interrupt_response: bool = True
+    item_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SpeechStopped:
+    audio_end_ms: int
+    item_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """One user turn's audio, cut by the VAD or a manual commit."""
+
+    samples: FloatAudio
+    audio_start_ms: int
+    audio_end_ms: int
+    item_id: str | None = None
+    # True when the turn was committed by the client (no automatic response).
+    manual: bool = False
+    vad_end_time: float = 0.0  # time.monotonic() at end of speech
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """STT output. ``final`` is False for cumulative partial hypotheses."""
+
+    text: str
+    final: bool
+    item_id: str | None = None
+    language: str | None = None
+    audio_seconds: float = 0.0
+    manual: bool = False
+    stt_done_time: float = 0.0
+
+
+@dataclass(frozen=True)
+class TranscriptionDelta:
+    item_id: str | None
+    delta: str
+
+
+@dataclass(frozen=True)
+class TranscriptionSnapshot:
+    item_id: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class TranscriptionCompleted:
+    item_id: str | None
+    transcript: str
+    language: str | None = None
+    audio_seconds: float = 0.0
+    manual: bool = False
+    stt_done_time: float = 0.0
+
+
+# ---------------------------------------------------------------- generation
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    # Assistant tool calls: ({"call_id", "name", "arguments"}, ...); tool results: call_id.
+    tool_calls: tuple[dict[str, str], ...] = ()
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class GenerateResponseRequest:
+    response_id: str
+    generation: int
+    messages: tuple[ChatMessage, ...]
+    instructions: str | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+    tool_choice: str | dict[str, Any] = "auto"
+    reasoning_effort: str | None = None
+    max_output_tokens: int | None = None
+    voice: str | None = None
+    language: str | None = None
+    # Ids of function_call_output items the model input contains.
+    input_call_ids: tuple[str, ...] = ()
+    output_modalities: tuple[str, ...] = ("audio",)
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class AssistantTextPart:
+    response_id: str
+    generation: int
+    text: str
+
+
+@dataclass(frozen=True)
+class AssistantToolCallPart:
+    response_id: str
+    generation: int
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    response_id: str
+    generation: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class LLMFirstToken:
+    """Timing mark: the LLM produced its first token for a response."""
+
+    response_id: str
+    generation: int
+    time: float
+
+
+ResponseStatus = Literal["completed", "cancelled", "incomplete", "failed"]
+
+
+@dataclass(frozen=True)
+class ResponseDone:
+    """The __RESPONSE_DONE__ sentinel: closes a response on every queue it passes."""
+
+    response_id: str
+    generation: int
+    status: ResponseStatus = "completed"
+    reason: str | None = None
+    error: str | None = None
+    input_call_ids: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------- output side
+
+
+@dataclass(frozen=True)
+class TTSInput:
+    """A clause of assistant text for the TTS; ``text`` is also the transcript delta."""
+
+    response_id: str
+    generation: int
+    text: str
+    voice: str | None = None
+    language: str | None = None
+    speak: bool = True
+
+
+@dataclass(frozen=True)
+class AudioOutput:
+    """Synthesised speech: mono int16 PCM at ``sample_rate``."""
+
+    response_id: str
+    generation: int
+    samples: Int16Audio
+    sample_rate: int
+
+
+@dataclass(frozen=True)
+class TranscriptText:
+    """Transcript text that goes to the wire in order with the audio (after TTS)."""
+
+    response_id: str
+    generation: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Per-response stage timestamps (time.monotonic())."""
+
+    response_id: str
+    marks: dict[str, float] = field(default_factory=dict)

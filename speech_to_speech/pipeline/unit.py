@@ -1,0 +1,139 @@
+"""PipelineUnit: the queues and handler threads of one session.
+
+    recv_audio_chunks -> VAD -> spoken_prompt -> STT -> stt_output -> TranscriptionNotifier
+                          |                                               |
+                          +------------> text_output (to the router) <----+
+    lm_request -> LLM -> lm_output -> LMOutputProcessor -> tts_input -> TTS -> send_audio_chunks
+
+``text_output`` and ``send_audio_chunks`` wake the router's send loop. Model
+weights live in the shared backends; everything per session (VAD state,
+partial hypotheses, config) lives in the handlers of the unit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from speech_to_speech.audio.chunker import Chunker
+from speech_to_speech.pipeline.cancel_scope import CancelScope
+from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
+from speech_to_speech.pipeline.lm_output_processor import LMOutputProcessor
+from speech_to_speech.pipeline.messages import AudioChunk, PipelineEnd, SessionEnd
+from speech_to_speech.pipeline.queues import NotifyingQueue
+from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig
+from speech_to_speech.pipeline.transcription_notifier import TranscriptionNotifier
+
+log = logging.getLogger(__name__)
+
+_session_tokens = itertools.count(1)
+
+# (context, queue_in, queue_out, events_out) -> handler; events_out is text_output.
+StageBuilder = Callable[[HandlerContext, "queue.Queue[Any]", "queue.Queue[Any]", NotifyingQueue], BaseHandler]
+
+
+@dataclass(frozen=True)
+class StageBuilders:
+    vad: StageBuilder
+    stt: StageBuilder
+    llm: StageBuilder
+    tts: StageBuilder
+
+
+@dataclass
+class PipelineQueues:
+    recv_audio_chunks: queue.Queue[Any] = field(default_factory=queue.Queue)
+    spoken_prompt: queue.Queue[Any] = field(default_factory=queue.Queue)
+    stt_output: queue.Queue[Any] = field(default_factory=queue.Queue)
+    text_output: NotifyingQueue = field(default_factory=NotifyingQueue)
+    lm_request: queue.Queue[Any] = field(default_factory=queue.Queue)
+    lm_output: queue.Queue[Any] = field(default_factory=queue.Queue)
+    tts_input: queue.Queue[Any] = field(default_factory=queue.Queue)
+    send_audio_chunks: NotifyingQueue = field(default_factory=NotifyingQueue)
+
+
+class PipelineUnit:
+    def __init__(self, index: int, builders: StageBuilders, config: RuntimeConfig | None = None) -> None:
+        self.index = index
+        self.cancel_scope = CancelScope()
+        self.config = ConfigHolder(config)
+        self.context = HandlerContext(self.cancel_scope, self.config)
+        self.queues = q = PipelineQueues()
+        self.chunker = Chunker()
+        self.handlers: dict[str, BaseHandler] = {
+            "vad": builders.vad(self.context, q.recv_audio_chunks, q.spoken_prompt, q.text_output),
+            "stt": builders.stt(self.context, q.spoken_prompt, q.stt_output, q.text_output),
+            "transcription_notifier": TranscriptionNotifier(self.context, q.stt_output, q.text_output),
+            "llm": builders.llm(self.context, q.lm_request, q.lm_output, q.text_output),
+            "lm_output_processor": LMOutputProcessor(self.context, q.lm_output, q.tts_input),
+            "tts": builders.tts(self.context, q.tts_input, q.send_audio_chunks, q.text_output),
+        }
+        self.started = False
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        for name, handler in self.handlers.items():
+            handler.start(f"unit{self.index}-{name}")
+        self.started = True
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self.queues.recv_audio_chunks.put(PipelineEnd())
+        self.queues.lm_request.put(PipelineEnd())
+        for handler in self.handlers.values():
+            if handler.thread is not None:
+                handler.thread.join(timeout)
+
+    def healthy(self) -> bool:
+        return self.started and all(h.is_alive() for h in self.handlers.values())
+
+    def dead_stages(self) -> list[str]:
+        return [name for name, h in self.handlers.items() if not h.is_alive()]
+
+    # ------------------------------------------------------------ input
+
+    def push_audio(self, samples_16k: Any) -> None:
+        """Queue 16 kHz float32 audio for the VAD in 512-sample chunks."""
+        for chunk, offset in self.chunker.push(samples_16k):
+            self.queues.recv_audio_chunks.put(AudioChunk(chunk, offset))
+
+    def submit(self, request: Any) -> None:
+        """Queue a GenerateResponseRequest (or control item) for the LLM."""
+        self.queues.lm_request.put(request)
+
+    # ------------------------------------------------------------ session end
+
+    def begin_session_end(self) -> int:
+        """Send the soft-reset sentinel down both branches; returns its token."""
+        token = next(_session_tokens)
+        self.cancel_scope.reset()
+        self.chunker.reset()
+        self.queues.recv_audio_chunks.put(SessionEnd(token))
+        self.queues.lm_request.put(SessionEnd(token))
+        return token
+
+    def wait_drained(self, token: int, timeout: float) -> bool:
+        """Consume both output queues until the sentinel with ``token`` came out of each."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        for tail in (self.queues.text_output, self.queues.send_audio_chunks):
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                try:
+                    item = tail.get(timeout=remaining)
+                except queue.Empty:
+                    return False
+                if isinstance(item, SessionEnd) and item.token == token:
+                    break
+        return True
+
+    def reset_for_new_session(self) -> None:
+        self.config.reset()
+        self.cancel_scope.reset()

@@ -1,0 +1,157 @@
+"""Scripted handlers for tests and benchmarks: no model, given behaviour and timings.
+
+- ``EnergyVAD`` ("scripted" VAD): speech is any chunk louder than the threshold
+  (RMS scaled to 0..1), so tones and silence make exact turns.
+- ``ScriptedSTT``: returns the given transcripts in turn (cycling), emitting
+  word-by-word partial hypotheses first, after an optional delay.
+- ``ScriptedLLM``: streams the given replies word by word with a given delay per
+  token; ``<tool_call>name {json}</tool_call>`` in a reply becomes a tool call;
+  ``[[incomplete:reason]]`` / ``[[failed:message]]`` end it with that status.
+- ``ScriptedTTS``: a tone per clause, ``scripted_tts_ms_per_char`` long.
+
+They are never a default: ``--vad/--stt/--llm/--tts scripted`` picks them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from speech_to_speech import ids, registry
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
+from speech_to_speech.pipeline.messages import (
+    AssistantToolCallPart,
+    FloatAudio,
+    GenerateResponseRequest,
+    TokenUsage,
+    Transcript,
+    Utterance,
+)
+from speech_to_speech.stt.base import STTHandler
+from speech_to_speech.tts.base import OUTPUT_RATE, TTSHandler
+from speech_to_speech.vad.base import VADHandler
+
+# The scripted VAD maps RMS to a probability: RMS of ENERGY_FULL_SCALE or more is 1.0.
+ENERGY_FULL_SCALE = 0.05
+
+
+def _no_model(settings: ServerSettings) -> None:
+    return None
+
+
+@registry.register("vad", "scripted", _no_model)
+class EnergyVAD(VADHandler):
+    def speech_probability(self, chunk: FloatAudio) -> float:
+        rms = float(np.sqrt(np.mean(np.square(chunk)))) if len(chunk) else 0.0
+        return min(1.0, rms / ENERGY_FULL_SCALE)
+
+
+class _Script:
+    """A cycling list shared by the units of one server (each turn takes the next)."""
+
+    def __init__(self, entries: list[str]) -> None:
+        self._entries = itertools.cycle(entries or [""])
+        self._lock = threading.Lock()
+
+    def next(self) -> str:
+        with self._lock:
+            return next(self._entries)
+
+
+def _load_transcripts(settings: ServerSettings) -> _Script:
+    return _Script(settings.scripted_transcripts or ["What is the capital of France?"])
+
+
+@registry.register("stt", "scripted", _load_transcripts)
+class ScriptedSTT(STTHandler):
+    def process(self, item: Utterance) -> Iterator[Any]:
+        text = self.model.next()
+        words = text.split()
+        delay = self.settings.scripted_stt_delay_ms / 1000.0
+        for count in range(1, len(words)):
+            yield Transcript(" ".join(words[:count]), final=False, item_id=item.item_id)
+        if delay:
+            time.sleep(delay)
+        yield Transcript(
+            text,
+            final=True,
+            item_id=item.item_id,
+            language="en",
+            audio_seconds=len(item.samples) / 16000,
+            manual=item.manual,
+            stt_done_time=time.monotonic(),
+        )
+
+
+def _load_replies(settings: ServerSettings) -> _Script:
+    return _Script(settings.scripted_replies or ["Paris is the capital of France."])
+
+
+_TOOL_CALL = re.compile(r"<tool_call>\s*([\w.-]+)\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+_TERMINAL = re.compile(r"\[\[(incomplete|failed):([^\]]*)\]\]")
+_TOKEN = re.compile(r"\S+\s*|\s+")
+
+
+@registry.register("llm", "scripted", _load_replies)
+class ScriptedLLM(LLMHandler):
+    def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
+        reply = self.model.next()
+        delay = self.settings.scripted_token_delay_ms / 1000.0
+        terminal: Terminal | None = None
+        found = _TERMINAL.search(reply)
+        if found:
+            reply = reply[: found.start()]
+            kind, detail = found.group(1), found.group(2)
+            terminal = (
+                Terminal("incomplete", reason=detail or "max_output_tokens")
+                if kind == "incomplete"
+                else Terminal("failed", error=detail or "scripted failure")
+            )
+        tokens = 0
+        position = 0
+        for match in _TOOL_CALL.finditer(reply):
+            for token in _TOKEN.findall(reply[position : match.start()]):
+                if delay:
+                    time.sleep(delay)
+                tokens += 1
+                yield token
+            yield AssistantToolCallPart(
+                request.response_id, request.generation, ids.call_id(), match.group(1), match.group(2)
+            )
+            position = match.end()
+        for token in _TOKEN.findall(reply[position:]):
+            if delay:
+                time.sleep(delay)
+            tokens += 1
+            yield token
+        yield TokenUsage(
+            request.response_id,
+            request.generation,
+            input_tokens=sum(len(m.content.split()) for m in request.messages),
+            output_tokens=tokens,
+        )
+        if terminal is not None:
+            yield terminal
+
+
+def tone(seconds: float, rate: int = OUTPUT_RATE, frequency: float = 440.0, level: float = 0.3) -> npt.NDArray[np.float32]:
+    t = np.arange(int(seconds * rate), dtype=np.float32) / rate
+    return (level * np.sin(2 * np.pi * frequency * t)).astype(np.float32)
+
+
+@registry.register("tts", "scripted", _no_model)
+class ScriptedTTS(TTSHandler):
+    def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
+        seconds = len(text) * self.settings.scripted_tts_ms_per_char / 1000.0
+        audio = tone(seconds)
+        piece = OUTPUT_RATE // 10
+        for start in range(0, len(audio), piece):
+            yield audio[start : start + piece]

@@ -1,0 +1,57 @@
+"""TTSHandler: clauses in, transcript text then 24 kHz PCM16 out, in order.
+
+Backends implement ``synthesize`` (a stream of float32 or int16 arrays at
+``sample_rate``); this base resamples to the output rate, stamps the
+generation, stops on staleness, and forwards every other item unchanged so
+tool calls and the response sentinel keep their place behind the audio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from speech_to_speech.audio.resample import StreamResampler, to_int16
+from speech_to_speech.pipeline.handler import BackendHandler
+from speech_to_speech.pipeline.messages import AudioOutput, TranscriptText, TTSInput
+
+OUTPUT_RATE = 24000
+# Audio leaves the TTS in pieces of at most this many samples (100 ms), so a
+# cancel takes effect within one piece and the send loop can stream early.
+MAX_PIECE = OUTPUT_RATE // 10
+
+
+class TTSHandler(BackendHandler):
+    stage = "tts"
+    consumes = (TTSInput,)
+    sample_rate: int = OUTPUT_RATE
+
+    def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
+        raise NotImplementedError
+
+    def process(self, item: TTSInput) -> Iterator[Any]:
+        generation = item.generation
+        yield TranscriptText(item.response_id, generation, item.text)
+        if not item.speak or not item.text.strip():
+            return
+        resampler = StreamResampler(self.sample_rate, OUTPUT_RATE) if self.sample_rate != OUTPUT_RATE else None
+        voice = item.voice or self.settings.tts_voice
+        for audio in self.synthesize(item.text.strip(), voice, item.language):
+            if self.cancel_scope.is_stale(generation):
+                return
+            pcm = to_int16(resampler.process(audio) if resampler else audio)
+            for start in range(0, len(pcm), MAX_PIECE):
+                piece = pcm[start : start + MAX_PIECE]
+                piece.flags.writeable = False
+                yield AudioOutput(item.response_id, generation, piece, OUTPUT_RATE)
+        if resampler is not None and not self.cancel_scope.is_stale(generation):
+            tail = to_int16(resampler.flush())
+            if len(tail):
+                yield AudioOutput(item.response_id, generation, tail, OUTPUT_RATE)
+
+
+def silence(seconds: float, rate: int = OUTPUT_RATE) -> npt.NDArray[np.int16]:
+    return np.zeros(int(seconds * rate), dtype=np.int16)
