@@ -6,13 +6,38 @@ import logging
 import queue
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from speech_to_speech.pipeline.cancel_scope import CancelScope
-from speech_to_speech.pipeline.messages import PipelineEnd, SessionEnd, StageError
+from speech_to_speech.pipeline.messages import (
+    GenerateResponseRequest,
+    PipelineEnd,
+    ResponseDone,
+    SessionEnd,
+    StageError,
+    TokenUsage,
+)
 from speech_to_speech.pipeline.session_config import ConfigHolder
 
 log = logging.getLogger(__name__)
+
+# Generation-tagged items that go out even when stale: the response sentinel
+# (the send loop needs it to close the response and stop discarding), usage
+# (billed even for a cancelled response) and error reports.
+ALWAYS_DELIVERED: tuple[type, ...] = (ResponseDone, TokenUsage, StageError)
+
+
+@dataclass(frozen=True)
+class SpeechLanguageCapabilities:
+    """What a speech handler natively knows about its languages.
+
+    ``languages=None`` means coverage is unknown; ``supports_auto=None`` unknown.
+    """
+
+    languages: tuple[str, ...] | None = None
+    supports_language_selection: bool = False
+    supports_auto: bool | None = None
 
 
 class HandlerContext:
@@ -68,7 +93,20 @@ class BaseHandler:
             response_id=getattr(item, "response_id", None),
         )
 
+    def on_stale(self, item: Any) -> Iterable[Any]:
+        """What still goes out for a consumed item that is dropped as stale.
+
+        A response request dropped unprocessed still closes its response, so
+        whoever waits for that response's sentinel is not left waiting.
+        """
+        if isinstance(item, GenerateResponseRequest):
+            yield ResponseDone(
+                item.response_id, item.generation, status="cancelled", input_call_ids=item.input_call_ids
+            )
+
     def is_stale(self, item: Any) -> bool:
+        if isinstance(item, ALWAYS_DELIVERED):
+            return False
         generation = getattr(item, "generation", None)
         return generation is not None and self.context.cancel_scope.is_stale(generation)
 
@@ -79,8 +117,14 @@ class BaseHandler:
         return self.context.cancel_scope
 
     def emit(self, item: Any) -> None:
-        if self.queue_out is not None:
+        """Queue an output; content of a cancelled generation is dropped here, atomically."""
+        if self.queue_out is None:
+            return
+        generation = getattr(item, "generation", None)
+        if generation is None or isinstance(item, ALWAYS_DELIVERED):
             self.queue_out.put(item)
+        elif not self.cancel_scope.put_if_current(self.queue_out, item, generation):
+            log.debug("%s drops stale output %s", self.stage, type(item).__name__)
 
     def start(self, name: str) -> None:
         self.thread = threading.Thread(target=self.run, name=name, daemon=True)
@@ -109,12 +153,14 @@ class BaseHandler:
 
     def _drop_stale(self, item: Any) -> None:
         log.debug("%s drops stale %s", self.stage, type(item).__name__)
+        for output in self._guarded_iter(self.on_stale(item)):
+            self.emit(output)
 
     def _handle(self, item: Any) -> None:
         try:
             for output in self.process(item):
                 self.emit(output)
-        except Exception as error:  # noqa: BLE001 - a stage must survive any model failure
+        except Exception as error:  # a stage must survive any model failure
             self.failures += 1
             log.exception("%s failed on %s", self.stage, type(item).__name__)
             for output in self._guarded_iter(self.on_error(item, error)):
@@ -123,13 +169,13 @@ class BaseHandler:
     def _guarded(self, fn: Any) -> None:
         try:
             fn()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("%s: session reset failed", self.stage)
 
     def _guarded_iter(self, items: Iterable[Any]) -> list[Any]:
         try:
             return list(items)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("%s: error report failed", self.stage)
             return []
 
@@ -156,6 +202,11 @@ class BackendHandler(BaseHandler):
         self.model = model
         self.settings = settings
         self.events = events
+
+    @property
+    def language_capabilities(self) -> SpeechLanguageCapabilities:
+        """Native language metadata; speech backends override it."""
+        return SpeechLanguageCapabilities()
 
     def emit_event(self, item: Any) -> None:
         if self.events is not None:

@@ -1,0 +1,109 @@
+"""Conversation items in wire shape, and the chat history the LLM sees.
+
+Items are kept as the dicts clients were sent (``conversation.item.retrieve``
+returns them as delivered). Items of a response that ended ``incomplete`` or
+``failed`` stay retrievable but leave the model's history (rolled back).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from speech_to_speech.pipeline.messages import ChatMessage
+
+
+class Conversation:
+    def __init__(self) -> None:
+        self._items: dict[str, dict[str, Any]] = {}
+        self._excluded: set[str] = set()  # rolled back: not part of the model's history
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def last_id(self) -> str | None:
+        return next(reversed(self._items), None)
+
+    def add(self, item: dict[str, Any], previous_item_id: str | None = None) -> str | None:
+        """Insert ``item`` (after ``previous_item_id`` when given); returns the id before it."""
+        item_id = item["id"]
+        if previous_item_id is None or previous_item_id == self.last_id:
+            before = self.last_id
+            self._items[item_id] = item
+            return before
+        ordered = list(self._items.items())
+        index = [key for key, _ in ordered].index(previous_item_id) + 1
+        ordered.insert(index, (item_id, item))
+        self._items = dict(ordered)
+        return previous_item_id
+
+    def get(self, item_id: str) -> dict[str, Any] | None:
+        return self._items.get(item_id)
+
+    def snapshot(self, item_id: str) -> dict[str, Any]:
+        return copy.deepcopy(self._items[item_id])
+
+    def delete(self, item_id: str) -> None:
+        self._items.pop(item_id, None)
+        self._excluded.discard(item_id)
+
+    def exclude(self, item_ids: list[str]) -> None:
+        self._excluded.update(item_ids)
+
+    def clear(self) -> None:
+        self._items.clear()
+        self._excluded.clear()
+
+    def input_call_ids(self, history: tuple[ChatMessage, ...]) -> tuple[str, ...]:
+        return tuple(m.tool_call_id for m in history if m.role == "tool" and m.tool_call_id)
+
+    def history(self, max_turns: int) -> tuple[ChatMessage, ...]:
+        """The model's view: the last ``max_turns`` user turns and what followed them."""
+        messages: list[ChatMessage] = []
+        for item_id, item in self._items.items():
+            if item_id in self._excluded:
+                continue
+            message = to_chat_message(item)
+            if message is None:
+                continue
+            # Consecutive tool calls of one assistant turn become one message.
+            if message.tool_calls and messages and messages[-1].role == "assistant" and messages[-1].tool_calls:
+                last = messages.pop()
+                message = ChatMessage("assistant", last.content, last.tool_calls + message.tool_calls)
+            messages.append(message)
+        user_turns = [i for i, m in enumerate(messages) if m.role == "user"]
+        if len(user_turns) > max_turns:
+            messages = messages[user_turns[-max_turns] :]
+        return tuple(messages)
+
+
+def item_text(item: dict[str, Any]) -> str:
+    """The text of a message item: typed text, or the transcript of audio."""
+    parts = []
+    for content in item.get("content") or []:
+        text = content.get("text")
+        if text is None:
+            text = content.get("transcript")
+        if text:
+            parts.append(text)
+    return "".join(parts)
+
+
+def to_chat_message(item: dict[str, Any]) -> ChatMessage | None:
+    kind = item.get("type")
+    if kind == "message":
+        role = item.get("role")
+        text = item_text(item)
+        if role in ("user", "assistant", "system") and (text or role == "assistant"):
+            return ChatMessage(role, text) if text else None
+        return None
+    if kind == "function_call":
+        call = {key: str(item.get(key, "")) for key in ("call_id", "name", "arguments")}
+        return ChatMessage("assistant", "", (call,))
+    if kind == "function_call_output":
+        return ChatMessage("tool", str(item.get("output", "")), tool_call_id=item.get("call_id"))
+    return None

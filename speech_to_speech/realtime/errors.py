@@ -1,0 +1,65 @@
+"""Protocol errors: what a rejected client event turns into on the wire."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RealtimeError(Exception):
+    """A client event was rejected; becomes an ``error`` server event.
+
+    ``type`` follows the OpenAI error types (``invalid_request_error`` for
+    bad client input, ``server_error`` for our failures).
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        param: str | None = None,
+        event_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.type = type
+        self.param = param
+        self.event_id = event_id
+
+    def to_event(self) -> dict[str, Any]:
+        return error_event(self.code, self.message, type=self.type, param=self.param, event_id=self.event_id)
+
+
+def error_event(
+    code: str,
+    message: str,
+    *,
+    type: str = "invalid_request_error",
+    param: str | None = None,
+    event_id: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "error": {
+            "type": type,
+            "code": code,
+            "message": message,
+            "param": param,
+            "event_id": event_id,
+        },
+    }
+
+
+# Codes used across the protocol layer, named once.
+SESSION_LIMIT_REACHED = "session_limit_reached"
+UNKNOWN_OR_INVALID_EVENT = "unknown_or_invalid_event"
+INVALID_SESSION_TYPE = "invalid_session_type"
+ACTIVE_RESPONSE = "conversation_already_has_active_response"
+ITEM_NOT_FOUND = "conversation_item_not_found"
+INVALID_REQUEST = "invalid_request_error"
+INVALID_VALUE = "invalid_value"
+COMMIT_EMPTY = "input_audio_buffer_commit_empty"
+INVALID_EVENT_FOR_TRANSPORT = "invalid_event_for_transport"
+TOOL_FOLLOWUP_ALREADY_ANSWERED = "tool_followup_already_answered"

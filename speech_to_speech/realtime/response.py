@@ -1,0 +1,207 @@
+"""One assistant response on the wire: its items, content parts and terminal.
+
+``ResponseState`` knows the protocol's lifecycle rules (an output item is
+added before its content, a transcript ``done`` follows the audio ``done``,
+exactly one ``response.done``) and returns the events to send; the service
+decides when things happen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from speech_to_speech import ids
+
+Event = dict[str, Any]
+
+
+@dataclass
+class OpenMessage:
+    item: dict[str, Any]
+    output_index: int
+    transcript: str = ""
+    audio_started: bool = False
+
+
+@dataclass
+class ResponseState:
+    id: str
+    generation: int
+    conversation_id: str
+    modalities: tuple[str, ...] = ("audio",)
+    metadata: dict[str, Any] | None = None
+    voice: str | None = None
+    output_format: dict[str, Any] = field(default_factory=lambda: {"type": "audio/pcm", "rate": 24000})
+    max_output_tokens: int | str = "inf"
+    in_conversation: bool = True
+    output: list[dict[str, Any]] = field(default_factory=list)
+    message: OpenMessage | None = None
+    usage_in: int = 0
+    usage_out: int = 0
+    # Submitted to the LLM (False while waiting for committed input to be transcribed).
+    submitted: bool = False
+    input_call_ids: tuple[str, ...] = ()
+    marks: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def audio(self) -> bool:
+        return "audio" in self.modalities
+
+    # ------------------------------------------------------------ response object
+
+    def body(self, status: str, status_details: dict[str, Any] | None = None) -> dict[str, Any]:
+        done = status != "in_progress"
+        return {
+            "object": "realtime.response",
+            "id": self.id,
+            "status": status,
+            "status_details": status_details,
+            "output": [dict(item) for item in self.output] if done else [],
+            "conversation_id": self.conversation_id if self.in_conversation else None,
+            "output_modalities": list(self.modalities),
+            "max_output_tokens": self.max_output_tokens,
+            "audio": {"output": {"format": self.output_format, "voice": self.voice}},
+            "usage": self.usage() if done else None,
+            "metadata": self.metadata,
+        }
+
+    def usage(self) -> dict[str, Any]:
+        return {
+            "total_tokens": self.usage_in + self.usage_out,
+            "input_tokens": self.usage_in,
+            "output_tokens": self.usage_out,
+            "input_token_details": {"text_tokens": self.usage_in, "audio_tokens": 0, "cached_tokens": 0},
+            "output_token_details": {
+                "text_tokens": self.usage_out,
+                "audio_tokens": 0,
+            },
+        }
+
+    def created(self) -> Event:
+        return {"type": "response.created", "response": self.body("in_progress")}
+
+    # ------------------------------------------------------------ message items
+
+    def _ref(self, message: OpenMessage) -> dict[str, Any]:
+        return {
+            "response_id": self.id,
+            "item_id": message.item["id"],
+            "output_index": message.output_index,
+            "content_index": 0,
+        }
+
+    def open_message(self, previous_item_id: str | None) -> tuple[OpenMessage, list[Event]]:
+        """The open assistant message, opening one (with its events) if needed."""
+        if self.message is not None:
+            return self.message, []
+        item = {
+            "id": ids.item_id(),
+            "object": "realtime.item",
+            "type": "message",
+            "role": "assistant",
+            "status": "in_progress",
+            "content": [],
+        }
+        self.message = message = OpenMessage(item, len(self.output))
+        self.output.append(item)
+        part = {"type": "audio", "transcript": ""} if self.audio else {"type": "text", "text": ""}
+        events: list[Event] = [
+            {"type": "response.output_item.added", "response_id": self.id, "output_index": message.output_index,
+             "item": dict(item, content=[])},
+        ]
+        if self.in_conversation:
+            events.append({"type": "conversation.item.added", "previous_item_id": previous_item_id,
+                           "item": dict(item, content=[])})
+        events.append({"type": "response.content_part.added", **self._ref(message), "part": part})
+        item["content"] = [{"type": "output_audio", "transcript": ""} if self.audio
+                           else {"type": "output_text", "text": ""}]
+        return message, events
+
+    def text_delta(self, message: OpenMessage, text: str) -> Event:
+        message.transcript += text
+        content = message.item["content"][0]
+        if self.audio:
+            content["transcript"] = message.transcript
+            return {"type": "response.output_audio_transcript.delta", **self._ref(message), "delta": text}
+        content["text"] = message.transcript
+        return {"type": "response.output_text.delta", **self._ref(message), "delta": text}
+
+    def audio_delta(self, message: OpenMessage, payload: str) -> Event:
+        message.audio_started = True
+        return {"type": "response.output_audio.delta", **self._ref(message), "delta": payload}
+
+    def close_message(self, status: str) -> list[Event]:
+        """Close the open message: audio done, transcript done, part done, item done."""
+        message, self.message = self.message, None
+        if message is None:
+            return []
+        ref = self._ref(message)
+        events: list[Event] = []
+        if self.audio:
+            events.append({"type": "response.output_audio.done", **ref})
+            events.append({"type": "response.output_audio_transcript.done", **ref,
+                           "transcript": message.transcript})
+            part = {"type": "audio", "transcript": message.transcript}
+        else:
+            events.append({"type": "response.output_text.done", **ref, "text": message.transcript})
+            part = {"type": "text", "text": message.transcript}
+        message.item["status"] = status
+        events.append({"type": "response.content_part.done", **ref, "part": part})
+        events.extend(self._item_done(message.item, message.output_index))
+        return events
+
+    def _item_done(self, item: dict[str, Any], output_index: int) -> list[Event]:
+        events: list[Event] = [
+            {"type": "response.output_item.done", "response_id": self.id, "output_index": output_index,
+             "item": dict(item)},
+        ]
+        if self.in_conversation:
+            events.append({"type": "conversation.item.done", "item": dict(item)})
+        return events
+
+    # ------------------------------------------------------------ tool calls
+
+    def function_call(self, call_id: str, name: str, arguments: str,
+                      previous_item_id: str | None) -> tuple[dict[str, Any], list[Event]]:
+        events = self.close_message("completed")
+        item = {
+            "id": ids.item_id(),
+            "object": "realtime.item",
+            "type": "function_call",
+            "status": "in_progress",
+            "call_id": call_id,
+            "name": name,
+            "arguments": "",
+        }
+        output_index = len(self.output)
+        self.output.append(item)
+        events.append({"type": "response.output_item.added", "response_id": self.id,
+                       "output_index": output_index, "item": dict(item)})
+        if self.in_conversation:
+            events.append({"type": "conversation.item.added", "previous_item_id": previous_item_id,
+                           "item": dict(item)})
+        ref = {"response_id": self.id, "item_id": item["id"], "output_index": output_index, "call_id": call_id}
+        events.append({"type": "response.function_call_arguments.delta", **ref, "delta": arguments})
+        events.append({"type": "response.function_call_arguments.done", **ref, "name": name,
+                       "arguments": arguments})
+        item["arguments"] = arguments
+        item["status"] = "completed"
+        events.extend(self._item_done(item, output_index))
+        return item, events
+
+    # ------------------------------------------------------------ terminal
+
+    def finish(self, status: str, reason: str | None = None, error: str | None = None) -> list[Event]:
+        item_status = "completed" if status == "completed" else "incomplete"
+        events = self.close_message(item_status)
+        details: dict[str, Any] | None = None
+        if status == "cancelled":
+            details = {"type": "cancelled", "reason": reason}
+        elif status == "incomplete":
+            details = {"type": "incomplete", "reason": reason}
+        elif status == "failed":
+            details = {"type": "failed", "error": {"type": "server_error", "code": "response_failed",
+                                                   "message": error or "the response failed"}}
+        events.append({"type": "response.done", "response": self.body(status, details)})
+        return events

@@ -1,0 +1,91 @@
+"""The FastAPI app: ``/v1/realtime`` (WebSocket) and the HTTP endpoints beside it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse
+
+from speech_to_speech import __version__
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.pool import PipelinePool
+from speech_to_speech.realtime.languages import LanguageService
+from speech_to_speech.realtime.session_runner import serve_session
+from speech_to_speech.realtime.transport import WebSocketTransport
+
+log = logging.getLogger(__name__)
+
+MODEL_ID = "speech-to-speech"
+
+
+async def _websocket_messages(websocket: WebSocket) -> AsyncIterator[str | bytes]:
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            payload = message.get("text")
+            if payload is None:
+                payload = message.get("bytes")
+            if payload is not None:
+                yield payload
+    except WebSocketDisconnect:
+        return
+
+
+def create_app(pool: PipelinePool, settings: ServerSettings, languages: LanguageService) -> FastAPI:
+    app = FastAPI(title="speech-to-speech", version=__version__)
+    app.state.pool = pool
+    app.state.settings = settings
+    app.state.languages = languages
+
+    @app.get("/health")
+    def health() -> JSONResponse:
+        slots = pool.status()
+        healthy = any(slot.healthy for slot in slots)
+        return JSONResponse({"status": "ok" if healthy else "degraded"}, status_code=200 if healthy else 503)
+
+    @app.get("/v1/pool")
+    def pool_status() -> dict[str, Any]:
+        slots = pool.status()
+        return {
+            "size": len(slots),
+            "available": sum(1 for s in slots if s.state == "idle" and s.healthy),
+            "pipelines": [
+                {"index": s.index, "state": s.state, "healthy": s.healthy, "rebuilds": s.rebuilds} for s in slots
+            ],
+        }
+
+    @app.get("/v1/models")
+    def models() -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [{
+                "id": MODEL_ID,
+                "object": "model",
+                "owned_by": "speech-to-speech",
+                "pipeline": {"vad": settings.vad, "stt": settings.stt_model or settings.stt,
+                             "llm": settings.llm_model or settings.llm, "tts": settings.tts_model or settings.tts},
+            }],
+        }
+
+    @app.get("/v1/realtime/capabilities")
+    def capabilities() -> dict[str, Any]:
+        return languages.capabilities(pool.size)
+
+    @app.websocket("/v1/realtime")
+    async def realtime(websocket: WebSocket) -> None:
+        offered = websocket.scope.get("subprotocols") or []
+        await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
+        await serve_session(
+            WebSocketTransport(websocket),
+            _websocket_messages(websocket),
+            pool,
+            settings,
+            validate_language=languages.validate_session_language,
+        )
+
+    return app

@@ -1,0 +1,39 @@
+"""``speech-to-speech serve``: load the models, build the pool, serve the app."""
+
+from __future__ import annotations
+
+import logging
+
+import uvicorn
+
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.builder import PipelineFactory
+from speech_to_speech.pipeline.pool import PipelinePool
+from speech_to_speech.realtime.languages import LanguageService
+from speech_to_speech.realtime.router import create_app
+
+log = logging.getLogger("speech_to_speech")
+
+
+def build_app(settings: ServerSettings) -> tuple[object, PipelinePool]:
+    """Load every model once, build ``num_pipelines`` units, and the FastAPI app over them."""
+    factory = PipelineFactory(settings)
+    pool = PipelinePool(settings.num_pipelines, factory.build_unit, settings.release_timeout_s)
+    first = pool.units()[0]
+    languages = LanguageService.from_handlers(
+        settings,
+        first.handlers["stt"].language_capabilities,  # type: ignore[attr-defined]
+        first.handlers["tts"].language_capabilities,  # type: ignore[attr-defined]
+    )
+    return create_app(pool, settings, languages), pool
+
+
+def run(settings: ServerSettings) -> None:
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app, pool = build_app(settings)
+    log.info("ready: ws://%s:%d/v1/realtime (%d pipeline(s))", settings.host, settings.port, pool.size)
+    try:
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
+                    ws_max_size=16 * 1024 * 1024)
+    finally:
+        pool.close()

@@ -1,0 +1,490 @@
+"""RealtimeService: one session's protocol state over one pipeline unit.
+
+Client events come in through :meth:`handle_client_event`, pipeline output
+through :meth:`dispatch_pipeline_item`; both run on the event loop thread, so
+the state here needs no locks. Every server event leaves through
+:meth:`emit`, the one place that stamps it. The methods never await: the
+transport writer drains what they emit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from speech_to_speech import ids
+from speech_to_speech.audio import codecs
+from speech_to_speech.audio.resample import StreamResampler, to_int16
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.messages import (
+    AssistantToolCallPart,
+    AudioOutput,
+    ClearInput,
+    CommitInput,
+    GenerateResponseRequest,
+    LLMFirstToken,
+    ResponseDone,
+    SpeechStarted,
+    SpeechStopped,
+    StageError,
+    TokenUsage,
+    TranscriptionCompleted,
+    TranscriptionDelta,
+    TranscriptionSnapshot,
+    TranscriptText,
+)
+from speech_to_speech.pipeline.unit import PipelineUnit
+from speech_to_speech.realtime import errors
+from speech_to_speech.realtime.conversation import Conversation
+from speech_to_speech.realtime.errors import RealtimeError
+from speech_to_speech.realtime.events import ClientEvent, parse_client_event
+from speech_to_speech.realtime.items import client_item, response_options
+from speech_to_speech.realtime.response import Event, ResponseState
+from speech_to_speech.realtime.session import SessionState, format_rate
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_EXTENSION = "speech_to_speech.input_audio_transcription.snapshot"
+TIMINGS_EXTENSION = "speech_to_speech.timings"
+
+
+class RealtimeService:
+    def __init__(
+        self,
+        unit: PipelineUnit,
+        settings: ServerSettings,
+        send: Callable[[Event], None],
+        *,
+        audio_in_events: bool = True,
+        play_audio: Callable[[np.ndarray], None] | None = None,
+        validate_language: Callable[[str | None, str | None], str | None] | None = None,
+    ) -> None:
+        self.unit = unit
+        self.settings = settings
+        self._send = send
+        # WebSocket carries audio as events; WebRTC plays it on a media track instead.
+        self.audio_in_events = audio_in_events
+        self._play_audio = play_audio
+        self._validate_language = validate_language
+        self.state = SessionState(
+            model="speech-to-speech",
+            instructions=settings.init_chat_prompt,
+            voice=settings.tts_voice or "alloy",
+            startup_reasoning=settings.responses_api_reasoning_effort,
+            vad_threshold=settings.thresh,
+            silence_ms=settings.min_silence_ms,
+            prefix_ms=settings.speech_pad_ms,
+            transcription_model=settings.stt_model or settings.stt,
+        )
+        unit.config.replace(self.state.runtime_config())
+        self.conversation = Conversation()
+        self.conversation_id = ids.new_id("conv")
+        self.response: ResponseState | None = None
+        self.auto_response_queued = False
+        self.pending_transcriptions: set[str] = set()
+        self.uncommitted_samples = 0
+        self._input_resampler: StreamResampler | None = None
+        self._input_key: tuple[str, int] | None = None
+        self._output_resampler: StreamResampler | None = None
+        self._output_key: tuple[str, int] | None = None
+        self.closed = False
+
+    # ------------------------------------------------------------ output
+
+    def emit(self, event: Event) -> None:
+        if "event_id" not in event:
+            event = {"event_id": ids.event_id(), **event}
+        self._send(event)
+
+    def emit_all(self, events: list[Event]) -> None:
+        for event in events:
+            self.emit(event)
+
+    def start(self) -> None:
+        self.emit({"type": "session.created", "session": self.state.session})
+
+    @property
+    def config(self) -> Any:
+        return self.unit.config.current
+
+    # ------------------------------------------------------------ client events
+
+    def handle_client_event(self, raw: str | bytes | dict[str, Any]) -> None:
+        event_id: str | None = None
+        try:
+            event = parse_client_event(raw)
+            event_id = event.event_id
+            handler = getattr(self, "_on_" + event.type.replace(".", "_"))
+            handler(event)
+        except RealtimeError as error:
+            if error.event_id is None:
+                error.event_id = event_id
+            self.emit(error.to_event())
+        except Exception as error:
+            log.exception("client event failed")
+            self.emit(errors.error_event("server_error", f"{type(error).__name__}: {error}",
+                                         type="server_error", event_id=event_id))
+
+    def _on_session_update(self, event: ClientEvent) -> None:
+        session = event.data.get("session")
+        config = self.state.apply_update(session, event.event_id)
+        if self._validate_language is not None:
+            language = self._validate_language(config.language, event.event_id)
+            config = config.model_copy(update={"language": language})
+        self.unit.config.replace(config)
+        self.emit({"type": "session.updated", "session": self.state.session})
+
+    def _on_input_audio_buffer_append(self, event: ClientEvent) -> None:
+        if not self.audio_in_events:
+            raise RealtimeError(
+                errors.INVALID_EVENT_FOR_TRANSPORT,
+                "input_audio_buffer.append is not used on this transport: audio arrives on the media track",
+            )
+        audio = event.data.get("audio")
+        if not isinstance(audio, str):
+            raise RealtimeError(errors.INVALID_REQUEST, "'audio' must be a base64 string", param="audio")
+        fmt = self.state.input_format
+        fmt_type = fmt.get("type", "audio/pcm")
+        try:
+            samples = codecs.decode(audio, fmt_type)
+        except codecs.AudioDecodeError as error:
+            raise RealtimeError(errors.INVALID_REQUEST, str(error), param="audio") from None
+        key = (fmt_type, format_rate(fmt))
+        if self._input_key != key:
+            self._input_resampler, self._input_key = StreamResampler(key[1], 16000), key
+        assert self._input_resampler is not None
+        self.push_input(self._input_resampler.process(samples))
+
+    def push_input(self, samples_16k: np.ndarray) -> None:
+        """16 kHz float32 user audio from any transport."""
+        self.uncommitted_samples += len(samples_16k)
+        self.unit.push_audio(samples_16k)
+
+    def _on_input_audio_buffer_commit(self, event: ClientEvent) -> None:
+        if self.uncommitted_samples == 0:
+            raise RealtimeError(errors.COMMIT_EMPTY, "The input audio buffer is empty: nothing to commit")
+        self.uncommitted_samples = 0
+        item_id = ids.item_id()
+        self.unit.queues.recv_audio_chunks.put(CommitInput(item_id))
+        self._user_audio_committed(item_id)
+
+    def _on_input_audio_buffer_clear(self, event: ClientEvent) -> None:
+        self.uncommitted_samples = 0
+        self.unit.queues.recv_audio_chunks.put(ClearInput())
+        self.emit({"type": "input_audio_buffer.cleared"})
+
+    def _on_conversation_item_create(self, event: ClientEvent) -> None:
+        item = client_item(event.data.get("item"), event.event_id)
+        previous = event.data.get("previous_item_id")
+        if previous not in (None, "root") and previous not in self.conversation:
+            raise RealtimeError(errors.ITEM_NOT_FOUND, f"previous_item_id {previous!r} does not exist",
+                                type="invalid_request_error", param="previous_item_id")
+        if item["id"] in self.conversation:
+            raise RealtimeError(errors.INVALID_REQUEST, f"an item with id {item['id']!r} already exists",
+                                param="item.id")
+        before = self.conversation.add(item, None if previous in (None, "root") else previous)
+        self.emit({"type": "conversation.item.created", "previous_item_id": before, "item": item})
+        self.emit({"type": "conversation.item.added", "previous_item_id": before, "item": item})
+        self.emit({"type": "conversation.item.done", "previous_item_id": before, "item": item})
+
+    def _on_conversation_item_retrieve(self, event: ClientEvent) -> None:
+        item_id = self._existing_item(event)
+        self.emit({"type": "conversation.item.retrieved", "item": self.conversation.snapshot(item_id)})
+
+    def _on_conversation_item_truncate(self, event: ClientEvent) -> None:
+        # Playback is the client's; cancelling already discards unplayed output. Accept silently.
+        self._existing_item(event)
+
+    def _on_conversation_item_delete(self, event: ClientEvent) -> None:
+        item_id = self._existing_item(event)
+        self.conversation.delete(item_id)
+        self.emit({"type": "conversation.item.deleted", "item_id": item_id})
+
+    def _existing_item(self, event: ClientEvent) -> str:
+        item_id = event.data.get("item_id")
+        if not isinstance(item_id, str) or item_id not in self.conversation:
+            raise RealtimeError(errors.ITEM_NOT_FOUND, f"Item with item_id {item_id!r} not found",
+                                param="item_id")
+        return item_id
+
+    def _on_response_create(self, event: ClientEvent) -> None:
+        if self.response is not None:
+            raise RealtimeError(
+                errors.ACTIVE_RESPONSE,
+                f"Conversation already has an active response in progress: {self.response.id}. "
+                "Wait until the response is finished before creating a new one.",
+            )
+        options = response_options(event.data.get("response"), event.event_id)
+        self.unit.cancel_scope.new_response()
+        self._start_response(options)
+
+    def _on_response_cancel(self, event: ClientEvent) -> None:
+        wanted = event.data.get("response_id")
+        if self.response is None or (wanted and wanted != self.response.id):
+            return  # nothing active: a no-op, and no discard flag left behind
+        self._cancel_response("client_cancelled")
+
+    def _on_output_audio_buffer_clear(self, event: ClientEvent) -> None:
+        if self.audio_in_events:
+            raise RealtimeError(errors.INVALID_EVENT_FOR_TRANSPORT,
+                                "output_audio_buffer.clear is only used with WebRTC")
+        self._clear_playback()
+
+    # ------------------------------------------------------------ responses
+
+    def _start_response(self, options: dict[str, Any]) -> None:
+        config = self.config
+        response = ResponseState(
+            id=ids.response_id(),
+            generation=self.unit.cancel_scope.generation,
+            conversation_id=self.conversation_id,
+            modalities=tuple(options.get("output_modalities") or config.output_modalities),
+            metadata=options.get("metadata"),
+            voice=options.get("voice") or config.voice,
+            output_format=self.state.output_format,
+            max_output_tokens=options.get("max_output_tokens") or self.state.session.get("max_output_tokens", "inf"),
+            in_conversation=options.get("conversation", "auto") != "none",
+        )
+        response.marks["created"] = time.monotonic()
+        self.response = response
+        self.response_options = options
+        self.emit(response.created())
+        self._submit_when_ready()
+
+    def _submit_when_ready(self) -> None:
+        """Send the request once every committed user turn has its transcript."""
+        response = self.response
+        if response is None or response.submitted or self.pending_transcriptions:
+            return
+        options, config = self.response_options, self.config
+        history = self.conversation.history(self.settings.chat_size)
+        response.submitted = True
+        response.input_call_ids = self.conversation.input_call_ids(history)
+        max_tokens = options.get("max_output_tokens", config.max_output_tokens)
+        self.unit.submit(GenerateResponseRequest(
+            response_id=response.id,
+            generation=response.generation,
+            messages=history,
+            instructions=options.get("instructions") or config.instructions,
+            tools=tuple(options.get("tools", config.tools)),
+            tool_choice=options.get("tool_choice", config.tool_choice),
+            reasoning_effort=options.get("reasoning_effort", config.reasoning_effort),
+            max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
+            voice=response.voice,
+            language=config.language,
+            input_call_ids=response.input_call_ids,
+            output_modalities=response.modalities,
+            metadata=response.metadata,
+        ))
+
+    def _finish_response(self, status: str, reason: str | None = None, error: str | None = None) -> None:
+        response, self.response = self.response, None
+        if response is None:
+            return
+        if status == "failed":
+            self.emit(errors.error_event("response_failed", error or "the response failed", type="server_error"))
+        self.emit_all(response.finish(status, reason, error))
+        if status in ("incomplete", "failed"):
+            self.conversation.exclude([item["id"] for item in response.output])
+        if self.auto_response_queued:
+            self.auto_response_queued = False
+            self._start_response({})
+
+    def _cancel_response(self, reason: str) -> None:
+        """Steps 3 and 7 of the interruption rules: close, cancel, flush."""
+        self._finish_response("cancelled", reason)
+        self.auto_response_queued = False
+        self.unit.cancel_scope.cancel()
+        for item in self.unit.queues.send_audio_chunks.drain():
+            if isinstance(item, ResponseDone):
+                self.unit.cancel_scope.response_done(item.generation)
+        self._clear_playback()
+
+    def _clear_playback(self) -> None:
+        clear = getattr(self, "clear_transport_audio", None)
+        if clear is not None:
+            clear()
+
+    def _previous_item_id(self) -> str | None:
+        return self.conversation.last_id
+
+    # ------------------------------------------------------------ pipeline events
+
+    def dispatch_pipeline_item(self, item: Any) -> None:
+        handler = _DISPATCH.get(type(item))
+        if handler is None:
+            log.debug("no dispatch for %s", type(item).__name__)
+            return
+        handler(self, item)
+
+    def _speech_started(self, item: SpeechStarted) -> None:
+        interrupt = item.interrupt_response and self.config.interrupt_response_enabled
+        if self.response is not None and interrupt:
+            self._cancel_response("turn_detected")
+        self.emit({"type": "input_audio_buffer.speech_started", "audio_start_ms": item.audio_start_ms,
+                   "item_id": item.item_id})
+
+    def _speech_stopped(self, item: SpeechStopped) -> None:
+        self.emit({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": item.audio_end_ms,
+                   "item_id": item.item_id})
+        self.uncommitted_samples = 0
+        if item.item_id is not None and item.item_id not in self.conversation:
+            self._user_audio_committed(item.item_id)
+
+    def _user_audio_committed(self, item_id: str) -> None:
+        previous = self._previous_item_id()
+        user_item = {
+            "id": item_id,
+            "object": "realtime.item",
+            "type": "message",
+            "role": "user",
+            "status": "completed",
+            "content": [{"type": "input_audio", "transcript": None}],
+        }
+        self.conversation.add(user_item)
+        self.pending_transcriptions.add(item_id)
+        self.emit({"type": "input_audio_buffer.committed", "previous_item_id": previous, "item_id": item_id})
+        self.emit({"type": "conversation.item.added", "previous_item_id": previous, "item": dict(user_item)})
+
+    def _transcription_delta(self, item: TranscriptionDelta) -> None:
+        if item.item_id is None:
+            return
+        self.emit({"type": "conversation.item.input_audio_transcription.delta", "item_id": item.item_id,
+                   "content_index": 0, "delta": item.delta})
+
+    def _transcription_snapshot(self, item: TranscriptionSnapshot) -> None:
+        if self.config.has_extension(SNAPSHOT_EXTENSION):
+            self.emit({"type": SNAPSHOT_EXTENSION, "item_id": item.item_id, "content_index": 0,
+                       "transcript": item.text})
+
+    def _transcription_completed(self, item: TranscriptionCompleted) -> None:
+        item_id = item.item_id or ids.item_id()
+        if item_id not in self.conversation:
+            self._user_audio_committed(item_id)
+        user_item = self.conversation.get(item_id)
+        assert user_item is not None
+        user_item["content"][0]["transcript"] = item.transcript
+        self.pending_transcriptions.discard(item_id)
+        self.emit({
+            "type": "conversation.item.input_audio_transcription.completed",
+            "item_id": item_id,
+            "content_index": 0,
+            "transcript": item.transcript,
+            "usage": {"type": "duration", "seconds": round(item.audio_seconds, 3)},
+        })
+        self.emit({"type": "conversation.item.done", "item": dict(user_item)})
+        self._turn_complete(item)
+
+    def _turn_complete(self, item: TranscriptionCompleted) -> None:
+        if self.response is not None and not self.response.submitted:
+            self._submit_when_ready()
+            return
+        td = self.config.turn_detection
+        if item.manual or td is None or not td.create_response or not item.transcript.strip():
+            return
+        if self.response is not None:
+            self.auto_response_queued = True  # the user spoke over a response they let finish
+            return
+        self._start_response({})
+        if self.response is not None:
+            self.response.marks["stt_done"] = item.stt_done_time
+
+    def _assistant_text(self, item: TranscriptText) -> None:
+        response = self._current(item)
+        if response is None or not item.text:
+            return
+        message, events = response.open_message(self._previous_item_id())
+        if events and response.in_conversation:
+            self.conversation.add(message.item)
+        self.emit_all(events)
+        self.emit(response.text_delta(message, item.text))
+
+    def _audio(self, item: AudioOutput) -> None:
+        response = self._current(item)
+        if response is None or not response.audio:
+            return
+        message, events = response.open_message(self._previous_item_id())
+        if events and response.in_conversation:
+            self.conversation.add(message.item)
+        self.emit_all(events)
+        if "first_audio" not in response.marks:
+            response.marks["first_audio"] = time.monotonic()
+        if not self.audio_in_events:
+            if self._play_audio is not None:
+                self._play_audio(item.samples)
+            return
+        self.emit(response.audio_delta(message, self._encode_output(item.samples)))
+
+    def _encode_output(self, samples: np.ndarray) -> str:
+        fmt = self.state.output_format
+        fmt_type, rate = fmt.get("type", "audio/pcm"), format_rate(fmt)
+        if rate != 24000:
+            if self._output_key != (fmt_type, rate):
+                self._output_resampler, self._output_key = StreamResampler(24000, rate), (fmt_type, rate)
+            assert self._output_resampler is not None
+            samples = to_int16(self._output_resampler.process(samples))
+        return codecs.encode(samples, fmt_type)
+
+    def _tool_call(self, item: AssistantToolCallPart) -> None:
+        response = self._current(item)
+        if response is None:
+            return
+        call, events = response.function_call(item.call_id, item.name, item.arguments, self._previous_item_id())
+        if response.in_conversation:
+            self.conversation.add(call)
+        self.emit_all(events)
+
+    def _usage(self, item: TokenUsage) -> None:
+        response = self._current(item)
+        if response is not None:
+            response.usage_in += item.input_tokens
+            response.usage_out += item.output_tokens
+
+    def _first_token(self, item: LLMFirstToken) -> None:
+        response = self._current(item)
+        if response is not None:
+            response.marks["llm_first_token"] = item.time
+
+    def _response_done(self, item: ResponseDone) -> None:
+        self.unit.cancel_scope.response_done(item.generation)
+        response = self.response
+        if response is None or response.id != item.response_id:
+            return
+        self._finish_response(item.status, item.reason, item.error)
+
+    def _stage_error(self, item: StageError) -> None:
+        log.warning("pipeline stage %s failed: %s", item.stage, item.message)
+
+    def _current(self, item: Any) -> ResponseState | None:
+        """The active response if ``item`` belongs to it and is not stale."""
+        response = self.response
+        if response is None or item.response_id != response.id:
+            return None
+        if self.unit.cancel_scope.is_discardable(item.generation):
+            return None
+        return response
+
+
+_DISPATCH: dict[type, Callable[[RealtimeService, Any], None]] = {
+    SpeechStarted: RealtimeService._speech_started,
+    SpeechStopped: RealtimeService._speech_stopped,
+    TranscriptionDelta: RealtimeService._transcription_delta,
+    TranscriptionSnapshot: RealtimeService._transcription_snapshot,
+    TranscriptionCompleted: RealtimeService._transcription_completed,
+    TranscriptText: RealtimeService._assistant_text,
+    AudioOutput: RealtimeService._audio,
+    AssistantToolCallPart: RealtimeService._tool_call,
+    TokenUsage: RealtimeService._usage,
+    LLMFirstToken: RealtimeService._first_token,
+    ResponseDone: RealtimeService._response_done,
+    StageError: RealtimeService._stage_error,
+}
+
+
+def dumps(event: Event) -> str:
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)

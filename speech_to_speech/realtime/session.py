@@ -1,0 +1,263 @@
+"""The Realtime session object: defaults, ``session.update`` deep merge, validation.
+
+The wire shape (what ``session.created``/``session.updated`` echo) is kept as
+a plain dict; each update is merged into a copy, validated with the models
+below, and only then swapped in, together with the RuntimeConfig the
+pipeline reads. A rejected update changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from speech_to_speech import ids
+from speech_to_speech.pipeline.session_config import RuntimeConfig, TurnDetection
+from speech_to_speech.realtime.errors import INVALID_REQUEST, INVALID_SESSION_TYPE, RealtimeError
+
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+INPUT_RATE_DEFAULT = 24000
+
+
+class _Open(BaseModel):
+    # Stock clients send fields we do not use (prompt, include, tracing, …): accept them.
+    model_config = ConfigDict(extra="allow")
+
+
+class AudioFormat(_Open):
+    type: Literal["audio/pcm", "audio/pcmu", "audio/pcma"] = "audio/pcm"
+    rate: int | None = Field(default=None, ge=8000, le=48000)
+
+
+class TurnDetectionModel(_Open):
+    type: Literal["server_vad", "semantic_vad"] = "server_vad"
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    prefix_padding_ms: int | None = Field(default=None, ge=0, le=10000)
+    silence_duration_ms: int | None = Field(default=None, ge=0, le=10000)
+    create_response: bool | None = None
+    interrupt_response: bool | None = None
+    eagerness: Literal["low", "medium", "high", "auto"] | None = None
+    idle_timeout_ms: int | None = None
+
+
+class Transcription(_Open):
+    model: str | None = None
+    language: str | None = None
+    prompt: str | None = None
+
+
+class AudioInput(_Open):
+    format: AudioFormat | None = None
+    turn_detection: TurnDetectionModel | None = None
+    transcription: Transcription | None = None
+    noise_reduction: dict[str, Any] | None = None
+
+
+class AudioOutputModel(_Open):
+    format: AudioFormat | None = None
+    voice: str | None = None
+    speed: float | None = Field(default=None, ge=0.25, le=4.0)
+
+
+class Audio(_Open):
+    input: AudioInput | None = None
+    output: AudioOutputModel | None = None
+
+
+class FunctionTool(_Open):
+    type: Literal["function"] = "function"
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class Reasoning(_Open):
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+
+
+class SessionModel(_Open):
+    type: Literal["realtime"] = "realtime"
+    instructions: str | None = None
+    output_modalities: list[Literal["audio", "text"]] | None = None
+    audio: Audio | None = None
+    tools: list[FunctionTool] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    max_output_tokens: int | Literal["inf"] | None = None
+    reasoning: Reasoning | None = None
+    extensions: list[str] | None = None
+
+    @field_validator("output_modalities")
+    @classmethod
+    def _one_modality(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) > 1:
+            raise ValueError("output_modalities must be ['audio'] or ['text']")
+        return value
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _tool_choice(cls, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
+        if isinstance(value, str) and value not in ("auto", "none", "required"):
+            raise ValueError("tool_choice must be auto, none, required or a function")
+        if isinstance(value, dict) and (value.get("type") != "function" or not value.get("name")):
+            raise ValueError("a tool_choice object must be {'type': 'function', 'name': ...}")
+        return value
+
+    @field_validator("max_output_tokens")
+    @classmethod
+    def _max_tokens(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and not 1 <= value <= 4096:
+            raise ValueError("max_output_tokens must be between 1 and 4096 or 'inf'")
+        return value
+
+
+def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """Merge ``patch`` into a copy of ``base``: objects recurse, everything else replaces."""
+    merged = copy.deepcopy(base)
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _validation_message(error: ValidationError) -> tuple[str, str]:
+    first = error.errors()[0]
+    param = "session." + ".".join(str(p) for p in first["loc"])
+    return f"Invalid value for '{param}': {first['msg']}", param
+
+
+class SessionState:
+    """One session's wire config and the RuntimeConfig derived from it."""
+
+    def __init__(self, *, model: str, instructions: str, voice: str, startup_reasoning: str | None,
+                 vad_threshold: float, silence_ms: int, prefix_ms: int, transcription_model: str) -> None:
+        self.startup_reasoning = startup_reasoning
+        self.session: dict[str, Any] = {
+            "type": "realtime",
+            "object": "realtime.session",
+            "id": ids.new_id("sess"),
+            "model": model,
+            "output_modalities": ["audio"],
+            "instructions": instructions,
+            "audio": {
+                "input": {
+                    "format": {"type": "audio/pcm", "rate": INPUT_RATE_DEFAULT},
+                    "transcription": {"model": transcription_model, "language": None, "prompt": None},
+                    "noise_reduction": None,
+                    "turn_detection": {
+                        "type": "server_vad",
+                        "threshold": vad_threshold,
+                        "prefix_padding_ms": prefix_ms,
+                        "silence_duration_ms": silence_ms,
+                        "create_response": True,
+                        "interrupt_response": True,
+                        "idle_timeout_ms": None,
+                    },
+                },
+                "output": {"format": {"type": "audio/pcm", "rate": 24000}, "voice": voice, "speed": 1.0},
+            },
+            "tools": [],
+            "tool_choice": "auto",
+            "max_output_tokens": "inf",
+            "tracing": None,
+            "truncation": "auto",
+            "prompt": None,
+            "reasoning": {"effort": startup_reasoning} if startup_reasoning else None,
+            "extensions": [],
+        }
+        self._default_instructions = instructions
+
+    # ------------------------------------------------------------ update
+
+    def apply_update(self, patch: Any, event_id: str | None) -> RuntimeConfig:
+        """Validate and merge one ``session.update``; raises RealtimeError, changing nothing."""
+        if not isinstance(patch, dict):
+            raise RealtimeError(INVALID_REQUEST, "'session' must be an object", param="session", event_id=event_id)
+        if patch.get("type", "realtime") != "realtime":
+            raise RealtimeError(
+                INVALID_SESSION_TYPE,
+                f"Session type {patch.get('type')!r} is not supported; this server serves 'realtime' sessions",
+                param="session.type",
+                event_id=event_id,
+            )
+        patch = dict(patch)
+        for immutable in ("id", "object", "model"):
+            patch.pop(immutable, None)
+        turn = patch.get("audio", {}).get("input", {}).get("turn_detection") if isinstance(
+            patch.get("audio"), dict) and isinstance(patch["audio"].get("input"), dict) else None
+        merged = deep_merge(self.session, patch)
+        if isinstance(turn, dict) and "type" in turn:
+            # A new turn-detection type replaces the whole object rather than mixing fields.
+            merged["audio"]["input"]["turn_detection"] = {**turn}
+        if "reasoning" in patch:
+            reasoning = patch["reasoning"]
+            if reasoning is None:
+                merged["reasoning"] = {"effort": self.startup_reasoning} if self.startup_reasoning else None
+            elif isinstance(reasoning, dict) and "effort" not in reasoning:
+                merged["reasoning"] = self.session.get("reasoning")
+        if merged.get("instructions") is None:
+            merged["instructions"] = self._default_instructions
+        try:
+            parsed = SessionModel.model_validate(merged)
+        except ValidationError as error:
+            message, param = _validation_message(error)
+            raise RealtimeError(INVALID_REQUEST, message, param=param, event_id=event_id) from None
+        config = runtime_config(parsed)
+        self.session = merged
+        return config
+
+    # ------------------------------------------------------------ views
+
+    @property
+    def input_format(self) -> dict[str, Any]:
+        fmt: dict[str, Any] = self.session["audio"]["input"].get("format") or {}
+        return fmt
+
+    @property
+    def output_format(self) -> dict[str, Any]:
+        fmt: dict[str, Any] = self.session["audio"]["output"].get("format") or {}
+        return fmt
+
+    def runtime_config(self) -> RuntimeConfig:
+        return runtime_config(SessionModel.model_validate(self.session))
+
+
+def format_rate(fmt: dict[str, Any]) -> int:
+    if fmt.get("type", "audio/pcm") in ("audio/pcmu", "audio/pcma"):
+        return 8000
+    return int(fmt.get("rate") or INPUT_RATE_DEFAULT)
+
+
+def runtime_config(session: SessionModel) -> RuntimeConfig:
+    audio = session.audio or Audio()
+    audio_in = audio.input or AudioInput()
+    audio_out = audio.output or AudioOutputModel()
+    td = audio_in.turn_detection
+    turn_detection = None
+    if td is not None:
+        turn_detection = TurnDetection(
+            type=td.type,
+            threshold=td.threshold,
+            silence_duration_ms=td.silence_duration_ms,
+            prefix_padding_ms=td.prefix_padding_ms,
+            interrupt_response=td.interrupt_response if td.interrupt_response is not None else True,
+            create_response=td.create_response if td.create_response is not None else True,
+            eagerness=td.eagerness,
+        )
+    transcription = audio_in.transcription
+    max_tokens = session.max_output_tokens
+    return RuntimeConfig(
+        instructions=session.instructions,
+        voice=audio_out.voice,
+        language=transcription.language if transcription else None,
+        tools=tuple(t.model_dump(exclude_none=True) for t in session.tools or []),
+        tool_choice=session.tool_choice or "auto",
+        turn_detection=turn_detection,
+        reasoning_effort=session.reasoning.effort if session.reasoning else None,
+        max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
+        output_modalities=tuple(session.output_modalities or ("audio",)),
+        extensions=tuple(session.extensions or ()),
+    )
