@@ -9,7 +9,9 @@ the discard flag to drop output produced between ``cancel()`` and the
 
 from __future__ import annotations
 
+import queue
 import threading
+from typing import Any
 
 
 class CancelScope:
@@ -62,6 +64,21 @@ class CancelScope:
             self._discarding = False
             self._discarded_generation = None
             return self._generation
+
+    def put_if_current(self, target: queue.Queue[Any], item: Any, generation: int) -> bool:
+        """Queue ``item`` only while ``generation`` is current; False when it was stale.
+
+        Checking and queueing under the lock that ``cancel()`` takes means that
+        once ``cancel()`` returns, no output of an older generation can enter a
+        queue: a handler that checked staleness just before the cancel cannot
+        slip one last chunk past the send loop's flush. ``target`` must not
+        block (the unit's queues are unbounded).
+        """
+        with self._lock:
+            if generation != self._generation:
+                return False
+            target.put(item)
+            return True
 
     def is_discardable(self, generation: int) -> bool:
         """What the send loop drops: stale output, or anything not current while discarding."""
