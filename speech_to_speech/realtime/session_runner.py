@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.realtime import errors
@@ -40,7 +41,7 @@ async def serve_session(
     unit = pool.claim()
     if unit is None:
         await transport.send_event({
-            "event_id": "event_session_limit",
+            "event_id": ids.event_id(),
             **errors.error_event(errors.SESSION_LIMIT_REACHED,
                                  f"All {pool.size} pipeline(s) are busy; try again later.",
                                  type="invalid_request_error"),

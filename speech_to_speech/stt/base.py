@@ -10,6 +10,7 @@ from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages import FloatAudio, Transcript, Utterance
 
 SAMPLE_RATE = 16000
+MIN_SAMPLES = SAMPLE_RATE // 10
 
 
 class STTHandler(BackendHandler):
@@ -30,7 +31,11 @@ class STTHandler(BackendHandler):
         return self.settings.stt_language
 
     def process(self, item: Utterance) -> Iterator[Any]:
-        text, language = self.transcribe(item.samples, self.language())
+        # A commit of (almost) nothing has nothing to transcribe; models may hallucinate on it.
+        if len(item.samples) < MIN_SAMPLES:
+            text, language = "", None
+        else:
+            text, language = self.transcribe(item.samples, self.language())
         yield Transcript(
             text=text.strip(),
             final=True,

@@ -148,9 +148,10 @@ class VADHandler(BackendHandler):
         self._item_id = None
         if not started:
             return  # too short to be a turn: a click or a cough
-        end_ms = _ms(speech[-1].offset + VAD_CHUNK)
+        kept = speech[: max(len(speech) - trailing, 1)]
+        end_ms = _ms(kept[-1].offset + VAD_CHUNK)
         self.emit_event(SpeechStopped(end_ms, item_id=item_id))
-        yield self._utterance(speech[: max(len(speech) - trailing, 1)], item_id, manual=manual, end_ms=end_ms)
+        yield self._utterance(kept, item_id, manual=manual, end_ms=end_ms)
 
     def _utterance(self, chunks: list[AudioChunk], item_id: str | None, *, manual: bool, end_ms: int) -> Utterance:
         samples = np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0, np.float32)
