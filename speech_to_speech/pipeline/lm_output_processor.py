@@ -40,9 +40,9 @@ def split_ready(text: str, first: bool) -> tuple[list[str], str]:
         ready.append(text[start : match.end()])
         start = match.end()
     rest = text[start:]
-    # Long clauses (or the very first one, to start audio sooner) split at commas.
-    min_chars = MIN_CLAUSE_CHARS // 2 if first and not ready else MIN_CLAUSE_CHARS
+    # Long clauses split at commas; the very first one sooner, to start audio early.
     while True:
+        min_chars = MIN_CLAUSE_CHARS // 2 if first and not ready else MIN_CLAUSE_CHARS
         cut = None
         for match in _CLAUSE_END.finditer(rest):
             if match.start() >= min_chars:
@@ -69,10 +69,6 @@ class LMOutputProcessor(BaseHandler):
     def on_session_end(self) -> None:
         self._reset(None, 0)
 
-    def is_stale(self, item: Any) -> bool:
-        # The sentinel always goes through: the send loop needs it to close the response.
-        return not isinstance(item, ResponseDone) and super().is_stale(item)
-
     def _reset(self, response_id: str | None, generation: int) -> None:
         self._buffer = ""
         self._response_id = response_id
@@ -92,6 +88,8 @@ class LMOutputProcessor(BaseHandler):
 
     def _flush(self) -> Iterator[TTSInput]:
         if self._buffer and not self.cancel_scope.is_stale(self._generation):
+            # Text went out: what follows (e.g. after a tool call) keeps its leading space.
+            self._started = True
             yield self._tts_input(self._buffer)
         self._buffer = ""
 
