@@ -70,8 +70,8 @@ class Conversation:
             message = to_chat_message(item)
             if message is None:
                 continue
-            # Consecutive tool calls of one assistant turn become one message.
-            if message.tool_calls and messages and messages[-1].role == "assistant" and messages[-1].tool_calls:
+            # An assistant turn's text and its tool calls become one message, as providers expect.
+            if message.tool_calls and messages and messages[-1].role == "assistant":
                 last = messages.pop()
                 message = ChatMessage("assistant", last.content, last.tool_calls + message.tool_calls)
             messages.append(message)

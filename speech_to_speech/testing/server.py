@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 
@@ -38,21 +39,31 @@ class RunningServer:
 
 
 @contextlib.contextmanager
-def running_server(settings: ServerSettings, startup_timeout: float = 120.0) -> Iterator[RunningServer]:
-    settings = settings.model_copy(update={"host": "127.0.0.1", "port": settings.port or free_port()})
-    app, pool = build_app(settings)
-    server = uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
+def serving(app: Any, port: int, startup_timeout: float = 30.0) -> Iterator[None]:
+    """Serve an ASGI app with uvicorn on 127.0.0.1:``port`` in a thread, for the block's duration."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                            ws_max_size=16 * 1024 * 1024))
-    thread = threading.Thread(target=server.run, name="test-server", daemon=True)
+    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + startup_timeout
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
+            raise RuntimeError(f"the server on port {port} did not start")
         time.sleep(0.02)
     try:
-        yield RunningServer(settings.host, settings.port, pool)
+        yield
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def running_server(settings: ServerSettings, port: int | None = None) -> Iterator[RunningServer]:
+    """Build the real app for ``settings`` (loading its models) and serve it on ``port`` or a free one."""
+    settings = settings.model_copy(update={"host": "127.0.0.1", "port": port or free_port()})
+    app, pool = build_app(settings)
+    try:
+        with serving(app, settings.port):
+            yield RunningServer(settings.host, settings.port, pool)
+    finally:
         pool.close()

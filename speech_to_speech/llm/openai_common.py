@@ -1,0 +1,101 @@
+"""What the Chat Completions and Responses backends share: client, history, reasoning."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
+
+
+def make_client(base_url: str | None, api_key: str | None, what: str) -> Any:
+    """An ``openai.OpenAI`` client; local providers (a base URL) need no real key."""
+    import openai
+
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        if base_url is None:
+            raise ValueError(
+                f"{what}: set --{what}_api_key or OPENAI_API_KEY, or --{what}_base_url for a local provider"
+            )
+        key = "not-needed"
+    return openai.OpenAI(base_url=base_url, api_key=key, max_retries=0)
+
+
+def llm_client(settings: ServerSettings) -> Any:
+    return make_client(settings.llm_base_url, settings.llm_api_key, "llm")
+
+
+def model_name(settings: ServerSettings) -> str:
+    return settings.llm_model or "gpt-4o-mini"
+
+
+def system_prompt(request: GenerateResponseRequest, settings: ServerSettings) -> str:
+    return request.instructions or settings.init_chat_prompt
+
+
+def chat_messages(request: GenerateResponseRequest, settings: ServerSettings) -> list[dict[str, Any]]:
+    """History in Chat Completions shape (tool calls and results included)."""
+    answered = {m.tool_call_id for m in request.messages if m.role == "tool"}
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(request, settings)}]
+    for message in request.messages:
+        # Providers reject a tool call that has no result after it; drop unanswered ones.
+        calls = tuple(c for c in message.tool_calls if c["call_id"] in answered)
+        if message.tool_calls and not calls and not message.content:
+            continue
+        messages.append(_chat_message(ChatMessage(message.role, message.content, calls, message.tool_call_id)))
+    return messages
+
+
+def _chat_message(message: ChatMessage) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content}
+    if message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content or None,
+            "tool_calls": [
+                {"id": call["call_id"], "type": "function",
+                 "function": {"name": call["name"], "arguments": call["arguments"] or "{}"}}
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.content}
+
+
+def responses_input(request: GenerateResponseRequest) -> list[dict[str, Any]]:
+    """History as Responses API input items."""
+    items: list[dict[str, Any]] = []
+    for message in request.messages:
+        if message.role == "tool":
+            items.append({"type": "function_call_output", "call_id": message.tool_call_id or "",
+                          "output": message.content})
+            continue
+        if message.content:
+            items.append({"role": message.role, "content": message.content})
+        for call in message.tool_calls:
+            items.append({"type": "function_call", "call_id": call["call_id"], "name": call["name"],
+                          "arguments": call["arguments"] or "{}"})
+    return items
+
+
+def tool_choice(choice: str | dict[str, Any], chat: bool) -> Any:
+    if isinstance(choice, dict):
+        name = choice.get("name", "")
+        return {"type": "function", "function": {"name": name}} if chat else {"type": "function", "name": name}
+    return choice
+
+
+def reasoning_options(request: GenerateResponseRequest, settings: ServerSettings, chat: bool) -> dict[str, Any]:
+    """A client's effort wins over the startup flags for this request, as the spec says."""
+    effort = request.reasoning_effort or settings.responses_api_reasoning_effort
+    options: dict[str, Any] = {}
+    if effort:
+        if chat:
+            options["reasoning_effort"] = effort
+        else:
+            options["reasoning"] = {"effort": effort}
+    if settings.responses_api_disable_thinking and not request.reasoning_effort:
+        options["extra_body"] = {"chat_template_kwargs": {"enable_thinking": False}}
+    return options
