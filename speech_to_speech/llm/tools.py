@@ -1,0 +1,239 @@
+"""Tools for local models: JSON Schema -> Python signature -> prompt, and call parsing.
+
+Local models get the session's function tools as Python ``def`` stubs in the
+system prompt (rendered by a Jinja2 template) and answer with calls such as
+``<tool_call>get_weather(city='Paris')</tool_call>``. Calls are parsed with
+``ast`` (never evaluated), checked against the registered tools, and given
+fresh call ids. ``ToolCallSplitter`` separates them from the spoken text
+while tokens stream, so call syntax never reaches the TTS.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import logging
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+
+from speech_to_speech import ids
+
+log = logging.getLogger(__name__)
+
+CALL_OPEN = "<tool_call>"
+CALL_CLOSE = "</tool_call>"
+
+_JSON_TO_PY = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "array": "list",
+               "object": "dict", "null": "None"}
+
+
+def _annotation(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return "Literal[" + ", ".join(repr(v) for v in schema["enum"]) + "]"
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(_JSON_TO_PY.get(k, "Any") for k in kind)
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        return f"list[{_annotation(schema['items'])}]"
+    return _JSON_TO_PY.get(kind, "Any") if isinstance(kind, str) else "Any"
+
+
+def signature_from_schema(parameters: dict[str, Any] | None) -> inspect.Signature:
+    """A keyword-only signature whose parameters mirror a JSON Schema object."""
+    properties = (parameters or {}).get("properties") or {}
+    required = set((parameters or {}).get("required") or [])
+    params = []
+    for name, schema in properties.items():
+        default = inspect.Parameter.empty if name in required else schema.get("default")
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                        annotation=_annotation(schema if isinstance(schema, dict) else {})))
+    # Required parameters first, as Python demands of defaults (keyword-only allows any order, but reads better).
+    params.sort(key=lambda p: p.default is not inspect.Parameter.empty)
+    return inspect.Signature(params)
+
+
+@dataclass(frozen=True)
+class FunctionTool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    @classmethod
+    def from_session(cls, tool: dict[str, Any]) -> FunctionTool:
+        return cls(tool["name"], tool.get("description") or "", tool.get("parameters") or {})
+
+    @property
+    def signature(self) -> inspect.Signature:
+        return signature_from_schema(self.parameters)
+
+    def to_code_prompt(self) -> str:
+        params = []
+        for param in self.signature.parameters.values():
+            text = f"{param.name}: {param.annotation}"
+            if param.default is not inspect.Parameter.empty:
+                text += f" = {param.default!r}"
+            params.append(text)
+        doc_lines = [self.description.strip()] if self.description.strip() else []
+        for name, schema in (self.parameters.get("properties") or {}).items():
+            if isinstance(schema, dict) and schema.get("description"):
+                doc_lines.append(f"{name}: {schema['description']}")
+        doc = "\n    ".join(doc_lines) or "No description."
+        return f'def {self.name}({", ".join(params)}):\n    """{doc}"""'
+
+
+_TEMPLATE = jinja2.Environment(autoescape=False, keep_trailing_newline=True).from_string(
+    """{{ instructions }}
+
+You can call these Python functions:
+
+{% for tool in tools %}{{ tool.to_code_prompt() }}
+
+{% endfor %}To call one, write the call on its own between {{ open }} and {{ close }}, for example:
+{{ open }}{{ example }}{{ close }}
+Use keyword arguments with Python literals. {{ choice_rule }}Say a short sentence to the user before a call.
+Never invent a function that is not listed. After a call, stop and wait for its result."""
+)
+
+
+def render_tool_prompt(instructions: str, tools: list[FunctionTool], tool_choice: str | dict[str, Any]) -> str:
+    """The system prompt for a local model: instructions plus the tool stubs, or just instructions."""
+    if tool_choice == "none" or not tools:
+        return instructions
+    if isinstance(tool_choice, dict):
+        wanted = tool_choice.get("name")
+        tools = [t for t in tools if t.name == wanted] or tools
+        choice_rule = f"You must call {wanted} in this answer. "
+    elif tool_choice == "required":
+        choice_rule = "You must call one of the functions in this answer. "
+    else:
+        choice_rule = "Only call a function when it helps answer the user. "
+    first = tools[0]
+    example_args = ", ".join(f"{p}=..." for p in list(first.signature.parameters)[:2])
+    return _TEMPLATE.render(instructions=instructions, tools=tools, open=CALL_OPEN, close=CALL_CLOSE,
+                            example=f"{first.name}({example_args})", choice_rule=choice_rule).strip()
+
+
+class ToolCallError(ValueError):
+    pass
+
+
+def _literal(node: ast.expr) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        if isinstance(node, ast.Name) and node.id in ("true", "false", "null"):
+            return {"true": True, "false": False, "null": None}[node.id]
+        raise
+
+
+def parse_call(text: str, tools: dict[str, FunctionTool]) -> tuple[str, dict[str, Any]]:
+    """Parse ``name(key=value, …)`` and check it against the registered tools."""
+    source = text.strip().strip("`").strip()
+    try:
+        tree = ast.parse(source, mode="eval")
+    except SyntaxError as error:
+        raise ToolCallError(f"not a function call: {source!r}") from error
+    call = tree.body
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+        raise ToolCallError(f"not a function call: {source!r}")
+    name = call.func.id
+    tool = tools.get(name)
+    if tool is None:
+        raise ToolCallError(f"unknown function {name!r}")
+    try:
+        arguments = {kw.arg: _literal(kw.value) for kw in call.keywords if kw.arg is not None}
+        positional = [_literal(arg) for arg in call.args]
+    except (ValueError, SyntaxError) as error:
+        raise ToolCallError(f"arguments of {name} must be literals") from error
+    try:
+        bound = tool.signature.bind(**arguments)
+    except TypeError as error:
+        if positional:
+            names = list(tool.signature.parameters)
+            arguments = {**dict(zip(names, positional, strict=False)), **arguments}
+            try:
+                bound = tool.signature.bind(**arguments)
+            except TypeError as inner:
+                raise ToolCallError(f"{name}: {inner}") from inner
+        else:
+            raise ToolCallError(f"{name}: {error}") from error
+    return name, dict(bound.arguments)
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    call_id: str
+    name: str
+    arguments: str  # JSON
+
+
+class ToolCallSplitter:
+    """Splits streamed model text into speech and tool calls.
+
+    Text that might be the start of ``<tool_call>`` is held back until it is
+    clearly not; a complete call is parsed, and an invalid one is dropped
+    with a log line (a spoken recovery is better than reading code aloud).
+    """
+
+    def __init__(self, tools: list[FunctionTool]) -> None:
+        self.tools = {t.name: t for t in tools}
+        self._buffer = ""
+
+    def feed(self, text: str) -> Iterator[str | ParsedCall]:
+        self._buffer += text
+        while True:
+            start = self._buffer.find(CALL_OPEN)
+            if start < 0:
+                keep = _partial_suffix(self._buffer, CALL_OPEN)
+                ready, self._buffer = self._buffer[: len(self._buffer) - keep], self._buffer[len(self._buffer) - keep:]
+                if ready:
+                    yield ready
+                return
+            if start:
+                yield self._buffer[:start]
+            end = self._buffer.find(CALL_CLOSE, start)
+            if end < 0:
+                self._buffer = self._buffer[start:]
+                return
+            body = self._buffer[start + len(CALL_OPEN) : end]
+            self._buffer = self._buffer[end + len(CALL_CLOSE) :]
+            yield from self._parse(body)
+
+    def finish(self) -> Iterator[str | ParsedCall]:
+        """End of stream: an unterminated call is still tried; other held text is released."""
+        rest, self._buffer = self._buffer, ""
+        if rest.startswith(CALL_OPEN):
+            yield from self._parse(rest[len(CALL_OPEN) :])
+        elif rest:
+            yield rest
+
+    def _parse(self, body: str) -> Iterator[ParsedCall]:
+        for line in _call_lines(body):
+            try:
+                name, arguments = parse_call(line, self.tools)
+            except ToolCallError as error:
+                log.info("dropped an invalid tool call: %s", error)
+                continue
+            yield ParsedCall(ids.call_id(), name, json.dumps(arguments))
+
+
+def _call_lines(body: str) -> list[str]:
+    body = body.strip()
+    if not body:
+        return []
+    # Several calls may share one block, one per line.
+    lines = [line for line in body.splitlines() if line.strip()]
+    return lines if all(re.match(r"\s*[A-Za-z_][\w.]*\s*\(", line) for line in lines) else [body]
+
+
+def _partial_suffix(text: str, marker: str) -> int:
+    """Length of the longest suffix of ``text`` that is a proper prefix of ``marker``."""
+    for size in range(min(len(text), len(marker) - 1), 0, -1):
+        if marker.startswith(text[-size:]):
+            return size
+    return 0
