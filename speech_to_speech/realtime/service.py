@@ -46,6 +46,12 @@ from speech_to_speech.realtime.events import ClientEvent, parse_client_event
 from speech_to_speech.realtime.items import client_item, response_options
 from speech_to_speech.realtime.response import Event, ResponseState
 from speech_to_speech.realtime.session import SessionState, format_rate
+from speech_to_speech.realtime.tool_results import (
+    INPUT_CALL_IDS_KEY,
+    ToolResultLedger,
+    encode_call_ids,
+    followup_call_ids,
+)
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +93,8 @@ class RealtimeService:
         self.response: ResponseState | None = None
         self.auto_response_queued = False
         self.pending_transcriptions: set[str] = set()
+        self.user_speaking = False
+        self.tool_results = ToolResultLedger()
         self.uncommitted_samples = 0
         self._input_resampler: StreamResampler | None = None
         self._input_key: tuple[str, int] | None = None
@@ -220,6 +228,18 @@ class RealtimeService:
                 "Wait until the response is finished before creating a new one.",
             )
         options = response_options(event.data.get("response"), event.event_id)
+        followup = followup_call_ids(options.get("metadata"))
+        if followup:
+            if self.tool_results.all_answered(followup):
+                raise RealtimeError(
+                    errors.TOOL_FOLLOWUP_ALREADY_ANSWERED,
+                    "A completed answer already included these tool results; no follow-up is needed.",
+                )
+            if self.user_speaking or self.pending_transcriptions:
+                raise RealtimeError(
+                    errors.TOOL_FOLLOWUP_USER_INPUT_PENDING,
+                    "The user's turn is still open; send the follow-up after their item is committed.",
+                )
         self.unit.cancel_scope.new_response()
         self._start_response(options)
 
@@ -288,6 +308,10 @@ class RealtimeService:
             return
         if status == "failed":
             self.emit(errors.error_event("response_failed", error or "the response failed", type="server_error"))
+        if status == "completed" and response.input_call_ids and response.output:
+            self.tool_results.answered(response.input_call_ids)
+            response.metadata = {**(response.metadata or {}),
+                                 INPUT_CALL_IDS_KEY: encode_call_ids(response.input_call_ids)}
         self.emit_all(response.finish(status, reason, error))
         if status in ("incomplete", "failed"):
             self.conversation.exclude([item["id"] for item in response.output])
@@ -323,6 +347,7 @@ class RealtimeService:
         handler(self, item)
 
     def _speech_started(self, item: SpeechStarted) -> None:
+        self.user_speaking = True
         interrupt = item.interrupt_response and self.config.interrupt_response_enabled
         if self.response is not None and interrupt:
             self._cancel_response("turn_detected")
@@ -332,6 +357,7 @@ class RealtimeService:
     def _speech_stopped(self, item: SpeechStopped) -> None:
         self.emit({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": item.audio_end_ms,
                    "item_id": item.item_id})
+        self.user_speaking = False
         self.uncommitted_samples = 0
         if item.item_id is not None and item.item_id not in self.conversation:
             self._user_audio_committed(item.item_id)
