@@ -186,12 +186,13 @@ class SessionState:
         patch = dict(patch)
         for immutable in ("id", "object", "model"):
             patch.pop(immutable, None)
-        turn = patch.get("audio", {}).get("input", {}).get("turn_detection") if isinstance(
-            patch.get("audio"), dict) and isinstance(patch["audio"].get("input"), dict) else None
         merged = deep_merge(self.session, patch)
-        if isinstance(turn, dict) and "type" in turn:
-            # A new turn-detection type replaces the whole object rather than mixing fields.
-            merged["audio"]["input"]["turn_detection"] = {**turn}
+        # An object with a "type" replaces the old one rather than mixing fields: a new
+        # turn-detection type keeps no stale thresholds, audio/pcmu no PCM rate.
+        for direction, key in (("input", "turn_detection"), ("input", "format"), ("output", "format")):
+            value = _nested(patch, "audio", direction, key)
+            if isinstance(value, dict) and "type" in value:
+                merged["audio"][direction][key] = {**value}
         if "reasoning" in patch:
             reasoning = patch["reasoning"]
             if reasoning is None:
@@ -223,6 +224,14 @@ class SessionState:
 
     def runtime_config(self) -> RuntimeConfig:
         return runtime_config(SessionModel.model_validate(self.session))
+
+
+def _nested(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
 
 
 def format_rate(fmt: dict[str, Any]) -> int:
