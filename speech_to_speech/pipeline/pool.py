@@ -81,8 +81,11 @@ class PipelinePool:
             worker.join()
 
     def _drain(self, unit: PipelineUnit) -> None:
-        token = unit.begin_session_end()
-        drained = unit.wait_drained(token, self._release_timeout_s)
+        # A unit with a dead stage can never drain: replace it now, not after the timeout.
+        drained = False
+        if unit.healthy():
+            token = unit.begin_session_end()
+            drained = unit.wait_drained(token, self._release_timeout_s)
         with self._lock:
             if self._units[unit.index] is not unit:
                 return
