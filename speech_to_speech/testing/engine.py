@@ -7,7 +7,9 @@ what it did see when something never arrives.
 
 from __future__ import annotations
 
+import dataclasses
 import queue
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ import numpy.typing as npt
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.builder import PipelineFactory
+from speech_to_speech.pipeline.handler import BackendHandler, HandlerContext
 from speech_to_speech.pipeline.messages import (
     AudioOutput,
     ChatMessage,
@@ -25,7 +28,7 @@ from speech_to_speech.pipeline.messages import (
     ResponseDone,
     TranscriptText,
 )
-from speech_to_speech.pipeline.unit import PipelineUnit
+from speech_to_speech.pipeline.unit import PipelineUnit, StageBuilder, StageBuilders
 from speech_to_speech.testing.scripted import tone
 
 T = TypeVar("T")
@@ -52,6 +55,29 @@ def running_unit(settings: ServerSettings | None = None, **overrides: Any) -> It
         yield unit
     finally:
         unit.stop(timeout=1.0)
+
+
+def stage(handler: type[BackendHandler], settings: ServerSettings, model: Any = None) -> StageBuilder:
+    """A stage builder for a custom handler class (a test double around ``model``)."""
+
+    def build(context: HandlerContext, queue_in: Any, queue_out: Any, events: Any) -> BackendHandler:
+        return handler(context, queue_in, queue_out, model=model, settings=settings, events=events)
+
+    return build
+
+
+def scripted_builders(settings: ServerSettings | None = None, **stages: StageBuilder) -> StageBuilders:
+    """The scripted stages of ``settings``, with some (vad=, stt=, llm=, tts=) replaced."""
+    return dataclasses.replace(PipelineFactory(settings or scripted_settings()).builders, **stages)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = DEFAULT_TIMEOUT, what: str = "condition") -> None:
+    """Poll ``condition`` for state that no queue announces (pool slots, thread deaths)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout} s")
+        time.sleep(0.01)
 
 
 # ---------------------------------------------------------------- audio
