@@ -1,0 +1,231 @@
+// A stock @openai/agents RealtimeSession (OpenAIRealtimeWebSocket transport) holds a spoken
+// conversation with the speech-to-speech server; only the URL differs from talking to OpenAI.
+//
+// Run by tests/compat/test_openai_agents_js.py, which starts a server with scripted backends:
+//   transcripts: "Hello, who are you?" then "What is the weather in Paris?"
+//   replies:     "I am a local voice agent.", a get_weather tool call, "It is sunny in Paris."
+// The expected texts come in through environment variables so that the two files agree.
+//
+//   S2S_REALTIME_URL=ws://127.0.0.1:PORT/v1/realtime node --test tests/node
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+
+import { RealtimeAgent, RealtimeSession, tool } from '@openai/agents/realtime';
+
+// The SDK validates server events with its own zod schemas and silently downgrades an event that
+// fails them to a "generic" one it ignores. The module is not exported, so import it by path to
+// hold every standard event the server sends to the SDK's schema.
+const { realtimeServerEventSchema } = await import(
+  new globalThis.URL('./node_modules/@openai/agents-realtime/dist/openaiRealtimeEvents.mjs', import.meta.url)
+);
+const KNOWN_EVENT_TYPES = new Set(realtimeServerEventSchema.options.map((option) => option.shape.type.value));
+
+const URL = process.env.S2S_REALTIME_URL;
+const FIRST_QUESTION = process.env.S2S_FIRST_TRANSCRIPT ?? 'Hello, who are you?';
+const FIRST_REPLY = process.env.S2S_FIRST_REPLY ?? 'I am a local voice agent.';
+const TOOL_QUESTION = process.env.S2S_TOOL_TRANSCRIPT ?? 'What is the weather in Paris?';
+const TOOL_REPLY = process.env.S2S_TOOL_REPLY ?? 'It is sunny in Paris.';
+const STEP_TIMEOUT_MS = Number(process.env.S2S_STEP_TIMEOUT_MS ?? 20000);
+const RATE = 24000;
+
+// ------------------------------------------------------------------ helpers
+
+/** PCM16 little-endian at 24 kHz: a loud tone (speech for the server VAD), then silence. */
+function spokenTurn(toneSeconds = 1.0, silenceSeconds = 1.2) {
+  const toneSamples = Math.round(toneSeconds * RATE);
+  const total = toneSamples + Math.round(silenceSeconds * RATE);
+  const pcm = new Int16Array(total);
+  for (let i = 0; i < toneSamples; i += 1) {
+    pcm[i] = Math.round(0.3 * 32767 * Math.sin((2 * Math.PI * 440 * i) / RATE));
+  }
+  return pcm;
+}
+
+/** Stream PCM in 40 ms chunks, roughly as fast as a microphone would (a little faster). */
+async function sendSpeech(session, pcm) {
+  const chunk = (RATE * 40) / 1000;
+  for (let start = 0; start < pcm.length; start += chunk) {
+    const piece = pcm.slice(start, start + chunk);
+    session.sendAudio(piece.buffer);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Settle with `promise`, or reject after `timeoutMs` (clearing the timer either way). */
+function withTimeout(promise, label, timeoutMs = STEP_TIMEOUT_MS) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${label}`)), timeoutMs);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Resolve once `check()` is truthy, re-checking on every event of `emitter`; reject after a timeout. */
+function waitUntil(emitter, events, check, label, timeoutMs = STEP_TIMEOUT_MS) {
+  return new Promise((resolve, reject) => {
+    const listeners = [];
+    const finish = (fn, value) => {
+      clearTimeout(timer);
+      for (const [name, listener] of listeners) emitter.off(name, listener);
+      fn(value);
+    };
+    const timer = setTimeout(
+      () => finish(reject, new Error(`timed out after ${timeoutMs} ms waiting for ${label}`)),
+      timeoutMs,
+    );
+    const probe = () => {
+      let value;
+      try {
+        value = check();
+      } catch (error) {
+        finish(reject, error);
+        return;
+      }
+      if (value) finish(resolve, value);
+    };
+    for (const name of events) {
+      emitter.on(name, probe);
+      listeners.push([name, probe]);
+    }
+    probe();
+  });
+}
+
+const messageText = (item) =>
+  (item.content ?? []).map((part) => part.transcript ?? part.text ?? '').join('');
+
+const findMessage = (history, role, text) =>
+  history.find((item) => item.type === 'message' && item.role === role && messageText(item) === text);
+
+// ------------------------------------------------------------------ the conversation
+
+const toolCalls = [];
+const getWeather = tool({
+  name: 'get_weather',
+  description: 'The current weather in a city.',
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' } },
+    required: ['city'],
+    additionalProperties: false,
+  },
+  strict: true,
+  execute: async ({ city }) => {
+    toolCalls.push(city);
+    return `sunny, 21 degrees in ${city}`;
+  },
+});
+
+const agent = new RealtimeAgent({
+  name: 'Assistant',
+  instructions: 'You are a helpful voice assistant. Answer briefly.',
+  tools: [getWeather],
+});
+
+let session;
+const errors = [];
+const serverEvents = [];
+const schemaFailures = [];
+const audioChunks = [];
+const completedTurns = [];
+
+before(async () => {
+  assert.ok(URL, 'S2S_REALTIME_URL must point at the server, e.g. ws://127.0.0.1:8765/v1/realtime');
+  session = new RealtimeSession(agent, { transport: 'websocket', model: 'speech-to-speech' });
+  session.on('error', (event) => errors.push(event.error ?? event));
+  session.on('transport_event', (event) => {
+    serverEvents.push(event);
+    if (KNOWN_EVENT_TYPES.has(event.type)) {
+      const parsed = realtimeServerEventSchema.safeParse(event);
+      if (!parsed.success) schemaFailures.push({ type: event.type, issues: parsed.error.issues });
+    }
+  });
+  session.on('audio', (event) => audioChunks.push(event));
+  session.on('agent_end', (_context, _agent, text) => completedTurns.push(text));
+  await withTimeout(session.connect({ apiKey: 'sk-local-not-checked', url: URL }), 'connect()');
+});
+
+after(() => {
+  session?.close();
+});
+
+test('session.created and session.updated arrive; the SDK session config is accepted', async () => {
+  await waitUntil(session, ['transport_event'], () => serverEvents.some((e) => e.type === 'session.updated'),
+    'session.updated');
+  const created = serverEvents.find((e) => e.type === 'session.created');
+  assert.ok(created, 'no session.created');
+  assert.equal(typeof created.event_id, 'string');
+  const updated = serverEvents.find((e) => e.type === 'session.updated');
+  assert.equal(updated.session.instructions, 'You are a helpful voice assistant. Answer briefly.');
+  assert.deepEqual(updated.session.tools.map((t) => t.name), ['get_weather']);
+  assert.deepEqual(errors, [], `the server rejected something the SDK sent: ${JSON.stringify(errors)}`);
+});
+
+test('a spoken turn: user transcript, assistant transcript and audio, a completed turn', async () => {
+  const audioBefore = audioChunks.length;
+  const turnsBefore = completedTurns.length;
+  await sendSpeech(session, spokenTurn());
+
+  const user = await waitUntil(session, ['history_updated', 'history_added'],
+    () => findMessage(session.history, 'user', FIRST_QUESTION), 'the user transcript in history');
+  assert.equal(user.content[0].type, 'input_audio');
+
+  await waitUntil(session, ['agent_end'], () => completedTurns.length > turnsBefore, 'agent_end (response.done)');
+  const assistant = await waitUntil(session, ['history_updated', 'history_added'],
+    () => findMessage(session.history, 'assistant', FIRST_REPLY), 'the assistant transcript in history');
+  assert.equal(assistant.status, 'completed');
+  assert.equal(completedTurns.at(-1), FIRST_REPLY);
+
+  const audio = audioChunks.slice(audioBefore);
+  assert.ok(audio.length > 0, 'no audio events');
+  const bytes = audio.reduce((sum, chunk) => sum + chunk.data.byteLength, 0);
+  assert.ok(bytes > RATE * 2 * 0.1, `only ${bytes} bytes of audio`);
+  const responseIds = new Set(audio.map((chunk) => chunk.responseId));
+  assert.equal(responseIds.size, 1, 'audio of one turn should belong to one response');
+
+  const done = serverEvents.filter((e) => e.type === 'response.done');
+  assert.equal(done.at(-1).response.status, 'completed');
+  assert.deepEqual(errors, [], `errors during the turn: ${JSON.stringify(errors)}`);
+});
+
+test('a tool call round trip: the SDK runs the tool, sends its output, the follow-up reply arrives', async () => {
+  const turnsBefore = completedTurns.length;
+  const toolEnd = new Promise((resolve) => session.once('agent_tool_end', (...args) => resolve(args)));
+  await sendSpeech(session, spokenTurn());
+
+  await waitUntil(session, ['history_updated', 'history_added'],
+    () => findMessage(session.history, 'user', TOOL_QUESTION), 'the second user transcript in history');
+  const [, , toolDef, result] = await withTimeout(toolEnd, 'agent_tool_end');
+  assert.equal(toolDef.name, 'get_weather');
+  assert.equal(result, 'sunny, 21 degrees in Paris');
+  assert.deepEqual(toolCalls, ['Paris']);
+
+  // The SDK answered with function_call_output + response.create; the server's follow-up reply is spoken.
+  const reply = await waitUntil(session, ['history_updated', 'history_added'],
+    () => findMessage(session.history, 'assistant', TOOL_REPLY), 'the follow-up reply after the tool output');
+  await waitUntil(session, ['agent_end'], () => completedTurns.includes(TOOL_REPLY), 'agent_end of the follow-up');
+  assert.ok(reply);
+
+  const call = session.history.find((item) => item.type === 'function_call' && item.name === 'get_weather');
+  assert.ok(call, 'the function_call item is in history');
+  assert.equal(JSON.parse(call.arguments).city, 'Paris');
+  assert.equal(call.output, 'sunny, 21 degrees in Paris');
+
+  const done = serverEvents.filter((e) => e.type === 'response.done').slice(-2);
+  assert.deepEqual(done.map((e) => e.response.status), ['completed', 'completed']);
+  assert.equal(done[0].response.output[0].type, 'function_call');
+  assert.equal(completedTurns.length - turnsBefore, 2, 'one turn for the tool call, one for the follow-up');
+
+  // History order: question, call, answer.
+  const order = session.history.map((item) => item.itemId);
+  const question = findMessage(session.history, 'user', TOOL_QUESTION);
+  assert.ok(order.indexOf(question.itemId) < order.indexOf(call.itemId));
+  assert.ok(order.indexOf(call.itemId) < order.indexOf(reply.itemId));
+  assert.deepEqual(errors, [], `errors during the tool round trip: ${JSON.stringify(errors)}`);
+});
+
+// Last: it covers every event of the conversation above.
+test('every standard server event of the conversation passes the SDK schema', () => {
+  assert.ok(serverEvents.length > 20, `only ${serverEvents.length} server events seen`);
+  assert.deepEqual(schemaFailures, []);
+});
