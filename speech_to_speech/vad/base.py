@@ -179,3 +179,11 @@ class VADHandler(BackendHandler):
             if started:
                 self.emit_event(SpeechStopped(end_ms, item_id=item_id))
             yield self._utterance(chunks, item_id, manual=True, end_ms=end_ms)
+            return
+        if item.item_id is not None:
+            # The client was told this item was committed (silence under server VAD):
+            # it still gets an utterance, so its transcription completes.
+            chunks = list(self._history)
+            self._history.clear()
+            end_ms = _ms(chunks[-1].offset + VAD_CHUNK) if chunks else 0
+            yield self._utterance(chunks, item.item_id, manual=True, end_ms=end_ms)
