@@ -23,7 +23,7 @@ from speech_to_speech.audio.chunker import Chunker
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
 from speech_to_speech.pipeline.lm_output_processor import LMOutputProcessor
-from speech_to_speech.pipeline.messages import AudioChunk, PipelineEnd, SessionEnd
+from speech_to_speech.pipeline.messages import AudioChunk, ClearInput, CommitInput, PipelineEnd, SessionEnd
 from speech_to_speech.pipeline.queues import NotifyingQueue
 from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig
 from speech_to_speech.pipeline.transcription_notifier import TranscriptionNotifier
@@ -100,6 +100,17 @@ class PipelineUnit:
         """Queue 16 kHz float32 audio for the VAD in 512-sample chunks."""
         for chunk, offset in self.chunker.push(samples_16k):
             self.queues.recv_audio_chunks.put(AudioChunk(chunk, offset))
+
+    def commit_input(self, item_id: str | None = None) -> None:
+        """End the user turn now with everything pushed so far (input_audio_buffer.commit)."""
+        for chunk, offset in self.chunker.flush():
+            self.queues.recv_audio_chunks.put(AudioChunk(chunk, offset))
+        self.queues.recv_audio_chunks.put(CommitInput(item_id))
+
+    def clear_input(self) -> None:
+        """Drop buffered, uncommitted user audio (input_audio_buffer.clear)."""
+        self.chunker.discard()
+        self.queues.recv_audio_chunks.put(ClearInput())
 
     def submit(self, request: Any) -> None:
         """Queue a GenerateResponseRequest (or control item) for the LLM."""
