@@ -1,0 +1,181 @@
+"""Turn tracking of the VAD base class, driven through the scripted energy VAD.
+
+The handler's ``process`` is called directly, chunk by chunk, so every
+assertion says exactly which chunk made which event.
+"""
+
+from __future__ import annotations
+
+import queue
+from typing import Any
+
+import numpy as np
+import pytest
+
+from speech_to_speech.audio.chunker import Chunker
+from speech_to_speech.pipeline.cancel_scope import CancelScope
+from speech_to_speech.pipeline.handler import HandlerContext
+from speech_to_speech.pipeline.messages import (
+    AudioChunk,
+    ClearInput,
+    CommitInput,
+    SpeechStarted,
+    SpeechStopped,
+    Utterance,
+)
+from speech_to_speech.pipeline.session_config import ConfigHolder, TurnDetection
+from speech_to_speech.testing.engine import scripted_settings, silence, speech
+from speech_to_speech.testing.scripted import EnergyVAD
+
+CHUNK_S = 0.032
+
+
+def chunks(n: int) -> float:
+    """Seconds of ``n`` whole VAD chunks: keeps every push aligned to the chunk grid."""
+    return n * CHUNK_S
+
+
+class VAD:
+    def __init__(self, **settings: Any) -> None:
+        self.config = ConfigHolder()
+        self.events: queue.Queue[Any] = queue.Queue()
+        self.handler = EnergyVAD(
+            HandlerContext(CancelScope(), self.config),
+            queue.Queue(),
+            queue.Queue(),
+            model=None,
+            settings=scripted_settings(**settings),
+            events=self.events,
+        )
+        self.chunker = Chunker()
+
+    def feed(self, audio: np.ndarray) -> list[Any]:
+        """Events and utterances, in order, that ``audio`` produced."""
+        out: list[Any] = []
+        for samples, offset in self.chunker.push(audio):
+            out += self.item(AudioChunk(samples, offset))
+        return out
+
+    def item(self, item: Any) -> list[Any]:
+        utterances = list(self.handler.process(item))
+        events = []
+        while not self.events.empty():
+            events.append(self.events.get_nowait())
+        return events + utterances
+
+    def chunks_until(self, audio: np.ndarray, kind: type) -> int:
+        """How many chunks of ``audio`` it takes until an item of ``kind`` comes out."""
+        for n, (samples, offset) in enumerate(self.chunker.push(audio), start=1):
+            if any(isinstance(i, kind) for i in self.item(AudioChunk(samples, offset))):
+                return n
+        raise AssertionError(f"no {kind.__name__}")
+
+
+def kinds(items: list[Any]) -> list[type]:
+    return [type(i) for i in items]
+
+
+@pytest.fixture
+def vad() -> VAD:
+    return VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=300)
+
+
+def test_a_tone_is_a_turn(vad: VAD) -> None:
+    items = vad.feed(np.concatenate([speech(chunks(18)), silence(chunks(32))]))
+    assert kinds(items) == [SpeechStarted, SpeechStopped, Utterance]
+    started, stopped, utterance = items
+    assert started.audio_start_ms == 0 and started.interrupt_response
+    assert started.item_id == stopped.item_id == utterance.item_id is not None
+    assert not utterance.manual
+    # The turn holds all the speech and at most the prefix pad of trailing silence.
+    assert chunks(18) <= len(utterance.samples) / 16000 <= chunks(18) + 0.3 + CHUNK_S
+    assert np.abs(utterance.samples[: int(0.5 * 16000)]).max() > 0.2
+
+
+def test_speech_starts_after_min_speech_ms_and_stops_after_min_silence_ms(vad: VAD) -> None:
+    assert vad.chunks_until(speech(chunks(32)), SpeechStarted) == 8  # 8 * 32 ms >= 250 ms
+    vad.feed(speech(chunks(6)))
+    assert vad.chunks_until(silence(chunks(64)), SpeechStopped) == 16  # 16 * 32 ms >= 500 ms
+
+
+def test_a_click_shorter_than_min_speech_ms_is_ignored(vad: VAD) -> None:
+    assert vad.feed(np.concatenate([speech(chunks(3)), silence(chunks(32))])) == []
+    # ...and leaves no trace on the next real turn.
+    items = vad.feed(np.concatenate([speech(chunks(18)), silence(chunks(32))]))
+    assert kinds(items) == [SpeechStarted, SpeechStopped, Utterance]
+
+
+def test_prefix_padding_keeps_audio_before_the_speech(vad: VAD) -> None:
+    items = vad.feed(np.concatenate([silence(chunks(32)), speech(chunks(18)), silence(chunks(32))]))
+    started, utterance = items[0], items[2]
+    assert 1024 - 300 - 32 <= started.audio_start_ms < 1024
+    assert utterance.audio_start_ms == started.audio_start_ms
+
+
+def test_the_session_threshold_is_read_live(vad: VAD) -> None:
+    quiet = speech(chunks(18), level=0.02)  # energy VAD probability ~0.28
+    assert vad.feed(np.concatenate([quiet, silence(chunks(32))])) == []
+    vad.config.update(turn_detection=TurnDetection(threshold=0.2))
+    assert kinds(vad.feed(np.concatenate([quiet, silence(chunks(32))]))) == [SpeechStarted, SpeechStopped, Utterance]
+    vad.config.update(turn_detection=TurnDetection(threshold=0.9))
+    assert vad.feed(np.concatenate([speech(chunks(18), level=0.04), silence(chunks(32))])) == []
+
+
+def test_the_session_silence_duration_is_read_live(vad: VAD) -> None:
+    vad.config.update(turn_detection=TurnDetection(silence_duration_ms=200))
+    vad.feed(speech(chunks(18)))
+    assert vad.chunks_until(silence(chunks(32)), SpeechStopped) == 7  # 7 * 32 ms >= 200 ms
+
+
+def test_speech_started_says_whether_it_may_interrupt(vad: VAD) -> None:
+    vad.config.update(turn_detection=TurnDetection(interrupt_response=False))
+    started = vad.feed(speech(chunks(18)))[0]
+    assert isinstance(started, SpeechStarted) and not started.interrupt_response
+
+
+def test_a_hesitation_between_the_thresholds_does_not_end_the_turn(vad: VAD) -> None:
+    vad.feed(speech(chunks(18)))
+    # RMS 0.02 -> probability 0.4: below the 0.5 threshold, above the 0.35 silence level.
+    assert vad.feed(speech(chunks(32), level=0.02 * np.sqrt(2))) == []
+    assert SpeechStopped in kinds(vad.feed(silence(chunks(32))))
+
+
+def test_a_turn_longer_than_max_speech_ms_is_cut() -> None:
+    vad = VAD(max_speech_ms=1000)
+    items = vad.feed(speech(chunks(47)))
+    # Cut at 1 s; the speech that goes on is the next turn.
+    assert kinds(items) == [SpeechStarted, SpeechStopped, Utterance, SpeechStarted]
+    assert abs(len(items[2].samples) / 16000 - 1.0) <= CHUNK_S
+
+
+def test_without_turn_detection_nothing_is_automatic_and_commit_takes_the_buffer(vad: VAD) -> None:
+    vad.config.update(turn_detection=None)
+    assert vad.feed(np.concatenate([speech(chunks(18)), silence(chunks(32))])) == []
+    (utterance,) = vad.item(CommitInput("item_manual"))
+    assert isinstance(utterance, Utterance)
+    assert utterance.manual and utterance.item_id == "item_manual"
+    assert len(utterance.samples) == 50 * 512
+    assert vad.item(CommitInput()) == []  # the buffer was taken
+
+
+def test_clear_drops_the_buffered_audio(vad: VAD) -> None:
+    vad.config.update(turn_detection=None)
+    vad.feed(speech(chunks(18)))
+    assert vad.item(ClearInput()) == []
+    vad.feed(speech(chunks(6)))
+    (utterance,) = vad.item(CommitInput())
+    assert len(utterance.samples) == 6 * 512
+
+
+def test_commit_during_server_vad_speech_ends_the_turn_now(vad: VAD) -> None:
+    vad.feed(speech(chunks(18)))
+    items = vad.item(CommitInput("item_c"))
+    assert kinds(items) == [SpeechStopped, Utterance]
+    assert items[1].manual and items[1].item_id == "item_c"
+    assert vad.feed(silence(chunks(32))) == []  # the turn is over: no second stop
+
+
+def test_session_end_forgets_the_turn(vad: VAD) -> None:
+    vad.feed(speech(chunks(18)))
+    vad.handler.on_session_end()
+    assert vad.feed(silence(chunks(32))) == []
