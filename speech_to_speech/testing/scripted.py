@@ -142,7 +142,9 @@ class ScriptedLLM(LLMHandler):
             yield terminal
 
 
-def tone(seconds: float, rate: int = OUTPUT_RATE, frequency: float = 440.0, level: float = 0.3) -> npt.NDArray[np.float32]:
+def tone(
+    seconds: float, rate: int = OUTPUT_RATE, frequency: float = 440.0, level: float = 0.3
+) -> npt.NDArray[np.float32]:
     t = np.arange(int(seconds * rate), dtype=np.float32) / rate
     return (level * np.sin(2 * np.pi * frequency * t)).astype(np.float32)
 
