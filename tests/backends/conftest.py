@@ -1,0 +1,75 @@
+"""Shared pieces of the backend tests: real offline models, loaded once per test session."""
+
+from __future__ import annotations
+
+import queue
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from speech_to_speech.audio.resample import resample
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.cancel_scope import CancelScope
+from speech_to_speech.pipeline.handler import BackendHandler, HandlerContext
+from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig
+
+H = TypeVar("H", bound=BackendHandler)
+
+
+def _make_handler(
+    cls: type[H], model: Any, settings: ServerSettings | None = None, config: RuntimeConfig | None = None
+) -> H:
+    """A handler outside any thread: tests call ``process`` directly and read ``events``."""
+    context = HandlerContext(CancelScope(), ConfigHolder(config))
+    return cls(
+        context,
+        queue.Queue(),
+        queue.Queue(),
+        model=model,
+        settings=settings or ServerSettings(),
+        events=queue.Queue(),
+    )
+
+
+@pytest.fixture
+def make_handler() -> Any:
+    return _make_handler
+
+
+@pytest.fixture
+def sentence() -> str:
+    return "The quick brown fox jumps over the lazy dog near the river bank."
+
+
+@pytest.fixture(scope="session")
+def hibari_voices() -> Any:
+    from speech_to_speech.tts.hibari import load_hibari
+
+    return load_hibari(ServerSettings())
+
+
+@pytest.fixture(scope="session")
+def whisper() -> Any:
+    from speech_to_speech.stt.faster_whisper import load_faster_whisper
+
+    return load_faster_whisper(ServerSettings())
+
+
+@pytest.fixture(scope="session")
+def lm() -> Any:
+    from speech_to_speech.llm.transformers_lm import load_transformers
+
+    return load_transformers(ServerSettings())
+
+
+@pytest.fixture(scope="session")
+def spoken(hibari_voices: Any) -> Any:
+    """Text -> 16 kHz speech synthesised by hibari (fixed seed, so runs are repeatable)."""
+
+    def speak(text: str) -> npt.NDArray[np.float32]:
+        audio = hibari_voices.get(None)(text, seed=0)
+        return resample(audio, 24000, 16000)
+
+    return speak
