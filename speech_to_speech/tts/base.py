@@ -44,6 +44,8 @@ class TTSHandler(BackendHandler):
                 return
             pcm = to_int16(resampler.process(audio) if resampler else audio)
             for start in range(0, len(pcm), MAX_PIECE):
+                if start and self.cancel_scope.is_stale(generation):
+                    return  # a backend may hand over seconds at once: stop within one piece
                 piece = pcm[start : start + MAX_PIECE]
                 piece.flags.writeable = False
                 yield AudioOutput(item.response_id, generation, piece, OUTPUT_RATE)

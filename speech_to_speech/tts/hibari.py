@@ -1,0 +1,91 @@
+"""Hibari: the default TTS, a Kokoro-distilled ONNX voice shipped in ``hibari-tts`` (24 kHz).
+
+Only the "heart" voice is inside the package; hibari downloads the others on
+first use, which cannot work offline. So a voice is used only when its file
+is already on disk, and anything else (Realtime clients send "alloy", "echo",
+…) falls back to the default voice instead of failing the response.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from speech_to_speech import registry
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.tts.base import TTSHandler
+
+log = logging.getLogger(__name__)
+
+SAMPLE_RATE = 24000
+
+
+class HibariVoices:
+    """One loaded Hibari model per voice, shared by every unit; loads a local voice on first use."""
+
+    def __init__(self, default_voice: str | None = None, threads: int = 1) -> None:
+        from hibari import voices
+
+        self._catalog: dict[str, Any] = voices.VOICES
+        self._voices_module = voices
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._loaded: dict[str, Any] = {}
+        self.default = voices.DEFAULT
+        if default_voice and self.available(default_voice):
+            self.default = default_voice
+        elif default_voice:
+            log.warning("hibari voice %r is not available offline; using %r", default_voice, self.default)
+        self.get(self.default)
+
+    def available(self, voice: str) -> bool:
+        """True when the voice's model is in the package or already downloaded."""
+        if voice not in self._catalog:
+            return False
+        try:
+            self._voices_module.voice_path(voice, download_missing=False)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def get(self, voice: str | None) -> Any:
+        """The Hibari instance for ``voice``, or the default voice's when it is not available."""
+        name = voice if voice and (voice in self._loaded or self.available(voice)) else self.default
+        if voice and name != voice:
+            log.debug("hibari has no local voice %r; speaking with %r", voice, name)
+        with self._lock:
+            tts = self._loaded.get(name)
+            if tts is None:
+                from hibari import Hibari
+
+                tts = Hibari(voice=name, threads=self._threads)
+                # Build the lazily created G2P (and its OOV net) now, once, not racing in two units.
+                _ = tts.g2p.oov
+                self._loaded[name] = tts
+        return tts
+
+
+def load_hibari(settings: ServerSettings) -> HibariVoices:
+    try:
+        import hibari  # noqa: F401
+    except ImportError as error:
+        raise RuntimeError("the hibari TTS needs the hibari-tts package (pip install hibari-tts)") from error
+    return HibariVoices(settings.tts_voice)
+
+
+@registry.register("tts", "hibari", load_hibari)
+class HibariTTS(TTSHandler):
+    model: HibariVoices
+    sample_rate = SAMPLE_RATE
+
+    def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
+        tts = self.model.get(voice)
+        # hibari's stream() yields one array per sentence as soon as it is ready.
+        for audio in tts.stream(text, speed=self.settings.tts_speed):
+            if len(audio):
+                yield np.asarray(audio, dtype=np.float32)
