@@ -63,6 +63,9 @@ class ServerSettings(BaseModel):
     chat_size: int = Field(10, ge=1, description="Conversation turns kept in the LLM context.")
     max_new_tokens: int = Field(128, ge=1, description="Token limit per response.")
     temperature: float = Field(0.0, ge=0.0, description="Sampling temperature (0 = greedy).")
+    llm_threads: int | None = Field(
+        None, ge=1, description="Torch CPU threads for the transformers LLM; default: half the cores."
+    )
     responses_api_reasoning_effort: str | None = Field(None, description="Startup effort.")
     responses_api_disable_thinking: bool = Field(False, description="Send enable_thinking=false.")
 
@@ -70,6 +73,9 @@ class ServerSettings(BaseModel):
     tts: str = Field("hibari", description="TTS backend.")
     tts_model: str | None = Field(None, description="TTS model path or id.")
     tts_voice: str | None = Field(None, description="Default voice.")
+    kokoro_voices: str | None = Field(
+        None, description="Voices archive (.npz/.bin) for an ONNX Kokoro --tts_model; default: beside it."
+    )
     tts_speed: float = Field(1.0, gt=0.0, description="Speaking rate.")
     tts_base_url: str | None = Field(None, description="OpenAI-compatible TTS base URL.")
     tts_api_key: str | None = Field(None, description="TTS API key (default OPENAI_API_KEY).")

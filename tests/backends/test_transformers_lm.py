@@ -1,0 +1,106 @@
+"""transformers LLM on the packaged SmolLM2-135M (GGUF converted once into the model cache)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
+from speech_to_speech.llm.transformers_lm import (
+    LoadedLM,
+    TransformersLM,
+    packaged_gguf,
+    resolve_source,
+)
+from speech_to_speech.pipeline.messages import (
+    AssistantTextPart,
+    ChatMessage,
+    GenerateResponseRequest,
+    ResponseDone,
+    TokenUsage,
+)
+
+pytestmark = pytest.mark.real_models
+QUESTION = "What is the capital of France?"
+
+
+def ask(text: str, generation: int = 0, **fields: Any) -> GenerateResponseRequest:
+    return GenerateResponseRequest("resp_1", generation, (ChatMessage("user", text),), **fields)
+
+
+def test_packaged_gguf_is_converted_once_into_the_cache(lm: LoadedLM) -> None:
+    folder = Path(lm.source)
+    assert folder.name.startswith(packaged_gguf().stem)
+    config = json.loads((folder / "config.json").read_text())
+    assert "quantization_config" not in config  # saved as a plain dense model
+    # Every way of naming the packaged file lands on the same cached conversion.
+    started = time.perf_counter()
+    assert resolve_source(str(packaged_gguf())) == lm.source
+    assert resolve_source(str(packaged_gguf().parent)) == lm.source
+    assert time.perf_counter() - started < 1.0
+
+
+def test_streams_tokens_that_add_up_to_the_whole_reply(lm: LoadedLM, make_handler: Any) -> None:
+    settings = ServerSettings()
+    llm = make_handler(TransformersLM, lm, settings)
+    parts = list(llm.generate(ask(QUESTION)))
+    chunks = [p for p in parts if isinstance(p, str)]
+    (usage,) = [p for p in parts if isinstance(p, TokenUsage)]
+    assert len(chunks) > 1
+    assert parts[-1] is usage  # nothing after the usage: the reply ended by itself
+
+    # The same prompt decoded in one go, without the streamer.
+    prompt = render_prompt(lm.tokenizer, chat_turns(ask(QUESTION), settings))
+    inputs = lm.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+    output = lm.model.generate(**inputs, max_new_tokens=settings.max_new_tokens, do_sample=False)
+    generated = output[0, inputs["input_ids"].shape[1] :]
+    assert "".join(chunks) == lm.tokenizer.decode(generated, skip_special_tokens=True)
+    assert "paris" in "".join(chunks).lower()
+    assert usage.input_tokens == inputs["input_ids"].shape[1]
+    assert usage.output_tokens == len(generated)
+
+
+def test_token_limit_ends_the_response_incomplete(lm: LoadedLM, make_handler: Any) -> None:
+    llm = make_handler(TransformersLM, lm)
+    items = list(llm.process(ask("Tell me a long story about a dragon.", max_output_tokens=5)))
+    (usage,) = [i for i in items if isinstance(i, TokenUsage)]
+    assert usage.output_tokens == 5
+    assert isinstance(items[-1], ResponseDone)
+    assert (items[-1].status, items[-1].reason) == ("incomplete", "max_output_tokens")
+
+
+def test_cancel_stops_generation_promptly(lm: LoadedLM, make_handler: Any) -> None:
+    llm = make_handler(TransformersLM, lm)
+    request = ask("Tell me a long story about a dragon.", generation=llm.cancel_scope.generation)
+    stream = llm.process(request)
+    texts = []
+    for item in stream:
+        if isinstance(item, AssistantTextPart):
+            texts.append(item)
+            if len(texts) == 3:
+                llm.cancel_scope.cancel()
+                started = time.perf_counter()
+                break
+    rest = list(stream)
+    assert time.perf_counter() - started < 1.0
+    assert isinstance(rest[-1], ResponseDone) and rest[-1].status == "cancelled"
+    assert not [i for i in rest if isinstance(i, AssistantTextPart)]
+    assert not [t for t in threading.enumerate() if t.name.endswith("-generate")]  # the worker ended
+
+
+def test_instructions_replace_the_default_system_prompt(lm: LoadedLM, make_handler: Any) -> None:
+    llm = make_handler(TransformersLM, lm)
+    reply = "".join(
+        p
+        for p in llm.generate(
+            ask("What is your name?", instructions="Your name is Zorblax. Always say your name.")
+        )
+        if isinstance(p, str)
+    )
+    assert "zorblax" in reply.lower()
