@@ -1,0 +1,84 @@
+"""Local LLM on Apple Silicon with mlx-lm, streamed token by token.
+
+MLX runs only on macOS/arm64, so on any other machine the loader stops with
+a clear message instead of an ImportError from deep inside mlx.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from speech_to_speech import registry
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
+from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
+from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
+
+# mlx-lm cannot read the packaged GGUF; this is the same model converted for MLX (hub, 8-bit).
+DEFAULT_MODEL = "mlx-community/SmolLM2-135M-Instruct-8bit"
+
+
+@dataclass(frozen=True)
+class LoadedMLX:
+    model: Any
+    tokenizer: Any
+    source: str
+    # MLX's streams and caches are not made for concurrent use from several threads.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def require_apple_silicon(system: str | None = None, machine: str | None = None) -> None:
+    system = system or sys.platform
+    machine = machine or platform.machine()
+    if system != "darwin" or machine != "arm64":
+        raise RuntimeError(
+            f"the mlx-lm backend needs Apple Silicon (macOS on arm64); this machine is {system}/{machine}. "
+            "Use --llm transformers here, or on a Mac: pip install 'speech-to-speech[mlx]'"
+        )
+
+
+def load_mlx(settings: ServerSettings) -> LoadedMLX:
+    require_apple_silicon()
+    try:
+        from mlx_lm import load
+    except ImportError as error:
+        raise RuntimeError(
+            "the mlx-lm backend needs the mlx extra: pip install 'speech-to-speech[mlx]'"
+        ) from error
+    source = settings.llm_model or DEFAULT_MODEL
+    model, tokenizer = load(source)
+    return LoadedMLX(model=model, tokenizer=tokenizer, source=source)
+
+
+@registry.register("llm", "mlx-lm", load_mlx)
+class MLXLM(LLMHandler):
+    """Streams from the shared MLX model, one unit at a time."""
+
+    model: LoadedMLX
+
+    def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
+        from mlx_lm import stream_generate
+        from mlx_lm.sample_utils import make_sampler
+
+        lm = self.model
+        prompt = render_prompt(lm.tokenizer, chat_turns(request, self.settings))
+        limit = request.max_output_tokens or self.settings.max_new_tokens
+        prompt_tokens = output_tokens = 0
+        finish: str | None = None
+        sampler = make_sampler(temp=self.settings.temperature)
+        with lm.lock:
+            for step in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens=limit, sampler=sampler):
+                prompt_tokens, output_tokens = step.prompt_tokens, step.generation_tokens
+                finish = step.finish_reason
+                if step.text:
+                    yield step.text
+                if self.cancel_scope.is_stale(request.generation):
+                    return  # leaving the loop stops mlx-lm's generator: no token is computed after this
+        yield TokenUsage(request.response_id, request.generation, prompt_tokens, output_tokens)
+        if finish == "length":
+            yield Terminal("incomplete", reason="max_output_tokens")

@@ -1,0 +1,178 @@
+"""Kokoro-82M TTS (24 kHz), two ways.
+
+- ``--tts_model path/to/kokoro.onnx``: the ONNX export run by onnxruntime,
+  with voice style vectors from a voices archive (``--kokoro_voices``, or a
+  ``voices*.npz``/``voices*.bin`` beside the model) and misaki-style English
+  phonemes from hibari's G2P, which uses Kokoro's own phoneme alphabet.
+- otherwise the ``kokoro`` package (``KPipeline``), whose weights and
+  voices come from the hub (``--tts_model`` may name another repo): the
+  ``kokoro`` extra, and a network the first time.
+
+Voice names follow Kokoro's ``<lang><gender>_<name>`` ("af_heart",
+"bm_fable"); any other name (a Realtime client's "alloy") falls back to the
+default voice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from speech_to_speech import registry
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.tts.base import TTSHandler
+
+log = logging.getLogger(__name__)
+
+SAMPLE_RATE = 24000
+DEFAULT_VOICE = "af_heart"
+HUB_REPO = "hexgrad/Kokoro-82M"
+MAX_TOKENS = 510  # the model's context, without the two pad ids
+_VOICE_NAME = re.compile(r"^[a-z][fm]_\w+$")
+
+
+class KokoroBackend:
+    """Voice choice shared by both engines; ``speak`` yields float32 audio per sentence."""
+
+    default_voice = DEFAULT_VOICE
+
+    def has_voice(self, voice: str) -> bool:
+        return bool(_VOICE_NAME.match(voice))
+
+    def pick(self, voice: str | None) -> str:
+        if voice and self.has_voice(voice):
+            return voice
+        if voice:
+            log.debug("kokoro has no voice %r; speaking with %r", voice, self.default_voice)
+        return self.default_voice
+
+    def speak(self, text: str, voice: str, speed: float) -> Iterator[npt.NDArray[np.float32]]:
+        raise NotImplementedError
+
+
+# ------------------------------------------------------------------ ONNX weights
+
+
+def _voices_file(model: Path, explicit: str | None) -> Path:
+    if explicit:
+        return Path(explicit).expanduser()
+    for pattern in ("voices*.npz", "voices*.bin"):
+        found = sorted(model.parent.glob(pattern))
+        if found:
+            return found[0]
+    raise RuntimeError(f"no Kokoro voices archive beside {model}; pass --kokoro_voices path/to/voices.npz")
+
+
+class KokoroONNX(KokoroBackend):
+    def __init__(self, model: Path, voices: Path, default_voice: str | None) -> None:
+        import onnxruntime as ort
+        from hibari import tts as hibari_tts
+
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        names = {i.name for i in self.session.get_inputs()}
+        # Exports disagree on the name of the phoneme-id input.
+        self._ids_input = "input_ids" if "input_ids" in names else "tokens"
+        with np.load(voices) as archive:  # kokoro-onnx's voices-v1.0.bin is an npz as well
+            self.voices = {name: np.asarray(archive[name], np.float32) for name in archive.files}
+        # hibari speaks with Kokoro's phoneme alphabet: its vocab is Kokoro's.
+        self._vocab: dict[str, int] = json.loads((Path(hibari_tts.ASSETS) / "vocab.json").read_text("utf-8"))
+        self._split = hibari_tts.Hibari.split_sentences
+        self._g2p: dict[bool, Any] = {}
+        self._lock = threading.Lock()
+        if DEFAULT_VOICE not in self.voices:
+            self.default_voice = sorted(self.voices)[0]
+        self.default_voice = self.pick(default_voice)
+
+    def has_voice(self, voice: str) -> bool:
+        return voice in self.voices
+
+    def _phonemizer(self, british: bool) -> Any:
+        with self._lock:
+            if british not in self._g2p:
+                from hibari.g2p import G2P
+
+                self._g2p[british] = G2P(british=british)
+            return self._g2p[british]
+
+    def speak(self, text: str, voice: str, speed: float) -> Iterator[npt.NDArray[np.float32]]:
+        g2p = self._phonemizer(british=voice.startswith("b"))
+        pack = self.voices[voice].reshape(-1, 256)
+        for sentence in self._split(text):
+            ids = [self._vocab[c] for c in g2p(sentence) if c in self._vocab][:MAX_TOKENS]
+            if not ids:
+                continue
+            style = pack[min(len(ids), len(pack)) - 1][np.newaxis, :]
+            (audio,) = self.session.run(
+                None,
+                {
+                    self._ids_input: np.array([[0, *ids, 0]], dtype=np.int64),
+                    "style": style,
+                    "speed": np.array([speed], dtype=np.float32),
+                },
+            )[:1]
+            yield np.asarray(audio, dtype=np.float32).reshape(-1)
+
+
+# ------------------------------------------------------------------ kokoro package (hub weights)
+
+
+class KokoroPackage(KokoroBackend):
+    def __init__(self, repo_id: str, device: str, default_voice: str | None) -> None:
+        from kokoro import KModel
+
+        self.repo_id = repo_id
+        self.model = KModel(repo_id=repo_id).to(device).eval()
+        self._pipelines: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self.default_voice = self.pick(default_voice)
+
+    def _pipeline(self, lang_code: str) -> Any:
+        from kokoro import KPipeline
+
+        with self._lock:
+            if lang_code not in self._pipelines:
+                self._pipelines[lang_code] = KPipeline(
+                    lang_code=lang_code, repo_id=self.repo_id, model=self.model
+                )
+            return self._pipelines[lang_code]
+
+    def speak(self, text: str, voice: str, speed: float) -> Iterator[npt.NDArray[np.float32]]:
+        for result in self._pipeline(voice[0])(text, voice=voice, speed=speed):
+            if result.audio is not None:
+                yield np.asarray(result.audio, dtype=np.float32).reshape(-1)
+
+
+def load_kokoro(settings: ServerSettings) -> KokoroBackend:
+    if settings.tts_model and settings.tts_model.endswith(".onnx"):
+        model = Path(settings.tts_model).expanduser()
+        if not model.is_file():
+            raise RuntimeError(f"--tts_model {model} does not exist")
+        return KokoroONNX(model, _voices_file(model, settings.kokoro_voices), settings.tts_voice)
+    try:
+        import kokoro  # noqa: F401
+    except ImportError as error:
+        raise RuntimeError(
+            "the kokoro TTS needs the kokoro extra (pip install 'speech-to-speech[kokoro]'), "
+            "or a local ONNX model: --tts_model path/to/kokoro.onnx"
+        ) from error
+    device = settings.device if settings.device in ("cpu", "cuda", "mps") else "cpu"
+    return KokoroPackage(settings.tts_model or HUB_REPO, device, settings.tts_voice)
+
+
+@registry.register("tts", "kokoro", load_kokoro)
+class KokoroTTS(TTSHandler):
+    model: KokoroBackend
+    sample_rate = SAMPLE_RATE
+
+    def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
+        yield from self.model.speak(text, self.model.pick(voice), self.settings.tts_speed)
