@@ -1,0 +1,7 @@
+"""``python -m speech_to_speech``: the same as the ``speech-to-speech`` command."""
+
+import sys
+
+from speech_to_speech.cli import main
+
+sys.exit(main())

@@ -1,0 +1,123 @@
+"""The command line: settings flags derived from ServerSettings, YAML, subcommands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from speech_to_speech import cli
+from speech_to_speech.config import ServerSettings
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> list[ServerSettings]:
+    """Capture what `serve` hands to the realtime server instead of serving."""
+    from speech_to_speech.realtime import server
+
+    calls: list[ServerSettings] = []
+    monkeypatch.setattr(server, "run", calls.append)
+    return calls
+
+
+def serve(served: list[ServerSettings], *argv: str) -> ServerSettings:
+    assert cli.main(["serve", *argv]) == 0
+    return served[-1]
+
+
+def test_serve_passes_the_defaults_to_the_realtime_server(served: list[ServerSettings]) -> None:
+    assert serve(served) == ServerSettings()
+
+
+def test_every_settings_field_has_a_flag() -> None:
+    _, fields = cli.build_parser()
+    assert set(fields) == set(ServerSettings.model_fields)
+
+
+def test_flags_are_typed_from_the_annotations(served: list[ServerSettings]) -> None:
+    settings = serve(
+        served,
+        "--port", "9001",
+        "--thresh", "0.7",
+        "--device", "cuda",
+        "--stt_language", "fr",
+        "--stt_supported_languages", "en", "fr", "de",
+        "--responses_api_disable_thinking",
+        "--no-stt_auto_language_supported",
+        "--init_chat_prompt", "Be brief.",
+    )  # fmt: skip
+    assert settings.port == 9001 and settings.thresh == 0.7 and settings.device == "cuda"
+    assert settings.stt_language == "fr"
+    assert settings.stt_supported_languages == ["en", "fr", "de"]
+    assert settings.responses_api_disable_thinking is True
+    assert settings.stt_auto_language_supported is False
+    assert settings.init_chat_prompt == "Be brief."
+
+
+def test_flags_override_the_yaml_config(served: list[ServerSettings], tmp_path: Path) -> None:
+    config = tmp_path / "preset.yaml"
+    config.write_text("server:\n  port: 1234\n  thresh: 0.3\n  llm: scripted\nruntime:\n  voice: x\n")
+    settings = serve(served, "--config", str(config), "--port", "4321")
+    assert (settings.port, settings.thresh, settings.llm) == (4321, 0.3, "scripted")
+
+
+def test_a_flat_yaml_config_works_too(served: list[ServerSettings], tmp_path: Path) -> None:
+    config = tmp_path / "flat.yaml"
+    config.write_text("num_pipelines: 3\ntts: scripted\n")
+    settings = serve(served, "--config", str(config))
+    assert (settings.num_pipelines, settings.tts) == (3, "scripted")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "--no-such-flag"],
+        ["serve", "--port", "eighty"],
+        ["serve", "--device", "abacus"],
+        ["serve", "--num_pipelines", "0"],
+        ["serve", "--stt", "nonexistent"],
+        ["local", "--thresh", "2"],
+        ["frobnicate"],
+    ],
+)
+def test_bad_flags_are_usage_errors(served: list[ServerSettings], argv: list[str], capsys: Any) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    assert "error" in capsys.readouterr().err
+    assert served == []
+
+
+def test_a_yaml_config_with_an_unknown_key_is_rejected(
+    served: list[ServerSettings], tmp_path: Path, capsys: Any
+) -> None:
+    config = tmp_path / "typo.yaml"
+    config.write_text("server:\n  prot: 80\n")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["serve", "--config", str(config)])
+    assert exit_info.value.code == 2
+    assert "prot" in capsys.readouterr().err
+
+
+def test_a_missing_config_file_is_a_usage_error(served: list[ServerSettings], tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["serve", "--config", str(tmp_path / "absent.yaml")])
+    assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize(("command", "issue"), [("talk", 5), ("bench", 6)])
+def test_pending_subcommands_say_so_and_fail(command: str, issue: int, capsys: Any) -> None:
+    assert cli.main([command, "--url", "ws://localhost:1"]) == 2
+    err = capsys.readouterr().err
+    assert "not implemented yet" in err and f"issue {issue}" in err
+
+
+def test_no_subcommand_prints_help_and_fails(capsys: Any) -> None:
+    assert cli.main([]) == 2
+    assert "serve" in capsys.readouterr().err
+
+
+def test_local_without_a_file_points_to_the_microphone_issue(capsys: Any) -> None:
+    assert cli.main(["local", "--vad", "scripted"]) == 2
+    assert "issue 5" in capsys.readouterr().err
