@@ -169,6 +169,8 @@ class SessionState:
             "extensions": [],
         }
         self._default_instructions = instructions
+        self._vad_defaults = {"threshold": vad_threshold, "prefix_padding_ms": prefix_ms,
+                              "silence_duration_ms": silence_ms, "idle_timeout_ms": None}
 
     # ------------------------------------------------------------ update
 
@@ -192,7 +194,8 @@ class SessionState:
         for direction, key in (("input", "turn_detection"), ("input", "format"), ("output", "format")):
             value = _nested(patch, "audio", direction, key)
             if isinstance(value, dict) and "type" in value:
-                merged["audio"][direction][key] = {**value}
+                defaults = self._turn_detection_defaults(value["type"]) if key == "turn_detection" else {}
+                merged["audio"][direction][key] = {**defaults, **value}
         if "reasoning" in patch:
             reasoning = patch["reasoning"]
             if reasoning is None:
@@ -209,6 +212,17 @@ class SessionState:
         config = runtime_config(parsed)
         self.session = merged
         return config
+
+    def _turn_detection_defaults(self, kind: Any) -> dict[str, Any]:
+        # session.updated echoes the effective config: clients read create_response and
+        # interrupt_response back (@openai/agents cancels on barge-in itself unless the
+        # server says it does), so a bare {"type": ...} gets the values it runs with.
+        defaults: dict[str, Any] = {"create_response": True, "interrupt_response": True}
+        if kind == "semantic_vad":
+            defaults["eagerness"] = "auto"
+        elif kind == "server_vad":
+            defaults.update(self._vad_defaults)
+        return defaults
 
     # ------------------------------------------------------------ views
 

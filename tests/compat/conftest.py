@@ -29,17 +29,27 @@ class Conversation:
     tool_name: str = "get_weather"
     tool_arguments: str = json.dumps({"city": "Paris"})
     tool_reply: str = "It is sunny in Paris."
+    # A reply spoken before the user's first turn, for clients whose bot speaks first.
+    greeting: str | None = None
+    # Turns a client's test adds after the shared ones (barge-in, cancellation, ...).
+    extra_transcripts: tuple[str, ...] = ()
+    extra_replies: tuple[str, ...] = ()
+    # The scripted LLM's delay per token: long replies stay in progress long enough to interrupt.
+    token_delay_ms: float = 5.0
 
     @property
     def transcripts(self) -> list[str]:
-        return [self.first_transcript, self.tool_transcript]
+        return [self.first_transcript, self.tool_transcript, *self.extra_transcripts]
 
     @property
     def replies(self) -> list[str]:
+        opening = [self.greeting] if self.greeting else []
         return [
+            *opening,
             self.first_reply,
             f"<tool_call>{self.tool_name} {self.tool_arguments}</tool_call>",
             self.tool_reply,
+            *self.extra_replies,
         ]
 
 
@@ -58,7 +68,7 @@ def scripted_server(conversation: Conversation) -> Iterator[RunningServer]:
         tts="scripted",
         scripted_transcripts=conversation.transcripts,
         scripted_replies=conversation.replies,
-        scripted_token_delay_ms=5.0,
+        scripted_token_delay_ms=conversation.token_delay_ms,
     )
     with running_server(settings) as server:
         yield server

@@ -1,38 +1,62 @@
 """@openai/agents (JavaScript) RealtimeSession over OpenAIRealtimeWebSocket, unmodified, against our server.
 
-The client side is tests/node/realtime_session.test.mjs, run with ``node --test``.
-Setup: ``npm ci --prefix tests/node``.
+The client side is tests/node/realtime_session.test.mjs, run with ``node --test``;
+this test starts the scripted server and hands the script its URL and the
+conversation. Setup: ``npm ci --prefix tests/node``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 TEST_FILE = "realtime_session.test.mjs"
+NODE_TIMEOUT = 150
+
+STORY = " ".join(
+    f"Chapter {n}: the little robot walked along the shore, counting the waves and the shells it found."
+    for n in range(1, 5)
+)
 
 pytestmark = pytest.mark.node
 
 
-def test_openai_agents_js_realtime_session(scripted_server, conversation) -> None:
+@pytest.fixture
+def node() -> str:
     node = shutil.which("node")
     if node is None:
         pytest.skip("Node.js is not installed")
     if not (NODE_DIR / "node_modules" / "@openai" / "agents").is_dir():
         pytest.fail(f"@openai/agents is not installed for the Node test: run `npm ci --prefix {NODE_DIR}`")
+    return node
+
+
+@pytest.fixture
+def conversation(conversation: Any) -> Any:
+    # After the shared turns: a long answer the user talks over, the reply to that, and a long
+    # answer the client interrupts. 20 ms a token keeps a story in progress for over a second.
+    return dataclasses.replace(
+        conversation,
+        extra_transcripts=("Tell me a story.", "Stop, please.", "Tell me another story."),
+        extra_replies=(STORY, "Okay, I will stop.", STORY.replace("robot", "crab")),
+        token_delay_ms=20.0,
+    )
+
+
+def test_openai_agents_js_realtime_session(node, scripted_server, conversation) -> None:
     env = {
         **os.environ,
         "S2S_REALTIME_URL": scripted_server.ws_url,
-        "S2S_FIRST_TRANSCRIPT": conversation.first_transcript,
-        "S2S_FIRST_REPLY": conversation.first_reply,
-        "S2S_TOOL_TRANSCRIPT": conversation.tool_transcript,
-        "S2S_TOOL_REPLY": conversation.tool_reply,
+        "S2S_CONVERSATION": json.dumps(dataclasses.asdict(conversation)),
         "S2S_STEP_TIMEOUT_MS": "20000",
     }
     try:
@@ -42,10 +66,10 @@ def test_openai_agents_js_realtime_session(scripted_server, conversation) -> Non
             env=env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=NODE_TIMEOUT,
         )
     except subprocess.TimeoutExpired as error:
-        pytest.fail(f"node --test did not finish in 120 s:\n{error.stdout}\n{error.stderr}")
+        pytest.fail(f"node --test did not finish in {NODE_TIMEOUT} s:\n{error.stdout}\n{error.stderr}")
     report = (
         f"node --test exited {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
     )
@@ -54,6 +78,5 @@ def test_openai_agents_js_realtime_session(scripted_server, conversation) -> Non
     counts = {
         key: int(value) for key, value in re.findall(r"^ℹ (tests|pass|fail) (\d+)$", result.stdout, re.M)
     }
-    assert (
-        counts.get("tests", 0) >= 4 and counts.get("pass") == counts["tests"] and counts.get("fail") == 0
-    ), report
+    assert counts.get("tests", 0) >= 6, report
+    assert counts.get("pass") == counts["tests"] and counts.get("fail") == 0, report

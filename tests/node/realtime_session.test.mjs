@@ -1,12 +1,12 @@
 // A stock @openai/agents RealtimeSession (OpenAIRealtimeWebSocket transport) holds a spoken
 // conversation with the speech-to-speech server; only the URL differs from talking to OpenAI.
 //
-// Run by tests/compat/test_openai_agents_js.py, which starts a server with scripted backends:
-//   transcripts: "Hello, who are you?" then "What is the weather in Paris?"
-//   replies:     "I am a local voice agent.", a get_weather tool call, "It is sunny in Paris."
-// The expected texts come in through environment variables so that the two files agree.
+// Run by tests/compat/test_openai_agents_js.py, which starts a server with scripted backends and
+// hands over its URL and the scripted conversation (tests/compat/conftest.py: Conversation) as JSON:
+//   a plain turn, a get_weather tool call turn with its follow-up, a long answer the user talks
+//   over (barge-in), the reply to that, and a long answer the client interrupts itself.
 //
-//   S2S_REALTIME_URL=ws://127.0.0.1:PORT/v1/realtime node --test tests/node
+//   S2S_REALTIME_URL=ws://127.0.0.1:PORT/v1/realtime S2S_CONVERSATION='{...}' node --test
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
@@ -21,10 +21,13 @@ const { realtimeServerEventSchema } = await import(
 const KNOWN_EVENT_TYPES = new Set(realtimeServerEventSchema.options.map((option) => option.shape.type.value));
 
 const URL = process.env.S2S_REALTIME_URL;
-const FIRST_QUESTION = process.env.S2S_FIRST_TRANSCRIPT ?? 'Hello, who are you?';
-const FIRST_REPLY = process.env.S2S_FIRST_REPLY ?? 'I am a local voice agent.';
-const TOOL_QUESTION = process.env.S2S_TOOL_TRANSCRIPT ?? 'What is the weather in Paris?';
-const TOOL_REPLY = process.env.S2S_TOOL_REPLY ?? 'It is sunny in Paris.';
+const CONVERSATION = JSON.parse(process.env.S2S_CONVERSATION ?? '{}');
+const FIRST_QUESTION = CONVERSATION.first_transcript;
+const FIRST_REPLY = CONVERSATION.first_reply;
+const TOOL_QUESTION = CONVERSATION.tool_transcript;
+const TOOL_REPLY = CONVERSATION.tool_reply;
+const [STORY_QUESTION, STOP_REQUEST, SECOND_STORY_QUESTION] = CONVERSATION.extra_transcripts ?? [];
+const [STORY, STOP_REPLY, SECOND_STORY] = CONVERSATION.extra_replies ?? [];
 const STEP_TIMEOUT_MS = Number(process.env.S2S_STEP_TIMEOUT_MS ?? 20000);
 const RATE = 24000;
 
@@ -91,6 +94,28 @@ function waitUntil(emitter, events, check, label, timeoutMs = STEP_TIMEOUT_MS) {
   });
 }
 
+/** The events of one server event type seen so far. */
+const seen = (type) => serverEvents.filter((event) => event.type === type);
+
+/** Wait for the first response created after `createdBefore` to deliver audio; returns its id. */
+function nextResponseWithAudio(createdBefore, label) {
+  return waitUntil(session, ['audio'], () => {
+    const created = seen('response.created').slice(createdBefore);
+    const id = created[0]?.response.id;
+    return id && audioChunks.some((chunk) => chunk.responseId === id) ? id : undefined;
+  }, label);
+}
+
+/** Wait for the response.done of response `id`. */
+const responseDone = (id, label) =>
+  waitUntil(session, ['transport_event'],
+    () => seen('response.done').find((event) => event.response.id === id), label);
+
+/** Audio deltas of response `id` that the server sent after `event`. */
+const audioAfter = (event, id) =>
+  serverEvents.slice(serverEvents.indexOf(event) + 1)
+    .filter((e) => e.type === 'response.output_audio.delta' && e.response_id === id);
+
 const messageText = (item) =>
   (item.content ?? []).map((part) => part.transcript ?? part.text ?? '').join('');
 
@@ -131,6 +156,7 @@ const completedTurns = [];
 
 before(async () => {
   assert.ok(URL, 'S2S_REALTIME_URL must point at the server, e.g. ws://127.0.0.1:8765/v1/realtime');
+  assert.ok(FIRST_QUESTION && STORY && SECOND_STORY, 'S2S_CONVERSATION must hold the scripted conversation');
   session = new RealtimeSession(agent, { transport: 'websocket', model: 'speech-to-speech' });
   session.on('error', (event) => errors.push(event.error ?? event));
   session.on('transport_event', (event) => {
@@ -157,6 +183,12 @@ test('session.created and session.updated arrive; the SDK session config is acce
   assert.equal(typeof created.event_id, 'string');
   const updated = serverEvents.find((e) => e.type === 'session.updated');
   assert.equal(updated.session.instructions, 'You are a helpful voice assistant. Answer briefly.');
+  // The SDK asks for {type: 'semantic_vad'} and reads the effective turn detection back to decide
+  // whether the server cancels on barge-in by itself (else it sends response.cancel on its own).
+  const turnDetection = updated.session.audio.input.turn_detection;
+  assert.equal(turnDetection.type, 'semantic_vad');
+  assert.equal(turnDetection.interrupt_response, true);
+  assert.equal(turnDetection.create_response, true);
   assert.deepEqual(updated.session.tools.map((t) => t.name), ['get_weather']);
   assert.deepEqual(errors, [], `the server rejected something the SDK sent: ${JSON.stringify(errors)}`);
 });
@@ -222,6 +254,61 @@ test('a tool call round trip: the SDK runs the tool, sends its output, the follo
   assert.ok(order.indexOf(question.itemId) < order.indexOf(call.itemId));
   assert.ok(order.indexOf(call.itemId) < order.indexOf(reply.itemId));
   assert.deepEqual(errors, [], `errors during the tool round trip: ${JSON.stringify(errors)}`);
+});
+
+test('barge-in: speech during the answer cancels it (turn_detected), the SDK stops playback, the new turn is answered', async () => {
+  const createdBefore = seen('response.created').length;
+  const turnsBefore = completedTurns.length;
+  await sendSpeech(session, spokenTurn());
+  const storyId = await nextResponseWithAudio(createdBefore, 'the first audio of the long answer');
+
+  const interrupted = new Promise((resolve) => session.once('audio_interrupted', resolve));
+  await sendSpeech(session, spokenTurn());
+  const done = await responseDone(storyId, 'response.done of the interrupted answer');
+  assert.equal(done.response.status, 'cancelled');
+  assert.deepEqual(done.response.status_details, { type: 'cancelled', reason: 'turn_detected' });
+  await withTimeout(interrupted, 'audio_interrupted');
+
+  // The spec's order: the cancelled response's audio and transcript end, then response.done,
+  // then speech_started; no audio of that response after its response.done.
+  const position = (event) => serverEvents.indexOf(event);
+  const audioDone = seen('response.output_audio.done').find((e) => e.response_id === storyId);
+  const transcriptDone = seen('response.output_audio_transcript.done').find((e) => e.response_id === storyId);
+  const speechStarted = seen('input_audio_buffer.speech_started').find((e) => position(e) > position(done));
+  assert.ok(audioDone && transcriptDone && speechStarted, 'audio done, transcript done and speech_started');
+  assert.ok(position(audioDone) < position(transcriptDone) && position(transcriptDone) < position(done));
+  assert.ok(STORY.startsWith(transcriptDone.transcript) && transcriptDone.transcript.length < STORY.length,
+    `the cancelled transcript should be a strict prefix of the story: ${JSON.stringify(transcriptDone.transcript)}`);
+
+  await waitUntil(session, ['history_updated', 'history_added'],
+    () => findMessage(session.history, 'user', STOP_REQUEST), 'the interrupting turn in history');
+  await waitUntil(session, ['history_updated', 'history_added'],
+    () => findMessage(session.history, 'assistant', STOP_REPLY), 'the reply to the interrupting turn');
+  await waitUntil(session, ['agent_end'], () => completedTurns.includes(STOP_REPLY), 'agent_end of that reply');
+  assert.equal(completedTurns.length - turnsBefore, 2, 'the cancelled answer and the reply both end a turn');
+  assert.deepEqual(audioAfter(done, storyId), []);
+  const story = session.history.find((item) => item.itemId === audioDone.item_id);
+  assert.equal(story?.status, 'incomplete');
+  assert.deepEqual(errors, [], `errors during barge-in: ${JSON.stringify(errors)}`);
+});
+
+test('session.interrupt() mid-answer: response.cancel and truncate are accepted, the answer ends client_cancelled', async () => {
+  const createdBefore = seen('response.created').length;
+  await sendSpeech(session, spokenTurn());
+  await waitUntil(session, ['history_updated', 'history_added'],
+    () => findMessage(session.history, 'user', SECOND_STORY_QUESTION), 'the question in history');
+  const storyId = await nextResponseWithAudio(createdBefore, 'the first audio of the second long answer');
+
+  session.interrupt();
+  const done = await responseDone(storyId, 'response.done of the interrupted answer');
+  assert.equal(done.response.status, 'cancelled');
+  assert.deepEqual(done.response.status_details, { type: 'cancelled', reason: 'client_cancelled' });
+  // Give any stray output a moment to show up, then check nothing of it came after the terminal.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.deepEqual(audioAfter(done, storyId), []);
+  const transcript = seen('response.output_audio_transcript.done').find((e) => e.response_id === storyId);
+  assert.ok(SECOND_STORY.startsWith(transcript.transcript) && transcript.transcript.length < SECOND_STORY.length);
+  assert.deepEqual(errors, [], `errors after session.interrupt(): ${JSON.stringify(errors)}`);
 });
 
 // Last: it covers every event of the conversation above.
