@@ -1,0 +1,168 @@
+"""livekit-plugins-openai ``RealtimeModel``, unmodified, against our server.
+
+The RealtimeSession is driven the way LiveKit's AgentSession drives it: audio
+frames in, ``generation_created`` streams out, a tool's output put back with
+``update_chat_ctx`` and answered with ``generate_reply()`` (which times out
+unless ``response.created`` echoes the request's metadata). Only ``base_url``
+and a dummy API key differ from talking to OpenAI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+import pytest
+
+livekit_openai = pytest.importorskip(
+    "livekit.plugins.openai", reason="livekit-plugins-openai is not installed"
+)
+
+from livekit import rtc  # noqa: E402
+from livekit.agents import llm  # noqa: E402
+
+STEP_TIMEOUT = 20.0
+RATE = 24000
+
+
+@llm.function_tool
+async def get_weather(city: str) -> str:
+    """The current weather in a city."""
+    return f"sunny, 21 degrees in {city}"
+
+
+class Generation:
+    """What one ``generation_created`` streamed: message texts, audio, function calls."""
+
+    def __init__(self, event: llm.GenerationCreatedEvent) -> None:
+        self.event = event
+        self.texts: list[str] = []
+        self.audio_samples = 0
+        self.calls: list[llm.FunctionCall] = []
+
+    async def consume(self) -> Generation:
+        async def message(msg: llm.MessageGeneration) -> None:
+            async def text() -> None:
+                parts = [str(piece) async for piece in msg.text_stream]
+                self.texts.append("".join(parts))
+
+            async def audio() -> None:
+                async for frame in msg.audio_stream:
+                    assert frame.sample_rate == RATE
+                    self.audio_samples += frame.samples_per_channel
+
+            await asyncio.gather(text(), audio())
+
+        async def messages() -> None:
+            await asyncio.gather(*[message(m) async for m in self.event.message_stream])
+
+        async def calls() -> None:
+            self.calls.extend([c async for c in self.event.function_stream])
+
+        await asyncio.gather(messages(), calls())
+        return self
+
+
+async def test_livekit_realtime_model_spoken_turns_and_tool_call(
+    scripted_server, conversation, speech, audio_chunks, recorder, caplog
+) -> None:
+    caplog.set_level(logging.WARNING, logger="livekit")
+    model = livekit_openai.realtime.RealtimeModel(
+        model="speech-to-speech", base_url=scripted_server.http_url + "/v1", api_key="sk-local-not-checked"
+    )
+    session = model.session()
+    server_events: list[dict[str, Any]] = []
+    errors: list[Any] = []
+    generations: list[asyncio.Task[Generation]] = []
+    session.on("openai_server_event_received", server_events.append)
+    session.on("openai_server_event_received", recorder.add)
+    session.on("error", errors.append)
+    session.on(
+        "generation_created", lambda ev: generations.append(asyncio.create_task(Generation(ev).consume()))
+    )
+    transcripts: list[str] = []  # final ones
+    interim: list[str] = []  # the plugin's running concatenation of the transcription deltas
+    session.on(
+        "input_audio_transcription_completed",
+        lambda ev: (transcripts if ev.is_final else interim).append(ev.transcript),
+    )
+
+    def of(kind: str) -> list[dict[str, Any]]:
+        return [e for e in server_events if e.get("type") == kind]
+
+    async def speak() -> None:
+        for piece in audio_chunks(speech()):
+            samples = len(piece) // 2
+            session.push_audio(rtc.AudioFrame(piece, RATE, 1, samples))
+            await asyncio.sleep(0.01)
+
+    async def generation(index: int) -> Generation:
+        await recorder.wait(lambda: len(generations) > index, f"generation {index + 1}", STEP_TIMEOUT)
+        return await asyncio.wait_for(generations[index], STEP_TIMEOUT)
+
+    try:
+        await asyncio.wait_for(
+            session.update_instructions("You are a helpful voice assistant."), STEP_TIMEOUT
+        )
+        await asyncio.wait_for(session.update_tools([get_weather]), STEP_TIMEOUT)
+        await recorder.wait(lambda: of("session.created"), "session.created", STEP_TIMEOUT)
+        await recorder.wait(
+            lambda: any(e["session"].get("tools") for e in of("session.updated")),
+            "tools in session",
+            STEP_TIMEOUT,
+        )
+
+        # Turn 1: server VAD ends the turn; a spoken answer streams as one generation.
+        await speak()
+        first = await generation(0)
+        assert transcripts[:1] == [conversation.first_transcript]
+        assert interim and all(conversation.first_transcript.startswith(t) for t in interim), interim
+        assert first.texts == [conversation.first_reply]
+        assert first.audio_samples > RATE * 0.1
+        assert not first.event.user_initiated
+
+        # Turn 2: the reply is a function call.
+        await speak()
+        second = await generation(1)
+        assert transcripts == [conversation.first_transcript, conversation.tool_transcript]
+        assert interim[-1] == conversation.tool_transcript  # deltas concatenate to the transcript exactly
+        assert [(c.name, json.loads(c.arguments)) for c in second.calls] == [
+            ("get_weather", {"city": "Paris"})
+        ]
+
+        # What AgentSession does with a tool call: run it, add its output, ask for a reply.
+        call = second.calls[0]
+        output = await get_weather(**json.loads(call.arguments))
+        chat_ctx = session.chat_ctx.copy()
+        chat_ctx.items.append(
+            llm.FunctionCallOutput(call_id=call.call_id, name=call.name, output=output, is_error=False)
+        )
+        await asyncio.wait_for(session.update_chat_ctx(chat_ctx), STEP_TIMEOUT)
+        created = await asyncio.wait_for(session.generate_reply(), STEP_TIMEOUT)
+        assert created.user_initiated, "response.created did not carry generate_reply()'s metadata"
+        third = await generation(2)
+        assert third.event is created
+        assert third.texts == [conversation.tool_reply]
+        assert third.audio_samples > 0
+
+        await recorder.wait(lambda: len(of("response.done")) >= 3, "three response.done", STEP_TIMEOUT)
+        assert [e["response"]["status"] for e in of("response.done")] == ["completed"] * 3
+        outputs = [i for i in session.chat_ctx.items if i.type == "function_call_output"]
+        assert [o.output for o in outputs] == ["sunny, 21 degrees in Paris"]
+        assert errors == [], f"the plugin reported errors: {errors}"
+        complaints = [
+            r.getMessage()
+            for r in caplog.records
+            if r.name.startswith("livekit") and r.levelno >= logging.WARNING
+        ]
+        assert complaints == [], f"the plugin logged complaints: {complaints}"
+    finally:
+        for task in generations:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(session.aclose(), 10)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(model.aclose(), 10)

@@ -1,0 +1,158 @@
+"""pipecat's ``OpenAIRealtimeLLMService``, unmodified, in a pipeline against our server.
+
+The pipeline is the one pipecat's realtime example builds (context aggregators
+around the service, the bot greeting first on ``LLMRunFrame``), with only
+``base_url`` and a dummy API key changed. pipecat sends nothing until
+``session.created``, fails its receive loop on a server event its models reject,
+and treats most ``error`` events as fatal; an observer records every frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pipecat.services.openai.realtime.llm", reason="pipecat-ai[openai] is not installed")
+
+from loguru import logger
+from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
+from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
+from pipecat.frames.frames import (
+    ErrorFrame,
+    FunctionCallResultFrame,
+    InputAudioRawFrame,
+    LLMRunFrame,
+    TranscriptionFrame,
+    TTSAudioRawFrame,
+    TTSTextFrame,
+)
+from pipecat.observers.base_observer import BaseObserver, FramePushed
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair
+from pipecat.services.llm_service import FunctionCallParams
+from pipecat.services.openai.realtime.llm import OpenAIRealtimeLLMService
+from pipecat.workers.runner import WorkerRunner
+
+STEP_TIMEOUT = 20.0
+RATE = 24000
+GREETING = "Hello, I can hear you."
+
+
+@pytest.fixture
+def conversation(conversation: Any) -> Any:
+    # pipecat's example has the bot speak first: one more scripted reply before the user's turns.
+    return dataclasses.replace(conversation, greeting=GREETING)
+
+
+class FrameLog(BaseObserver):
+    """Every frame the realtime service pushes, in order, for the test to wait on."""
+
+    def __init__(self, service: OpenAIRealtimeLLMService, recorder: Any) -> None:
+        super().__init__()
+        self._service = service
+        self._recorder = recorder
+
+    async def on_push_frame(self, data: FramePushed) -> None:
+        if data.source is self._service or isinstance(data.frame, ErrorFrame):
+            self._recorder.add(data.frame)
+
+
+async def test_pipecat_openai_realtime_spoken_turns_and_tool_call(
+    scripted_server, conversation, speech, audio_chunks, recorder
+) -> None:
+    calls: list[dict[str, Any]] = []
+
+    async def get_weather(params: FunctionCallParams) -> None:
+        calls.append(dict(params.arguments))
+        await params.result_callback(f"sunny, 21 degrees in {params.arguments['city']}")
+
+    llm = OpenAIRealtimeLLMService(
+        api_key="sk-local-not-checked",
+        base_url=scripted_server.ws_url,
+        settings=OpenAIRealtimeLLMService.Settings(
+            model="speech-to-speech", system_instruction="You are a helpful voice assistant."
+        ),
+    )
+    llm.register_function("get_weather", get_weather)
+    weather = FunctionSchema(
+        name="get_weather",
+        description="The current weather in a city.",
+        properties={"city": {"type": "string"}},
+        required=["city"],
+    )
+    context = LLMContext(messages=[], tools=ToolsSchema(standard_tools=[weather]))
+    aggregators = LLMContextAggregatorPair(context)
+    pipeline = Pipeline([aggregators.user(), llm, aggregators.assistant()])
+    task = PipelineWorker(
+        pipeline,
+        params=PipelineParams(audio_in_sample_rate=RATE, audio_out_sample_rate=RATE),
+        observers=[FrameLog(llm, recorder)],
+        idle_timeout_secs=None,
+    )
+
+    def frames(kind: type) -> list[Any]:
+        return [f for f in recorder.events if isinstance(f, kind)]
+
+    def spoken_text() -> str:
+        return "".join(f.text for f in frames(TTSTextFrame))
+
+    async def speak() -> None:
+        for piece in audio_chunks(speech()):
+            await task.queue_frame(InputAudioRawFrame(audio=piece, sample_rate=RATE, num_channels=1))
+            await asyncio.sleep(0.01)
+
+    complaints: list[str] = []  # pipecat logs through loguru
+    sink = logger.add(lambda message: complaints.append(message.record["message"]), level="WARNING")
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(task)
+    run = asyncio.create_task(runner.run())
+    try:
+        # The example's start: the bot greets once the session is set up.
+        await task.queue_frames([LLMRunFrame()])
+        await recorder.wait(lambda: GREETING in spoken_text(), "the greeting", STEP_TIMEOUT)
+
+        # Turn 1: a spoken question, a spoken answer.
+        await speak()
+        await recorder.wait(
+            lambda: [f.text for f in frames(TranscriptionFrame)] == [conversation.first_transcript],
+            "the user's transcription",
+            STEP_TIMEOUT,
+        )
+        await recorder.wait(
+            lambda: conversation.first_reply in spoken_text(), "the spoken answer", STEP_TIMEOUT
+        )
+        assert sum(len(f.audio) for f in frames(TTSAudioRawFrame)) > RATE * 2 * 0.1
+
+        # Turn 2: the reply is a tool call pipecat runs; its result goes back and the answer follows.
+        await speak()
+        await recorder.wait(lambda: frames(FunctionCallResultFrame), "the function call result", STEP_TIMEOUT)
+        assert calls == [{"city": "Paris"}]
+        await recorder.wait(
+            lambda: conversation.tool_reply in spoken_text(), "the follow-up answer", STEP_TIMEOUT
+        )
+        assert spoken_text() == GREETING + conversation.first_reply + conversation.tool_reply
+
+        assert [f.text for f in frames(TranscriptionFrame)] == conversation.transcripts
+        errors = [f.error for f in frames(ErrorFrame)]
+        assert errors == [], f"pipecat reported errors: {errors}"
+        assert not run.done(), "the pipeline stopped"
+        assert complaints == [], f"pipecat logged complaints: {complaints}"
+
+        messages = context.get_messages()
+        roles = [m.get("role") for m in messages]
+        assert "tool" in roles, messages
+        tool_message = next(m for m in messages if m.get("role") == "tool")
+        assert "sunny, 21 degrees in Paris" in str(tool_message.get("content"))
+    finally:
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(task.cancel(), 10)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(run, 10)
+        run.cancel()
+        logger.remove(sink)
