@@ -1,0 +1,95 @@
+"""Fixtures: a real server with scripted backends on a free loopback port, and clients of it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, ExitStack
+from typing import Any
+
+import pytest
+
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
+from speech_to_speech.testing.scripted import ScriptedLLM
+from speech_to_speech.testing.server import RunningServer, running_server
+
+# Small, fast defaults: a 0.6 s tone ends as a turn after 0.3 s of silence.
+SCRIPTED: dict[str, Any] = {
+    "vad": "scripted",
+    "stt": "scripted",
+    "llm": "scripted",
+    "tts": "scripted",
+    "min_silence_ms": 300,
+    "speech_pad_ms": 100,
+    "scripted_tts_ms_per_char": 10.0,
+    "release_timeout_s": 3.0,
+}
+
+ServerFactory = Callable[..., RunningServer]
+ClientFactory = Callable[..., AbstractAsyncContextManager[RealtimeTestClient]]
+
+
+@pytest.fixture
+def make_server() -> Iterator[ServerFactory]:
+    """Start servers with scripted backends (setting overrides as keywords); stopped after the test."""
+    with ExitStack() as stack:
+
+        def make(**overrides: Any) -> RunningServer:
+            settings = ServerSettings(**{**SCRIPTED, **overrides})
+            return stack.enter_context(running_server(settings))
+
+        yield make
+
+
+@pytest.fixture(scope="module")
+def shared_server() -> Iterator[RunningServer]:
+    with running_server(ServerSettings(**{**SCRIPTED, "num_pipelines": 2})) as server:
+        yield server
+
+
+@pytest.fixture
+def server(shared_server: RunningServer) -> RunningServer:
+    """The module's server with default scripted settings, every unit idle (nothing left from the last test)."""
+    deadline = time.monotonic() + 10
+    while not all(slot.state == "idle" and slot.healthy for slot in shared_server.pool.status()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"units still busy: {shared_server.pool.status()}")
+        time.sleep(0.01)
+    return shared_server
+
+
+@pytest.fixture
+def connect(server: RunningServer) -> ClientFactory:
+    """``async with connect() as client``: a validated client of ``server``, past session.created."""
+    return lambda **kwargs: _session(server, **kwargs)
+
+
+def _session(server: RunningServer, **kwargs: Any) -> AbstractAsyncContextManager[RealtimeTestClient]:
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def session() -> AsyncIterator[RealtimeTestClient]:
+        async with RealtimeTestClient.connect(server.ws_url, **kwargs) as client:
+            await client.wait_for("session.created")
+            yield client
+
+    return session()
+
+
+@pytest.fixture
+def llm_requests(monkeypatch: pytest.MonkeyPatch) -> list[GenerateResponseRequest]:
+    """Every request the scripted LLM receives (what the model was asked), in order."""
+    seen: list[GenerateResponseRequest] = []
+    lock = threading.Lock()
+    original = ScriptedLLM.generate
+
+    def generate(self: ScriptedLLM, request: GenerateResponseRequest) -> Any:
+        with lock:
+            seen.append(request)
+        return original(self, request)
+
+    monkeypatch.setattr(ScriptedLLM, "generate", generate)
+    return seen

@@ -1,0 +1,67 @@
+"""Input transcription on the wire: append-only deltas, authoritative completion, opt-in snapshots."""
+
+from __future__ import annotations
+
+import itertools
+
+from speech_to_speech.realtime.service import SNAPSHOT_EXTENSION
+from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, types
+
+from .conftest import ServerFactory
+
+RATE = 24000
+TRANSCRIPT = "Could you please read me the weather for tomorrow?"
+
+
+async def test_snapshots_only_when_opted_in(make_server: ServerFactory) -> None:
+    server = make_server(scripted_transcripts=[TRANSCRIPT])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(spoken_turn(RATE), RATE)
+        plain = await client.collect_until("conversation.item.input_audio_transcription.completed")
+        assert SNAPSHOT_EXTENSION not in types(plain)
+        await client.wait_for("response.done")
+
+        updated = await client.update_session({"extensions": [SNAPSHOT_EXTENSION]})
+        assert updated["session"]["extensions"] == [SNAPSHOT_EXTENSION]
+        await client.append_audio(spoken_turn(RATE), RATE)
+        events = await client.collect_until("conversation.item.input_audio_transcription.completed")
+        await client.wait_for("response.done")
+
+    snapshots = [e for e in events if e["type"] == SNAPSHOT_EXTENSION]
+    assert snapshots
+    completed = events[-1]
+    item_id = completed["item_id"]
+    assert all(s["item_id"] == item_id for s in snapshots)
+    texts = [s["transcript"] for s in snapshots]
+    # Cumulative hypotheses: each extends the last, all of them prefixes of the final words.
+    assert all(b.startswith(a) for a, b in itertools.pairwise(texts))
+    assert all(TRANSCRIPT.startswith(t) for t in texts)
+    assert len(texts[-1].split()) == len(TRANSCRIPT.split()) - 1
+
+
+async def test_deltas_are_confirmed_words_and_add_up_to_completed(make_server: ServerFactory) -> None:
+    server = make_server(scripted_transcripts=[TRANSCRIPT])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(spoken_turn(RATE), RATE)
+        events = await client.collect_until("conversation.item.input_audio_transcription.completed")
+    deltas = [e for e in events if e["type"] == "conversation.item.input_audio_transcription.delta"]
+    assert len(deltas) > 1  # streamed, not one piece
+    assert all(d["content_index"] == 0 for d in deltas)
+    text = "".join(d["delta"] for d in deltas)
+    assert text == events[-1]["transcript"] == TRANSCRIPT
+    # Partials reach N-1 words; the newest word of the last one is held back (unconfirmed),
+    # so the deltas before the final transcript hold N-2 words.
+    words = TRANSCRIPT.split()
+    assert "".join(d["delta"] for d in deltas[:-1]) == " ".join(words[:-2])
+
+
+async def test_empty_transcript_does_not_start_a_response(make_server: ServerFactory) -> None:
+    server = make_server(scripted_transcripts=[""])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(spoken_turn(RATE), RATE)
+        completed = await client.wait_for("conversation.item.input_audio_transcription.completed")
+        assert completed["transcript"] == ""
+        assert not [k for k in types(await client.barrier()) if k.startswith("response.")]
