@@ -59,10 +59,10 @@ $(DEV_STAMP): $(RUNTIME_STAMP)
 	$(PIP) install -e ".[dev]"
 	touch $@
 
-node-deps:
-	@if [ -f $(NODE_TESTS_DIR)/package.json ]; then $(MAKE) --no-print-directory $(NODE_STAMP); fi
+NODE_PACKAGE := $(wildcard $(NODE_TESTS_DIR)/package.json)
+node-deps: $(if $(NODE_PACKAGE),$(NODE_STAMP))
 
-$(NODE_STAMP): $(wildcard $(NODE_TESTS_DIR)/package.json $(NODE_TESTS_DIR)/package-lock.json)
+$(NODE_STAMP): $(NODE_PACKAGE) $(wildcard $(NODE_TESTS_DIR)/package-lock.json)
 	cd $(NODE_TESTS_DIR) && npm ci
 	touch $@
 

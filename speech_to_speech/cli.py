@@ -47,9 +47,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     settings, fields = _settings_parent()
-    commands.add_parser(
-        "serve", parents=[settings], help="Serve the Realtime API (WebSocket) over the local pipeline."
-    )
+    commands.add_parser("serve", parents=[settings], help="Serve the Realtime API (WebSocket) over the local pipeline.")
     local = commands.add_parser(
         "local", parents=[settings], help="Run the pipeline in this process; --input-wav for file mode."
     )
@@ -148,9 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from_args(args, fields)
     except (OSError, ValueError) as error:
         parser.error(str(error))
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return COMMANDS[args.command](settings, args)
 
 

@@ -32,9 +32,7 @@ LIFECYCLE = (ResponseDone, TokenUsage)
 
 
 def content_of_generation(items: list[object], generation: int) -> list[object]:
-    return [
-        i for i in items if getattr(i, "generation", None) == generation and not isinstance(i, LIFECYCLE)
-    ]
+    return [i for i in items if getattr(i, "generation", None) == generation and not isinstance(i, LIFECYCLE)]
 
 
 def test_stale_output_is_dropped_after_a_mid_stream_cancel(make_unit: UnitFactory) -> None:

@@ -149,4 +149,3 @@ def test_handler_threads_survive_a_burst_of_failures() -> None:
         assert unit.healthy()
     finally:
         unit.stop()
-
