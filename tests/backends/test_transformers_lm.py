@@ -104,3 +104,24 @@ def test_instructions_replace_the_default_system_prompt(lm: LoadedLM, make_handl
         if isinstance(p, str)
     )
     assert "zorblax" in reply.lower()
+
+
+def test_two_units_can_generate_at_once(lm: LoadedLM, make_handler: Any) -> None:
+    """The shared model serves concurrent sessions: greedy replies match the ones made alone."""
+    questions = ["What is the capital of France?", "Name a colour of the sky."]
+    alone = [
+        "".join(p for p in make_handler(TransformersLM, lm).generate(ask(q)) if isinstance(p, str))
+        for q in questions
+    ]
+    together: dict[int, str] = {}
+
+    def run(index: int) -> None:
+        llm = make_handler(TransformersLM, lm)
+        together[index] = "".join(p for p in llm.generate(ask(questions[index])) if isinstance(p, str))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert [together[0], together[1]] == alone
