@@ -312,6 +312,7 @@ class RealtimeService:
             self.tool_results.answered(response.input_call_ids)
             response.metadata = {**(response.metadata or {}),
                                  INPUT_CALL_IDS_KEY: encode_call_ids(response.input_call_ids)}
+        self._end_output_audio(response, status)
         self.emit_all(response.finish(status, reason, error))
         if status in ("incomplete", "failed"):
             self.conversation.exclude([item["id"] for item in response.output])
@@ -455,6 +456,16 @@ class RealtimeService:
             assert self._output_resampler is not None
             samples = to_int16(self._output_resampler.process(samples))
         return codecs.encode(samples, fmt_type)
+
+    def _end_output_audio(self, response: ResponseState, status: str) -> None:
+        """Flush the output resampler: its held-back tail ends this response (dropped if cancelled), not the next."""
+        resampler, self._output_resampler, self._output_key = self._output_resampler, None, None
+        if resampler is None or response.message is None or status == "cancelled":
+            return
+        tail = to_int16(resampler.flush())
+        if len(tail):
+            fmt_type = self.state.output_format.get("type", "audio/pcm")
+            self.emit(response.audio_delta(response.message, codecs.encode(tail, fmt_type)))
 
     def _tool_call(self, item: AssistantToolCallPart) -> None:
         response = self._current(item)

@@ -238,3 +238,21 @@ def _deadline(seconds: float) -> Any:
     import asyncio
 
     return asyncio.timeout(seconds)
+
+
+@pytest.mark.parametrize("fmt", ["audio/pcmu", "audio/pcma"])
+async def test_resampled_output_is_whole_and_stays_in_its_response(make_server: ServerFactory, fmt: str) -> None:
+    """8 kHz output: each response carries all of its own audio and none of the previous one's."""
+    replies = ["Exactly twenty chars", "Thirty six characters in one clause.", "Short one."]
+    server = make_server(scripted_replies=replies)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.update_session({"audio": {"output": {"format": {"type": fmt}}}})
+        lengths = []
+        for _ in replies:
+            await client.send("response.create")
+            events = await client.response_cycle()
+            lengths.append(sum(len(base64.b64decode(e["delta"])) for e in events
+                               if e["type"] == "response.output_audio.delta"))
+    expected = [int(len(reply) * MS_PER_CHAR * 8) for reply in replies]  # 8 samples per ms, one byte each
+    assert all(abs(got - want) <= 8 for got, want in zip(lengths, expected, strict=True)), (lengths, expected)
