@@ -181,8 +181,8 @@ def _stop_when(should_stop: Any) -> Any:
 
     class _StopWhen(StoppingCriteria):
         def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
-            flag = bool(should_stop())
-            return torch.full((input_ids.shape[0],), flag, dtype=torch.bool, device=input_ids.device)  # type: ignore[return-value]
+            rows = torch.full((input_ids.shape[0],), bool(should_stop()), device=input_ids.device)
+            return rows  # type: ignore[return-value]  # a plain bool tensor is what generate() checks
 
     return _StopWhen()
 
@@ -218,6 +218,9 @@ class TransformersLM(LLMHandler):
         stale = self.cancel_scope.is_stale
         stopping = StoppingCriteriaList([_stop_when(lambda: closed.is_set() or stale(request.generation))])
         outcome: dict[str, Any] = {}
+        pad_id = lm.tokenizer.pad_token_id
+        if pad_id is None:  # saves generate() a warning per call
+            pad_id = lm.tokenizer.eos_token_id
 
         def work() -> None:
             try:
@@ -227,7 +230,7 @@ class TransformersLM(LLMHandler):
                         max_new_tokens=limit,
                         streamer=streamer,
                         stopping_criteria=stopping,
-                        pad_token_id=lm.tokenizer.pad_token_id or lm.tokenizer.eos_token_id,
+                        pad_token_id=pad_id,
                         **self._sampling(),
                     )
             except BaseException as error:  # noqa: BLE001 - handed to the consumer thread below
