@@ -166,3 +166,63 @@ async def test_livekit_realtime_model_spoken_turns_and_tool_call(
             await asyncio.wait_for(session.aclose(), 10)
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(model.aclose(), 10)
+
+
+async def test_livekit_realtime_model_manual_turns(scripted_server, conversation, speech, recorder) -> None:
+    """``turn_detection=None``: the agent commits the turn and asks for the reply itself, exactly once."""
+    model = livekit_openai.realtime.RealtimeModel(
+        model="speech-to-speech",
+        base_url=scripted_server.http_url + "/v1",
+        api_key="sk-local-not-checked",
+        turn_detection=None,
+    )
+    session = model.session()
+    server_events: list[dict[str, Any]] = []
+    errors: list[Any] = []
+    generations: list[asyncio.Task[Generation]] = []
+    session.on("openai_server_event_received", server_events.append)
+    session.on("openai_server_event_received", recorder.add)
+    session.on("error", errors.append)
+    session.on(
+        "generation_created", lambda ev: generations.append(asyncio.create_task(Generation(ev).consume()))
+    )
+
+    def of(kind: str) -> list[dict[str, Any]]:
+        return [e for e in server_events if e.get("type") == kind]
+
+    try:
+        await asyncio.wait_for(
+            session.update_instructions("You are a helpful voice assistant."), STEP_TIMEOUT
+        )
+        await recorder.wait(
+            lambda: any(
+                e["session"]["audio"]["input"]["turn_detection"] is None for e in of("session.updated")
+            ),
+            "session.updated with turn_detection null",
+            STEP_TIMEOUT,
+        )
+        pcm = speech()
+        session.push_audio(rtc.AudioFrame(pcm, RATE, 1, len(pcm) // 2))
+        # Server VAD is off: the whole utterance, silence included, stays uncommitted and unanswered.
+        await asyncio.sleep(1.0)
+        assert of("response.created") == [] and of("input_audio_buffer.committed") == []
+        session.commit_audio()
+        created = await asyncio.wait_for(session.generate_reply(), STEP_TIMEOUT)
+        assert created.user_initiated
+        reply = await asyncio.wait_for(generations[0], STEP_TIMEOUT)
+        assert reply.texts == [conversation.first_reply]
+        assert reply.audio_samples > 0
+        await recorder.wait(lambda: of("response.done"), "response.done", STEP_TIMEOUT)
+        completed = of("conversation.item.input_audio_transcription.completed")
+        assert [e["transcript"] for e in completed] == [conversation.first_transcript]
+        await asyncio.sleep(1.0)  # nothing more follows on its own
+        assert len(of("response.created")) == 1 and len(generations) == 1
+        assert of("input_audio_buffer.speech_started") == []  # no server VAD, no VAD events
+        assert errors == [], f"the plugin reported errors: {errors}"
+    finally:
+        for task in generations:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(session.aclose(), 10)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(model.aclose(), 10)

@@ -43,12 +43,12 @@ def node() -> str:
 @pytest.fixture
 def conversation(conversation: Any) -> Any:
     # After the shared turns: a long answer the user talks over, the reply to that, and a long
-    # answer the client interrupts. 20 ms a token keeps a story in progress for over a second.
+    # answer the client interrupts. 30 ms a token keeps a story in progress for about two seconds.
     return dataclasses.replace(
         conversation,
         extra_transcripts=("Tell me a story.", "Stop, please.", "Tell me another story."),
         extra_replies=(STORY, "Okay, I will stop.", STORY.replace("robot", "crab")),
-        token_delay_ms=20.0,
+        token_delay_ms=30.0,
     )
 
 

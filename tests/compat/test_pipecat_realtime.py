@@ -29,6 +29,8 @@ from pipecat.frames.frames import (
     TranscriptionFrame,
     TTSAudioRawFrame,
     TTSTextFrame,
+    UserStartedSpeakingFrame,
+    UserStoppedSpeakingFrame,
 )
 from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.pipeline.pipeline import Pipeline
@@ -36,6 +38,7 @@ from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair
 from pipecat.services.llm_service import FunctionCallParams
+from pipecat.services.openai.realtime import events
 from pipecat.services.openai.realtime.llm import OpenAIRealtimeLLMService
 from pipecat.workers.runner import WorkerRunner
 
@@ -156,3 +159,65 @@ async def test_pipecat_openai_realtime_spoken_turns_and_tool_call(
             await asyncio.wait_for(run, 10)
         run.cancel()
         logger.remove(sink)
+
+
+async def test_pipecat_openai_realtime_locally_driven_turns(
+    scripted_server, conversation, speech, audio_chunks, recorder
+) -> None:
+    """``turn_detection=False``: pipecat commits and asks for the reply when its own VAD ends the turn."""
+    properties = events.SessionProperties(
+        instructions="You are a helpful voice assistant.",
+        audio=events.AudioConfiguration(input=events.AudioInput(turn_detection=False)),
+    )
+    llm = OpenAIRealtimeLLMService(
+        api_key="sk-local-not-checked",
+        base_url=scripted_server.ws_url,
+        settings=OpenAIRealtimeLLMService.Settings(model="speech-to-speech", session_properties=properties),
+    )
+    items: list[tuple[str, str | None]] = []
+
+    @llm.event_handler("on_conversation_item_created")
+    async def _created(_llm: Any, _item_id: str, item: Any) -> None:
+        items.append((item.type, item.role))
+
+    context = LLMContext(messages=[])
+    aggregators = LLMContextAggregatorPair(context)
+    pipeline = Pipeline([aggregators.user(), llm, aggregators.assistant()])
+    task = PipelineWorker(
+        pipeline,
+        params=PipelineParams(audio_in_sample_rate=RATE, audio_out_sample_rate=RATE),
+        observers=[FrameLog(llm, recorder)],
+        idle_timeout_secs=None,
+    )
+
+    def frames(kind: type) -> list[Any]:
+        return [f for f in recorder.events if isinstance(f, kind)]
+
+    def spoken_text() -> str:
+        return "".join(f.text for f in frames(TTSTextFrame))
+
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(task)
+    run = asyncio.create_task(runner.run())
+    try:
+        await task.queue_frames([LLMRunFrame()])
+        await recorder.wait(lambda: GREETING in spoken_text(), "the greeting", STEP_TIMEOUT)
+        # What pipecat's local VAD turn strategy emits around the user's speech.
+        await task.queue_frame(UserStartedSpeakingFrame())
+        for piece in audio_chunks(speech()):
+            await task.queue_frame(InputAudioRawFrame(audio=piece, sample_rate=RATE, num_channels=1))
+        await task.queue_frame(UserStoppedSpeakingFrame())
+        await recorder.wait(lambda: conversation.first_reply in spoken_text(), "the answer", STEP_TIMEOUT)
+        await asyncio.sleep(1.0)
+        assert spoken_text() == GREETING + conversation.first_reply
+        # One response per response.create: the greeting's and the answer's, nothing on its own.
+        assert items == [("message", "assistant"), ("message", "user"), ("message", "assistant")], items
+        assert [f.text for f in frames(TranscriptionFrame)] == [conversation.first_transcript]
+        errors = [f.error for f in frames(ErrorFrame)]
+        assert errors == [], f"pipecat reported errors: {errors}"
+    finally:
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(task.cancel(), 10)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(run, 10)
+        run.cancel()
