@@ -79,9 +79,10 @@ class KokoroONNX(KokoroBackend):
         options = ort.SessionOptions()
         options.log_severity_level = 3
         self.session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-        names = {i.name for i in self.session.get_inputs()}
-        # Exports disagree on the name of the phoneme-id input.
-        self._ids_input = "input_ids" if "input_ids" in names else "tokens"
+        inputs = {i.name: i.type for i in self.session.get_inputs()}
+        # Exports disagree on the name of the phoneme-id input and on the type of the speed.
+        self._ids_input = "input_ids" if "input_ids" in inputs else "tokens"
+        self._speed_type = np.int32 if inputs.get("speed") == "tensor(int32)" else np.float32
         with np.load(voices) as archive:  # kokoro-onnx's voices-v1.0.bin is an npz as well
             self.voices = {name: np.asarray(archive[name], np.float32) for name in archive.files}
         # hibari speaks with Kokoro's phoneme alphabet: its vocab is Kokoro's.
@@ -117,7 +118,7 @@ class KokoroONNX(KokoroBackend):
                 {
                     self._ids_input: np.array([[0, *ids, 0]], dtype=np.int64),
                     "style": style,
-                    "speed": np.array([speed], dtype=np.float32),
+                    "speed": np.array([speed], dtype=self._speed_type),
                 },
             )[:1]
             yield np.asarray(audio, dtype=np.float32).reshape(-1)
