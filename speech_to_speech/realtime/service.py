@@ -24,8 +24,6 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import (
     AssistantToolCallPart,
     AudioOutput,
-    ClearInput,
-    CommitInput,
     GenerateResponseRequest,
     LLMFirstToken,
     ResponseDone,
@@ -178,12 +176,12 @@ class RealtimeService:
             raise RealtimeError(errors.COMMIT_EMPTY, "The input audio buffer is empty: nothing to commit")
         self.uncommitted_samples = 0
         item_id = ids.item_id()
-        self.unit.queues.recv_audio_chunks.put(CommitInput(item_id))
+        self.unit.commit_input(item_id)
         self._user_audio_committed(item_id)
 
     def _on_input_audio_buffer_clear(self, event: ClientEvent) -> None:
         self.uncommitted_samples = 0
-        self.unit.queues.recv_audio_chunks.put(ClearInput())
+        self.unit.clear_input()
         self.emit({"type": "input_audio_buffer.cleared"})
 
     def _on_conversation_item_create(self, event: ClientEvent) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, tone, types
 
@@ -137,3 +139,40 @@ async def test_clear_drops_uncommitted_audio(make_server: ServerFactory) -> None
         error = await client.wait_for("error")
         assert error["error"]["code"] == "input_audio_buffer_commit_empty"
         assert error["error"]["event_id"] == event_id
+
+
+async def _manual_16k(client: RealtimeTestClient) -> None:
+    await client.wait_for("session.created")
+    await client.update_session({"audio": {"input": {"turn_detection": None,
+                                                     "format": {"type": "audio/pcm", "rate": 16000}}}})
+
+
+def _as_ga(event: dict[str, Any]) -> dict[str, Any]:
+    # 16 kHz input (no resampling, so sample counts are exact) is our extension to the GA schema.
+    if event.get("session"):
+        event["session"]["audio"]["input"]["format"]["rate"] = 24000
+    return event
+
+
+async def test_commit_includes_every_appended_sample(make_server: ServerFactory) -> None:
+    server = make_server()
+    async with RealtimeTestClient.connect(server.ws_url, extension_view=_as_ga) as client:
+        await _manual_16k(client)
+        await client.append_audio(tone(0.5, 16000), 16000)  # 8000 samples: 15 whole VAD chunks and a part
+        await client.send("input_audio_buffer.commit")
+        completed = await client.wait_for("conversation.item.input_audio_transcription.completed")
+    # All 0.5 s, at most padded up to the next 32 ms chunk.
+    assert 0.5 <= completed["usage"]["seconds"] <= 0.532
+
+
+async def test_clear_drops_a_partial_chunk_too(make_server: ServerFactory) -> None:
+    server = make_server()
+    async with RealtimeTestClient.connect(server.ws_url, extension_view=_as_ga) as client:
+        await _manual_16k(client)
+        await client.append_audio(tone(0.02, 16000), 16000)  # 320 samples: less than one VAD chunk
+        await client.send("input_audio_buffer.clear")
+        await client.wait_for("input_audio_buffer.cleared")
+        await client.append_audio(tone(0.5, 16000), 16000)
+        await client.send("input_audio_buffer.commit")
+        completed = await client.wait_for("conversation.item.input_audio_transcription.completed")
+    assert 0.5 <= completed["usage"]["seconds"] <= 0.532
