@@ -89,7 +89,10 @@ async def test_pipecat_openai_realtime_spoken_turns_and_tool_call(
         properties={"city": {"type": "string"}},
         required=["city"],
     )
-    context = LLMContext(messages=[], tools=ToolsSchema(standard_tools=[weather]))
+    # As in the example: the bot is asked to open the conversation by an initial user message.
+    context = LLMContext(
+        messages=[{"role": "user", "content": "Say hello."}], tools=ToolsSchema(standard_tools=[weather])
+    )
     aggregators = LLMContextAggregatorPair(context)
     pipeline = Pipeline([aggregators.user(), llm, aggregators.assistant()])
     task = PipelineWorker(
