@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.openai_client import make_client
 from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
 
 
-def make_client(base_url: str | None, api_key: str | None, what: str) -> Any:
-    """An ``openai.OpenAI`` client; local providers (a base URL) need no real key."""
-    import openai
-
-    key = api_key or os.environ.get("OPENAI_API_KEY")
-    if not key:
-        if base_url is None:
-            raise ValueError(
-                f"{what}: set --{what}_api_key or OPENAI_API_KEY, or --{what}_base_url for a local provider"
-            )
-        key = "not-needed"
-    return openai.OpenAI(base_url=base_url, api_key=key, max_retries=0)
-
-
 def llm_client(settings: ServerSettings) -> Any:
-    return make_client(settings.llm_base_url, settings.llm_api_key, "llm")
+    # Generation streams can be long; the timeout bounds silence between bytes, not the whole reply.
+    return make_client(settings.llm_base_url, settings.llm_api_key, timeout_s=60.0)
 
 
 def model_name(settings: ServerSettings) -> str:

@@ -15,13 +15,14 @@ import inspect
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import jinja2
 
 from speech_to_speech import ids
+from speech_to_speech.pipeline.messages import AssistantToolCallPart, GenerateResponseRequest
 
 log = logging.getLogger(__name__)
 
@@ -237,3 +238,35 @@ def _partial_suffix(text: str, marker: str) -> int:
         if marker.startswith(text[-size:]):
             return size
     return 0
+
+
+def tools_of(request: GenerateResponseRequest) -> list[FunctionTool]:
+    if request.tool_choice == "none":
+        return []
+    return [FunctionTool.from_session(t) for t in request.tools if t.get("type", "function") == "function"]
+
+
+def local_system_prompt(request: GenerateResponseRequest, default_instructions: str) -> str:
+    """The system prompt of a local model for this request, tools included."""
+    return render_tool_prompt(request.instructions or default_instructions, tools_of(request), request.tool_choice)
+
+
+def split_tool_calls(request: GenerateResponseRequest, chunks: Iterable[str]) -> Iterator[str | AssistantToolCallPart]:
+    """Streamed local-model text -> spoken text and validated tool calls, in order."""
+    tools = tools_of(request)
+    if not tools:
+        yield from chunks
+        return
+    splitter = ToolCallSplitter(tools)
+
+    def convert(parts: Iterable[str | ParsedCall]) -> Iterator[str | AssistantToolCallPart]:
+        for part in parts:
+            if isinstance(part, ParsedCall):
+                yield AssistantToolCallPart(request.response_id, request.generation, part.call_id, part.name,
+                                            part.arguments)
+            else:
+                yield part
+
+    for chunk in chunks:
+        yield from convert(splitter.feed(chunk))
+    yield from convert(splitter.finish())
