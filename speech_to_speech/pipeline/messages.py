@@ -107,6 +107,7 @@ class Transcript:
     audio_seconds: float = 0.0
     manual: bool = False
     stt_done_time: float = 0.0
+    vad_end_time: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ class TranscriptionCompleted:
     audio_seconds: float = 0.0
     manual: bool = False
     stt_done_time: float = 0.0
+    vad_end_time: float = 0.0
 
 
 # ---------------------------------------------------------------- generation
@@ -183,6 +185,15 @@ class TokenUsage:
     generation: int
     input_tokens: int = 0
     output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class TTSFirstAudio:
+    """Timing mark: the TTS produced the first audio of a response."""
+
+    response_id: str
+    generation: int
+    time: float
 
 
 @dataclass(frozen=True)

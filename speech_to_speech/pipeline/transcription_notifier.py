@@ -102,4 +102,5 @@ class TranscriptionNotifier(BaseHandler):
             audio_seconds=item.audio_seconds,
             manual=item.manual,
             stt_done_time=item.stt_done_time,
+            vad_end_time=item.vad_end_time,
         )

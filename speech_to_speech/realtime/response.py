@@ -95,7 +95,7 @@ class ResponseState:
         """The open assistant message, opening one (with its events) if needed."""
         if self.message is not None:
             return self.message, []
-        item = {
+        item: dict[str, Any] = {
             "id": ids.item_id(),
             "object": "realtime.item",
             "type": "message",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import uvicorn
+from fastapi import FastAPI
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.builder import PipelineFactory
@@ -15,7 +16,7 @@ from speech_to_speech.realtime.router import create_app
 log = logging.getLogger("speech_to_speech")
 
 
-def build_app(settings: ServerSettings) -> tuple[object, PipelinePool]:
+def build_app(settings: ServerSettings) -> tuple[FastAPI, PipelinePool]:
     """Load every model once, build ``num_pipelines`` units, and the FastAPI app over them."""
     factory = PipelineFactory(settings)
     pool = PipelinePool(settings.num_pipelines, factory.build_unit, settings.release_timeout_s)

@@ -35,6 +35,7 @@ from speech_to_speech.pipeline.messages import (
     TranscriptionDelta,
     TranscriptionSnapshot,
     TranscriptText,
+    TTSFirstAudio,
 )
 from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.realtime import errors
@@ -55,6 +56,13 @@ log = logging.getLogger(__name__)
 
 SNAPSHOT_EXTENSION = "speech_to_speech.input_audio_transcription.snapshot"
 TIMINGS_EXTENSION = "speech_to_speech.timings"
+TIMINGS_KEY = "s2s_timings"
+
+
+def encode_marks(marks: dict[str, float]) -> str:
+    """Monotonic stage marks as a JSON object of Unix epoch milliseconds (metadata values are strings)."""
+    offset = time.time() - time.monotonic()
+    return json.dumps({name: round((mark + offset) * 1000.0, 1) for name, mark in marks.items() if mark})
 
 
 class RealtimeService:
@@ -306,6 +314,8 @@ class RealtimeService:
             return
         if status == "failed":
             self.emit(errors.error_event("response_failed", error or "the response failed", type="server_error"))
+        if self.config.has_extension(TIMINGS_EXTENSION):
+            response.metadata = {**(response.metadata or {}), TIMINGS_KEY: encode_marks(response.marks)}
         if status == "completed" and response.input_call_ids and response.output:
             self.tool_results.answered(response.input_call_ids)
             response.metadata = {**(response.metadata or {}),
@@ -417,6 +427,8 @@ class RealtimeService:
             return
         self._start_response({})
         if self.response is not None:
+            if item.vad_end_time:
+                self.response.marks["vad_end_of_speech"] = item.vad_end_time
             self.response.marks["stt_done"] = item.stt_done_time
 
     def _assistant_text(self, item: TranscriptText) -> None:
@@ -437,8 +449,7 @@ class RealtimeService:
         if events and response.in_conversation:
             self.conversation.add(message.item)
         self.emit_all(events)
-        if "first_audio" not in response.marks:
-            response.marks["first_audio"] = time.monotonic()
+        response.marks.setdefault("first_audio_sent", time.monotonic())
         if not self.audio_in_events:
             if self._play_audio is not None:
                 self._play_audio(item.samples)
@@ -485,6 +496,11 @@ class RealtimeService:
         if response is not None:
             response.marks["llm_first_token"] = item.time
 
+    def _first_audio(self, item: TTSFirstAudio) -> None:
+        response = self._current(item)
+        if response is not None:
+            response.marks["tts_first_audio"] = item.time
+
     def _response_done(self, item: ResponseDone) -> None:
         self.unit.cancel_scope.response_done(item.generation)
         response = self.response
@@ -516,6 +532,7 @@ _DISPATCH: dict[type, Callable[[RealtimeService, Any], None]] = {
     AssistantToolCallPart: RealtimeService._tool_call,
     TokenUsage: RealtimeService._usage,
     LLMFirstToken: RealtimeService._first_token,
+    TTSFirstAudio: RealtimeService._first_audio,
     ResponseDone: RealtimeService._response_done,
     StageError: RealtimeService._stage_error,
 }

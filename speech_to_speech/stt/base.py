@@ -44,6 +44,7 @@ class STTHandler(BackendHandler):
             audio_seconds=len(item.samples) / SAMPLE_RATE,
             manual=item.manual,
             stt_done_time=time.monotonic(),
+            vad_end_time=item.vad_end_time,
         )
 
     def on_error(self, item: Any, error: BaseException) -> Iterator[Any]:
@@ -57,4 +58,5 @@ class STTHandler(BackendHandler):
                 audio_seconds=len(item.samples) / SAMPLE_RATE,
                 manual=item.manual,
                 stt_done_time=time.monotonic(),
+            vad_end_time=item.vad_end_time,
             )

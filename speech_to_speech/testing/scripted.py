@@ -88,6 +88,7 @@ class ScriptedSTT(STTHandler):
             audio_seconds=len(item.samples) / 16000,
             manual=item.manual,
             stt_done_time=time.monotonic(),
+            vad_end_time=item.vad_end_time,
         )
 
 

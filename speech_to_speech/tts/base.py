@@ -8,6 +8,7 @@ tool calls and the response sentinel keep their place behind the audio.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy.typing as npt
 
 from speech_to_speech.audio.resample import StreamResampler, to_int16
 from speech_to_speech.pipeline.handler import BackendHandler
-from speech_to_speech.pipeline.messages import AudioOutput, TranscriptText, TTSInput
+from speech_to_speech.pipeline.messages import AudioOutput, TranscriptText, TTSFirstAudio, TTSInput
 
 OUTPUT_RATE = 24000
 # Audio leaves the TTS in pieces of at most this many samples (100 ms), so a
@@ -28,6 +29,8 @@ class TTSHandler(BackendHandler):
     stage = "tts"
     consumes = (TTSInput,)
     sample_rate: int = OUTPUT_RATE
+
+    _first_audio_of: str | None = None  # the response whose first audio was marked
 
     def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
         raise NotImplementedError
@@ -48,6 +51,9 @@ class TTSHandler(BackendHandler):
                     return  # a backend may hand over seconds at once: stop within one piece
                 piece = pcm[start : start + MAX_PIECE]
                 piece.flags.writeable = False
+                if self._first_audio_of != item.response_id:
+                    self._first_audio_of = item.response_id
+                    yield TTSFirstAudio(item.response_id, generation, time.monotonic())
                 yield AudioOutput(item.response_id, generation, piece, OUTPUT_RATE)
         if resampler is not None and not self.cancel_scope.is_stale(generation):
             tail = to_int16(resampler.flush())

@@ -1,0 +1,43 @@
+"""The opt-in timings extension: stage timestamps of a turn in response.done metadata."""
+
+from __future__ import annotations
+
+import json
+
+from speech_to_speech.testing.realtime_client import spoken_turn
+
+from .conftest import ClientFactory
+
+RATE = 24000
+STAGES = ["vad_end_of_speech", "stt_done", "llm_first_token", "tts_first_audio", "first_audio_sent"]
+
+
+async def test_timings_extension_reports_stage_marks_in_order(connect: ClientFactory) -> None:
+    async with connect() as client:
+        await client.update_session({"type": "realtime", "extensions": ["speech_to_speech.timings"]})
+        await client.append_audio(spoken_turn(RATE), RATE)
+        done = (await client.response_cycle())[-1]
+    assert done["response"]["status"] == "completed"
+    marks = json.loads(done["response"]["metadata"]["s2s_timings"])
+    assert set(STAGES) <= set(marks)
+    # The pipeline's order: speech ends, STT finishes, the LLM starts, the TTS speaks, audio goes out.
+    values = [marks[name] for name in STAGES]
+    assert values == sorted(values)
+
+
+async def test_timings_are_absent_without_the_extension(connect: ClientFactory) -> None:
+    async with connect() as client:
+        await client.append_audio(spoken_turn(RATE), RATE)
+        done = (await client.response_cycle())[-1]
+    assert "s2s_timings" not in (done["response"]["metadata"] or {})
+
+
+async def test_explicit_response_metadata_keeps_client_keys_beside_timings(connect: ClientFactory) -> None:
+    async with connect() as client:
+        await client.update_session({"type": "realtime", "extensions": ["speech_to_speech.timings"]})
+        await client.send("response.create", response={"metadata": {"topic": "weather"}})
+        done = (await client.response_cycle())[-1]
+    metadata = done["response"]["metadata"]
+    assert metadata["topic"] == "weather"
+    marks = json.loads(metadata["s2s_timings"])
+    assert marks["created"] <= marks["llm_first_token"] <= marks["first_audio_sent"]
