@@ -4,8 +4,9 @@ It sends client events (each with an ``event_id``), streams audio in any wire
 format at a chosen pace, and reads server events in the background into an
 ordered log. Every server event is checked as it arrives: standard events
 against the ``openai`` package's GA schema (``RealtimeServerEvent``), our
-``speech_to_speech.*`` extension events for a string ``event_id``. A
-violation fails the next read, and the close of the client.
+``speech_to_speech.*`` extension events for a string ``event_id``; no
+``event_id`` may repeat. A violation fails the next read, and the close of
+the client.
 
 Every wait has a timeout; a wait that times out says what it did see.
 """
@@ -236,6 +237,7 @@ class RealtimeTestClient:
         self._pending: asyncio.Queue[Event | None] = asyncio.Queue()
         self._ids = itertools.count(1)
         self._closed = asyncio.Event()
+        self._event_ids: set[Any] = set()
         self._reader = asyncio.create_task(self._read(), name="realtime-test-client-reader")
 
     @classmethod
@@ -288,6 +290,10 @@ class RealtimeTestClient:
                     self.violations.append(ProtocolViolation(f"a server frame is not JSON: {message!r:.200}"))
                     continue
                 if self.validate:
+                    event_id = event.get("event_id") if isinstance(event, dict) else None
+                    if event_id in self._event_ids:
+                        self.violations.append(ProtocolViolation(f"event_id {event_id!r} sent twice"))
+                    self._event_ids.add(event_id)
                     try:
                         view = self.extension_view(copy.deepcopy(event)) if self.extension_view else event
                         validate_server_event(view, self.allowed_extra)

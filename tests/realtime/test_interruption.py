@@ -182,3 +182,42 @@ async def test_cancel_a_response_still_waiting_for_its_transcript(make_server: S
         await client.send("response.create")
         after = await client.collect_until("response.done")
         assert after[-1]["response"]["status"] == "completed"
+
+
+async def test_barge_in_before_any_output(make_server: ServerFactory) -> None:
+    """A response still waiting for its first token is cancelled too, with no output events."""
+    server = make_server(scripted_transcripts=["First.", "Second."], scripted_replies=["Slow start.", "Fine."],
+                         scripted_token_delay_ms=400)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(spoken_turn(RATE), RATE)
+        created = await client.wait_for("response.created")
+        old = created["response"]["id"]
+        await client.append_audio(spoken_turn(RATE), RATE)
+        events = await client.collect_until(_is_done("completed"))
+    kinds = types(events)
+    cancelled_at = next(i for i, e in enumerate(events) if _is_done("cancelled")(e))
+    cancelled = events[cancelled_at]["response"]
+    assert cancelled["id"] == old
+    assert cancelled["status_details"]["reason"] == "turn_detected"
+    assert cancelled["output"] == []
+    assert cancelled_at < kinds.index("input_audio_buffer.speech_started")
+    assert not [e for e in events if of_response(old)(e) and e["type"] != "response.done"]
+    assert events[-1]["response"]["output"][0]["content"][0]["transcript"] == "Fine."
+
+
+async def test_cancel_then_create_back_to_back(make_server: ServerFactory) -> None:
+    """The next response.create right behind a cancel gets a whole response and nothing of the old one."""
+    server = make_server(scripted_replies=[LONG_REPLY, "The new one."], **SLOW)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        old, _ = await _start_long_response(client)
+        await client.send("response.cancel")
+        await client.send("response.create")
+        events = await client.collect_until(_is_done("completed"))
+    done_at = next(i for i, e in enumerate(events) if e["type"] == "response.done")
+    assert events[done_at]["response"]["id"] == old
+    assert not [e["type"] for e in events[done_at + 1 :] if of_response(old)(e)]
+    new = events[-1]["response"]
+    assert new["output"][0]["content"][0]["transcript"] == "The new one."
+    audio = [e for e in events[done_at + 1 :] if e["type"] == "response.output_audio.delta"]
+    assert audio and all(e["response_id"] == new["id"] for e in audio)

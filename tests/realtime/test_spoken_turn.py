@@ -137,6 +137,20 @@ async def test_spoken_turn_event_sequence(make_server: ServerFactory) -> None:
     assert usage["output_tokens"] > 0 and usage["input_tokens"] > 0
     assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
 
+    # The assistant item follows the user item in the conversation.
+    assistant_added = [e for e in events if e["type"] == "conversation.item.added" and e["item"]["id"] == item_id]
+    assert [e["previous_item_id"] for e in assistant_added] == [user_item]
+
+    # Text goes before its audio: at every audio delta, the audio so far is no more than
+    # the transcript so far can account for.
+    said, heard = "", 0
+    for event in events:
+        if event["type"] == "response.output_audio_transcript.delta":
+            said += event["delta"]
+        elif event["type"] == "response.output_audio.delta":
+            heard += len(decode_audio(event["delta"]))
+            assert heard <= _expected_samples(said, 24000)[1], (said, heard)
+
     samples = _audio_samples(events)
     low, high = _expected_samples(REPLY, 24000)
     assert low <= len(samples) <= high
