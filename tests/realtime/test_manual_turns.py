@@ -176,3 +176,20 @@ async def test_clear_drops_a_partial_chunk_too(make_server: ServerFactory) -> No
         await client.send("input_audio_buffer.commit")
         completed = await client.wait_for("conversation.item.input_audio_transcription.completed")
     assert 0.5 <= completed["usage"]["seconds"] <= 0.532
+
+
+async def test_create_response_false_detects_turns_but_waits(
+        make_server: ServerFactory, llm_requests: list[GenerateResponseRequest]) -> None:
+    server = make_server(scripted_transcripts=["Heard, not answered."])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.update_session(
+            {"audio": {"input": {"turn_detection": {"type": "server_vad", "create_response": False}}}})
+        await client.append_audio(spoken_turn(RATE), RATE)
+        events = await client.collect_until("conversation.item.input_audio_transcription.completed")
+        assert types(events)[:2] == ["input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped"]
+        assert not [k for k in types(await client.barrier()) if k.startswith("response.")]
+        assert llm_requests == []
+        await client.send("response.create")
+        assert (await client.response_cycle())[-1]["response"]["status"] == "completed"
+    assert [m.content for m in llm_requests[0].messages] == ["Heard, not answered."]

@@ -167,3 +167,15 @@ async def test_out_of_band_response_is_not_in_the_conversation(connect: ClientFa
         error = await client.wait_for("error")
         assert error["error"]["code"] == "conversation_item_not_found"
         assert error["error"]["event_id"] == event_id
+
+
+async def test_max_output_tokens_per_session_and_response(
+        connect: ClientFactory, llm_requests: list[GenerateResponseRequest]) -> None:
+    async with connect() as client:
+        await client.update_session({"max_output_tokens": 200})
+        await client.send("response.create", response={"max_output_tokens": 5})
+        first = await client.response_cycle()
+        await client.send("response.create")
+        await client.response_cycle()
+    assert first[0]["response"]["max_output_tokens"] == 5
+    assert [r.max_output_tokens for r in llm_requests] == [5, 200]

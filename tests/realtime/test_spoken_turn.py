@@ -270,3 +270,14 @@ async def test_resampled_output_is_whole_and_stays_in_its_response(make_server: 
                                if e["type"] == "response.output_audio.delta"))
     expected = [int(len(reply) * MS_PER_CHAR * 8) for reply in replies]  # 8 samples per ms, one byte each
     assert all(abs(got - want) <= 8 for got, want in zip(lengths, expected, strict=True)), (lengths, expected)
+
+
+async def test_whole_turn_in_one_append(make_server: ServerFactory) -> None:
+    server = make_server()
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        audio = spoken_turn(RATE, speech_s=3.0, silence_s=1.0)
+        await client.append_audio(audio, RATE, chunk_ms=len(audio) * 1000 // RATE + 1)
+        events = await client.collect_until("response.done")
+    assert len([e for e in client.sent if e["type"] == "input_audio_buffer.append"]) == 1
+    assert events[-1]["response"]["status"] == "completed"
