@@ -36,7 +36,10 @@ def node() -> str:
     if node is None:
         pytest.skip("Node.js is not installed")
     if not (NODE_DIR / "node_modules" / "@openai" / "agents").is_dir():
-        pytest.fail(f"@openai/agents is not installed for the Node test: run `npm ci --prefix {NODE_DIR}`")
+        pytest.fail(
+            f"@openai/agents is not installed for the Node test ({NODE_DIR / 'node_modules'} is missing): "
+            "run `npm ci --prefix tests/node` from the repository root (`make test` does it)"
+        )
     return node
 
 
