@@ -1,0 +1,1 @@
+"""Import paths the specification documents, kept as thin aliases of the real modules."""

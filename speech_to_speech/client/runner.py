@@ -1,0 +1,232 @@
+"""listen_and_play_realtime: connect, stream audio in, play replies, run tools, until done.
+
+With a microphone it runs until interrupted (Ctrl-C) or the server closes;
+with ``input_wav`` it exits once the file was sent and every reply to it has
+been played (or ``file_idle_timeout_s`` passed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rich.console import Console
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
+
+from speech_to_speech.audio.resample import to_int16
+from speech_to_speech.client.config import RealtimeAudioClientConfig
+from speech_to_speech.client.connection import connect
+from speech_to_speech.client.devices import Microphone, Speaker
+from speech_to_speech.client.errors import ClientError
+from speech_to_speech.client.files import WavRecorder, WavSource
+from speech_to_speech.client.playback import Playback, Samples
+from speech_to_speech.client.session import ClientSession, check_session_reply
+from speech_to_speech.client.tool_scheduler import ToolCoordinator
+from speech_to_speech.client.tools import ToolCaller, load_tool_module
+from speech_to_speech.client.transcript import TranscriptView
+
+log = logging.getLogger(__name__)
+
+Event = dict[str, Any]
+# With --input-wav: how long everything must stay idle before the last reply counts as done.
+QUIET_S = 0.6
+POLL_S = 0.02
+
+
+class AudioSource(Protocol):
+    """User audio: float32 chunks at the config's send rate; the session ends when it does."""
+
+    live: bool  # a live source's audio is dropped while the mic is blocked; a file's waits
+
+    def chunks(self) -> AsyncIterator[Samples]: ...
+
+
+class AudioSink(Protocol):
+    """Plays (or records) the Playback buffer at ``rate``."""
+
+    rate: int
+
+    def start(self, playback: Playback) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass
+class SessionSummary:
+    """What happened, for callers and tests."""
+
+    responses: list[Event] = field(default_factory=list)  # response.done bodies
+    user_transcripts: list[str] = field(default_factory=list)
+    sent: list[Event] = field(default_factory=list)  # client events except audio appends
+    followups: list[list[str]] = field(default_factory=list)
+    recorded_seconds: float = 0.0
+
+
+def _with_tool_module(config: RealtimeAudioClientConfig) -> RealtimeAudioClientConfig:
+    """``config`` with the tools, executor and default of its --tool-module, if it names one."""
+    if not config.tool_module:
+        return config
+    module = load_tool_module(config.tool_module)
+    return config.model_copy(update={"tools": module.tools, "tool_executor": module.execute_tool,
+                                     "tool_response_create": module.create_response})
+
+
+def _tool_coordinator(config: RealtimeAudioClientConfig, view: TranscriptView | None,
+                      send: Callable[[Event], str]) -> ToolCoordinator | None:
+    if config.tool_executor is None:
+        if config.tools:
+            raise ClientError("tools were declared without a tool_executor to run them")
+        return None
+    on_update = view.tool_update if view is not None else None
+    caller = ToolCaller(config.tools, config.tool_executor, config.tool_response_create)
+    return ToolCoordinator(caller, send, on_update)
+
+
+async def listen_and_play_realtime(config: RealtimeAudioClientConfig, *, console: Console | None = None,
+                                   source: AudioSource | None = None, sink: AudioSink | None = None,
+                                   on_event: Callable[[Event], None] | None = None) -> SessionSummary:
+    """Talk to a Realtime server with ``config``'s audio in and out; see the module doc for when it ends.
+
+    ``source``/``sink`` replace the microphone/speaker (or WAV files) with your own audio I/O;
+    ``on_event`` sees every server event after the client handled it.
+    """
+    config = _with_tool_module(config)
+    if source is None:
+        source = (WavSource(config.input_wav, config.send_rate, config.chunk_size, config.trailing_silence_ms)
+                  if config.input_wav else Microphone(config.input_device, config.send_rate, config.chunk_size))
+    if sink is None:
+        sink = WavRecorder(config.output_wav) if config.output_wav else Speaker(config.output_device)
+    playback = Playback(config.recv_rate, sink.rate, config.jitter_ms)
+    view = TranscriptView(console) if config.show_transcript else None
+    summary = SessionSummary()
+    outgoing: asyncio.Queue[Event] = asyncio.Queue()
+    serial = itertools.count(1)
+
+    def send(event: Event) -> str:
+        event = {"event_id": f"evt_client_{next(serial)}", **event}
+        if event["type"] != "input_audio_buffer.append":
+            summary.sent.append(event)
+        outgoing.put_nowait(event)
+        return str(event["event_id"])
+
+    tools = _tool_coordinator(config, view, send)
+    session = ClientSession(config, playback, send, view=view, tools=tools, on_event=on_event)
+    websocket = await connect(config.url, model=config.model, api_key=config.api_key,
+                              timeout=config.connect_timeout_s)
+    try:
+        await _handshake(websocket, session, config.connect_timeout_s)
+        sink.start(playback)
+        if view is not None:
+            view.start()
+        await _run(websocket, session, source, outgoing, config)
+    finally:
+        if tools is not None:
+            await tools.close()
+        await sink.close()
+        if view is not None:
+            view.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(websocket.close(), 2.0)
+    summary.responses = session.responses
+    summary.user_transcripts = list(session.user_transcripts.values())
+    summary.followups = tools.followups_sent if tools is not None else []
+    summary.recorded_seconds = sink.seconds if isinstance(sink, WavRecorder) else 0.0
+    return summary
+
+
+async def _recv(websocket: ClientConnection, timeout: float) -> Event:
+    try:
+        message = await asyncio.wait_for(websocket.recv(), timeout)
+    except TimeoutError:
+        raise ClientError(f"the server sent nothing within {timeout:.0f}s of connecting") from None
+    except ConnectionClosed as closed:
+        raise ClientError(f"the server closed the connection ({closed.rcvd or 'no close frame'})") from None
+    event = json.loads(message)
+    if not isinstance(event, dict):
+        raise ClientError(f"the server sent a non-object event: {message!r:.120}")
+    return event
+
+
+async def _handshake(websocket: ClientConnection, session: ClientSession, timeout: float) -> None:
+    """Wait for session.created (or the session-limit error), then queue our session.update."""
+    while True:
+        event = await _recv(websocket, timeout)
+        check_session_reply(event)
+        if event.get("type") == "session.created":
+            break
+    session.start()  # queued first, so the server applies it before any audio
+
+
+async def _run(websocket: ClientConnection, session: ClientSession, source: AudioSource,
+               outgoing: asyncio.Queue[Event], config: RealtimeAudioClientConfig) -> None:
+    tasks = [
+        asyncio.create_task(_write(websocket, outgoing), name="client-writer"),
+        asyncio.create_task(_read(websocket, session), name="client-reader"),
+        asyncio.create_task(_stream_audio(source, session), name="client-audio"),
+    ]
+    if isinstance(source, WavSource):
+        tasks.append(asyncio.create_task(_until_answered(source, session, config), name="client-file-done"))
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()  # a ClientError (or a bug) ends the session loudly
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _write(websocket: ClientConnection, outgoing: asyncio.Queue[Event]) -> None:
+    while True:
+        event = await outgoing.get()
+        await websocket.send(json.dumps(event))
+
+
+async def _read(websocket: ClientConnection, session: ClientSession) -> None:
+    try:
+        async for message in websocket:
+            event = json.loads(message)
+            if isinstance(event, dict):
+                session.handle(event)
+    except ConnectionClosed:
+        pass
+    log.info("the server closed the connection")
+
+
+async def _stream_audio(source: AudioSource, session: ClientSession) -> None:
+    async for chunk in source.chunks():
+        if session.mic_blocked():
+            if source.live:
+                continue  # a blocked microphone drops what it hears
+            while session.mic_blocked():
+                await asyncio.sleep(POLL_S)  # a file waits for the assistant to finish
+        audio = base64.b64encode(to_int16(chunk).astype("<i2").tobytes()).decode("ascii")
+        session.send({"type": "input_audio_buffer.append", "audio": audio})
+
+
+async def _until_answered(source: WavSource, session: ClientSession, config: RealtimeAudioClientConfig) -> None:
+    """File mode: return once the file was sent and the session stayed idle for QUIET_S."""
+    await source.finished.wait()
+    deadline = time.monotonic() + config.file_idle_timeout_s
+    quiet_since: float | None = None
+    while True:
+        now = time.monotonic()
+        if session.idle:
+            quiet_since = quiet_since or now
+            if now - quiet_since >= QUIET_S:
+                return
+        else:
+            quiet_since = None
+        if now > deadline:
+            log.warning("gave up waiting for the reply after %.0fs", config.file_idle_timeout_s)
+            return
+        await asyncio.sleep(POLL_S)
