@@ -42,6 +42,9 @@ from pipecat.services.openai.realtime import events
 from pipecat.services.openai.realtime.llm import OpenAIRealtimeLLMService
 from pipecat.workers.runner import WorkerRunner
 
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.testing.server import running_server
+
 STEP_TIMEOUT = 20.0
 RATE = 24000
 GREETING = "Hello, I can hear you."
@@ -224,3 +227,78 @@ async def test_pipecat_openai_realtime_locally_driven_turns(
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(run, 10)
         run.cancel()
+
+
+STORY = " ".join(
+    f"Chapter {n}: the little robot walked along the shore, counting the waves." for n in range(1, 5)
+)
+
+
+@pytest.fixture
+def story_server() -> Any:
+    settings = ServerSettings(
+        vad="scripted",
+        stt="scripted",
+        llm="scripted",
+        tts="scripted",
+        scripted_transcripts=["Tell me a story.", "Stop, please."],
+        scripted_replies=[STORY, "Okay, I will stop."],
+        scripted_token_delay_ms=30.0,  # the story stays in progress for about two seconds
+    )
+    with running_server(settings) as server:
+        yield server
+
+
+async def test_pipecat_openai_realtime_barge_in(story_server, speech, audio_chunks, recorder) -> None:
+    """Server VAD: speech over the answer; the server cancels it, pipecat interrupts and keeps going."""
+    llm = OpenAIRealtimeLLMService(
+        api_key="sk-local-not-checked",
+        base_url=story_server.ws_url,
+        settings=OpenAIRealtimeLLMService.Settings(model="speech-to-speech"),
+    )
+    context = LLMContext(messages=[])
+    aggregators = LLMContextAggregatorPair(context)
+    task = PipelineWorker(
+        Pipeline([aggregators.user(), llm, aggregators.assistant()]),
+        params=PipelineParams(audio_in_sample_rate=RATE, audio_out_sample_rate=RATE),
+        observers=[FrameLog(llm, recorder)],
+        idle_timeout_secs=None,
+    )
+
+    def frames(kind: type) -> list[Any]:
+        return [f for f in recorder.events if isinstance(f, kind)]
+
+    def spoken_text() -> str:
+        return "".join(f.text for f in frames(TTSTextFrame))
+
+    async def speak() -> None:
+        for piece in audio_chunks(speech()):
+            await task.queue_frame(InputAudioRawFrame(audio=piece, sample_rate=RATE, num_channels=1))
+            await asyncio.sleep(0.01)
+
+    complaints: list[str] = []
+    sink = logger.add(lambda message: complaints.append(message.record["message"]), level="WARNING")
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(task)
+    run = asyncio.create_task(runner.run())
+    try:
+        await speak()
+        await recorder.wait(lambda: frames(TTSAudioRawFrame), "the story's first audio", STEP_TIMEOUT)
+        await speak()
+        await recorder.wait(
+            lambda: "Okay, I will stop." in spoken_text(), "the reply to the barge-in", STEP_TIMEOUT
+        )
+        told = spoken_text().removesuffix("Okay, I will stop.")
+        assert STORY.startswith(told) and len(told) < len(STORY), f"the story was not cut: {told!r}"
+        assert [f.text for f in frames(TranscriptionFrame)] == ["Tell me a story.", "Stop, please."]
+        errors = [f.error for f in frames(ErrorFrame)]
+        assert errors == [], f"pipecat reported errors: {errors}"
+        assert not run.done(), "the pipeline stopped"
+        assert complaints == [], f"pipecat logged complaints: {complaints}"
+    finally:
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(task.cancel(), 10)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(run, 10)
+        run.cancel()
+        logger.remove(sink)
