@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from speech_to_speech import __version__, registry
+from speech_to_speech.client.cli import LOCAL_EXCLUDED, add_client_flags
 from speech_to_speech.config import ServerSettings, load_yaml, settings_from_yaml
 from speech_to_speech.flags import add_model_flags, given_values
 
@@ -24,7 +25,6 @@ EXIT_USAGE = 2  # also what argparse exits with on a bad flag
 BACKEND_FIELDS: tuple[registry.Kind, ...] = ("vad", "stt", "llm", "tts")
 # Subcommands that other issues fill in; until then they say so and fail.
 PENDING: dict[str, tuple[str, int]] = {
-    "talk": ("connect to a server with the microphone and speaker", 5),
     "bench": ("latency, barge-in, overhead and capacity benchmarks", 6),
 }
 
@@ -49,20 +49,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
     settings, fields = _settings_parent()
     commands.add_parser("serve", parents=[settings], help="Serve the Realtime API (WebSocket) over the local pipeline.")
     local = commands.add_parser(
-        "local", parents=[settings], help="Run the pipeline in this process; --input-wav for file mode."
+        "local", parents=[settings], help="The server and the talk client in one process (loopback WebSocket)."
     )
-    local.add_argument("--input-wav", "--input_wav", type=Path, help="WAV of the user's speech (any rate).")
-    local.add_argument("--output-wav", "--output_wav", type=Path, help="Where to write the answers (24 kHz).")
-    local.add_argument(
-        "--realtime", action="store_true", help="Push the input at real-time pace (default: as fast as it goes)."
-    )
-    local.add_argument(
-        "--trailing-silence-s",
-        "--trailing_silence_s",
-        type=float,
-        default=1.5,
-        help="Silence appended to the input so the VAD ends the last turn (default: 1.5).",
-    )
+    add_client_flags(local, exclude=LOCAL_EXCLUDED)
+    talk = commands.add_parser("talk", help="Talk to a Realtime server with the microphone and speaker.")
+    talk.add_argument("--config", type=Path, metavar="FILE", help="YAML: the runtime.client section.")
+    add_client_flags(talk)
     for name, (what, issue) in PENDING.items():
         commands.add_parser(name, help=f"{what.capitalize()} (not implemented yet, issue {issue}).")
     return parser, fields
@@ -95,38 +87,22 @@ def _serve(settings: ServerSettings, args: argparse.Namespace) -> int:
 
 
 def _local(settings: ServerSettings, args: argparse.Namespace) -> int:
-    if args.input_wav is None:
-        print(
-            "speech-to-speech local: microphone/speaker mode is not implemented yet (see issue 5); "
-            "use --input-wav FILE --output-wav FILE",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    if args.output_wav is None:
-        print("speech-to-speech local: --input-wav needs --output-wav", file=sys.stderr)
-        return EXIT_USAGE
-    from speech_to_speech.local_file import run_file
+    from speech_to_speech.client.cli import run_local
 
-    def report(who: str, text: str) -> None:
-        print(f"{who}: {text}", file=sys.stderr if who == "error" else sys.stdout, flush=True)
-
-    turns = run_file(
-        settings,
-        args.input_wav,
-        args.output_wav,
-        report,
-        realtime=args.realtime,
-        trailing_silence_s=args.trailing_silence_s,
-    )
-    if not turns:
-        print(f"speech-to-speech local: no speech found in {args.input_wav}", file=sys.stderr)
-        return 1
-    failed = [t for t in turns if t.status == "failed"]
-    print(f"wrote {len(turns)} answer(s) to {args.output_wav}", file=sys.stderr)
-    return 1 if failed else 0
+    return run_local(settings, args)
 
 
-COMMANDS: dict[str, Callable[[ServerSettings, argparse.Namespace], int]] = {"serve": _serve, "local": _local}
+def _talk(settings: ServerSettings, args: argparse.Namespace) -> int:
+    from speech_to_speech.client.cli import run_talk
+
+    return run_talk(args)
+
+
+COMMANDS: dict[str, Callable[[ServerSettings, argparse.Namespace], int]] = {
+    "serve": _serve,
+    "local": _local,
+    "talk": _talk,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,117 @@
+"""The client half of the command line: `talk` flags, `--list-devices`, and running a session.
+
+Every RealtimeAudioClientConfig field a flag can express becomes ``--field-name``;
+the same keys work under ``runtime.client`` in a YAML ``--config`` (flags win).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from speech_to_speech.client.config import RealtimeAudioClientConfig, client_section
+from speech_to_speech.client.errors import ClientError
+from speech_to_speech.client.runner import SessionSummary, listen_and_play_realtime
+from speech_to_speech.config import ServerSettings, load_yaml
+from speech_to_speech.flags import add_model_flags, given_values
+
+EXIT_USAGE = 2
+
+# Flags `local` does not take: the URL is that of its own in-process server.
+LOCAL_EXCLUDED = ("url",)
+
+
+def add_client_flags(parser: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()) -> list[str]:
+    """Add the client flags (and --list-devices); returns the config fields that have one.
+
+    The fields are also stored as the parser's ``client_fields`` default, for ``run_talk``/``run_local``.
+    """
+    group = parser.add_argument_group("client settings (also `runtime.client` in --config)")
+    fields = add_model_flags(group, RealtimeAudioClientConfig, exclude=exclude, dashes=True)
+    group.add_argument("--list-devices", "--list_devices", action="store_true",
+                       help="List the audio devices and exit.")
+    parser.set_defaults(client_fields=fields)
+    return fields
+
+
+def run_talk(args: argparse.Namespace) -> int:
+    """`speech-to-speech talk`: connect to --url with the microphone and speaker (or WAV files)."""
+    if args.list_devices:
+        return list_devices_command("speech-to-speech talk")
+    try:
+        config = client_config(args, args.client_fields)
+    except (OSError, ValueError) as error:
+        print(f"speech-to-speech talk: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    return run_client("speech-to-speech talk", config)
+
+
+def run_local(settings: ServerSettings, args: argparse.Namespace) -> int:
+    """`speech-to-speech local`: the server and this client in one process over loopback."""
+    from speech_to_speech.client.local import run_local_session
+
+    if args.list_devices:
+        return list_devices_command("speech-to-speech local")
+    try:
+        config = client_config(args, args.client_fields)
+    except (OSError, ValueError) as error:
+        print(f"speech-to-speech local: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    return run_local_session("speech-to-speech local", settings, config)
+
+
+def client_config(args: argparse.Namespace, fields: list[str], **overrides: Any) -> RealtimeAudioClientConfig:
+    """Defaults, then ``runtime.client`` of --config, then the flags given. Raises ValueError."""
+    values: dict[str, Any] = {}
+    if getattr(args, "config", None) is not None:
+        values.update(client_section(load_yaml(args.config)))
+    values.update(given_values(args, fields))
+    values.update(overrides)
+    try:
+        return RealtimeAudioClientConfig(**values)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'client'}: {e['msg']}" for e in error.errors())
+        raise ValueError(problems) from None
+
+
+def list_devices_command(prog: str) -> int:
+    from speech_to_speech.client.devices import list_devices
+
+    try:
+        print(list_devices())
+    except ClientError as error:
+        print(f"{prog}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_client(prog: str, config: RealtimeAudioClientConfig) -> int:
+    """Run one session to its end; client failures print as one line and exit 1."""
+    try:
+        summary = asyncio.run(listen_and_play_realtime(config))
+    except ClientError as error:
+        print(f"{prog}: {error}", file=sys.stderr)
+        return 1
+    except ValueError as error:  # a tool module that breaks the contract
+        print(f"{prog}: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return report_file_session(prog, config, summary)
+
+
+def report_file_session(prog: str, config: RealtimeAudioClientConfig, summary: SessionSummary) -> int:
+    if config.input_wav is None:
+        return 0
+    answered = [r for r in summary.responses if r.get("status") == "completed"]
+    if not summary.responses:
+        print(f"{prog}: no answer: no speech was heard in {config.input_wav}", file=sys.stderr)
+        return 1
+    where = f" to {config.output_wav}" if config.output_wav else ""
+    print(f"{len(answered)} answer(s){where}", file=sys.stderr)
+    failed = [r for r in summary.responses if r.get("status") == "failed"]
+    return 1 if failed else 0
