@@ -1,0 +1,1 @@
+"""Example tool modules for the packaged client (`--tool-module examples.<name>`)."""
