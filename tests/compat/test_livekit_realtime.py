@@ -24,6 +24,9 @@ livekit_openai = pytest.importorskip(
 from livekit import rtc  # noqa: E402
 from livekit.agents import llm  # noqa: E402
 
+from speech_to_speech.config import ServerSettings  # noqa: E402
+from speech_to_speech.testing.server import running_server  # noqa: E402
+
 STEP_TIMEOUT = 20.0
 RATE = 24000
 
@@ -218,6 +221,79 @@ async def test_livekit_realtime_model_manual_turns(scripted_server, conversation
         await asyncio.sleep(1.0)  # nothing more follows on its own
         assert len(of("response.created")) == 1 and len(generations) == 1
         assert of("input_audio_buffer.speech_started") == []  # no server VAD, no VAD events
+        assert errors == [], f"the plugin reported errors: {errors}"
+    finally:
+        for task in generations:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(session.aclose(), 10)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(model.aclose(), 10)
+
+
+STORY = " ".join(
+    f"Chapter {n}: the little robot walked along the shore, counting the waves." for n in range(1, 5)
+)
+
+
+@pytest.fixture
+def story_server() -> Any:
+    settings = ServerSettings(
+        vad="scripted",
+        stt="scripted",
+        llm="scripted",
+        tts="scripted",
+        scripted_transcripts=["Tell me a story.", "Stop, please."],
+        scripted_replies=[STORY, "Okay, I will stop."],
+        scripted_token_delay_ms=30.0,  # the story stays in progress for about two seconds
+    )
+    with running_server(settings) as server:
+        yield server
+
+
+async def test_livekit_realtime_model_barge_in(story_server, speech, audio_chunks, recorder) -> None:
+    """Speech over the answer: its generation ends cut short, then the new turn's generation streams."""
+    model = livekit_openai.realtime.RealtimeModel(
+        model="speech-to-speech", base_url=story_server.http_url + "/v1", api_key="sk-local-not-checked"
+    )
+    session = model.session()
+    server_events: list[dict[str, Any]] = []
+    errors: list[Any] = []
+    generations: list[asyncio.Task[Generation]] = []
+    speech_started: list[Any] = []
+    session.on("openai_server_event_received", server_events.append)
+    session.on("openai_server_event_received", recorder.add)
+    session.on("error", errors.append)
+    session.on("input_speech_started", speech_started.append)
+    session.on(
+        "generation_created", lambda ev: generations.append(asyncio.create_task(Generation(ev).consume()))
+    )
+
+    async def speak() -> None:
+        for piece in audio_chunks(speech()):
+            session.push_audio(rtc.AudioFrame(piece, RATE, 1, len(piece) // 2))
+            await asyncio.sleep(0.01)
+
+    try:
+        await recorder.wait(lambda: server_events, "session.created", STEP_TIMEOUT)
+        await speak()
+        await recorder.wait(
+            lambda: any(e["type"] == "response.output_audio.delta" for e in server_events),
+            "the story's first audio",
+            STEP_TIMEOUT,
+        )
+        await speak()
+        story = await asyncio.wait_for(generations[0], STEP_TIMEOUT)
+        assert len(story.texts) == 1 and STORY.startswith(story.texts[0]) and len(story.texts[0]) < len(STORY)
+        await recorder.wait(lambda: len(generations) > 1, "the second generation", STEP_TIMEOUT)
+        reply = await asyncio.wait_for(generations[1], STEP_TIMEOUT)
+        assert reply.texts == ["Okay, I will stop."]
+        assert len(speech_started) == 2
+        done = [e["response"] for e in server_events if e["type"] == "response.done"]
+        assert [(d["status"], (d["status_details"] or {}).get("reason")) for d in done] == [
+            ("cancelled", "turn_detected"),
+            ("completed", None),
+        ]
         assert errors == [], f"the plugin reported errors: {errors}"
     finally:
         for task in generations:
