@@ -1,4 +1,4 @@
-"""The client's playback rules, driven by scripted server events through a fake transport.
+"""The client's playback rules: scripted server events through a fake transport, then over the wire.
 
 Clear on speech_started only when interruption is on; always on a cancelled
 response.done or output_audio_buffer.cleared; a cut item is truncated at the
@@ -7,10 +7,18 @@ position that was actually played.
 
 from __future__ import annotations
 
-import pytest
-from client_harness import FakeTransport, audio_delta, response_done
+import asyncio
+from pathlib import Path
 
+import numpy as np
+import pytest
+from client_harness import FakeTransport, audio_delta, response_done, voiced_spans
+from conftest import ServerFactory
+
+from speech_to_speech.audio.wav import read_wav, write_wav
+from speech_to_speech.client import RealtimeAudioClientConfig, SessionSummary, listen_and_play_realtime
 from speech_to_speech.client.errors import SessionLimitReached, SessionRejected
+from speech_to_speech.testing.realtime_client import silence, tone
 
 SPEECH_STARTED = {"type": "input_audio_buffer.speech_started", "audio_start_ms": 0, "item_id": "user1"}
 
@@ -118,3 +126,54 @@ def test_the_session_update_carries_every_setting() -> None:
             "output": {"format": {"type": "audio/pcm", "rate": 22050}, "voice": "heart"},
         },
     }}
+
+
+# ---------------------------------------------------------------- over the wire, with the real server
+
+LONG_REPLY = "This answer is long enough that the user can talk over it while it is still playing."  # 0.85 s
+SHORT_REPLY = "Okay."
+
+
+def overlapping_turns(path: Path) -> Path:
+    """A question, then a second utterance that starts while the first answer is playing."""
+    rate = 16000
+    write_wav(path, np.concatenate([silence(0.2, rate), tone(0.6, rate), silence(0.6, rate), tone(0.6, rate),
+                                    silence(0.2, rate)]), rate)
+    return path
+
+
+def run_file(make_server: ServerFactory, tmp_path: Path, **config: object) -> tuple[SessionSummary, list[float]]:
+    server = make_server(scripted_transcripts=["Tell me something.", "Wait."],
+                         scripted_replies=[LONG_REPLY, SHORT_REPLY])
+    client = RealtimeAudioClientConfig(url=server.ws_url, input_wav=overlapping_turns(tmp_path / "q.wav"),
+                                       output_wav=tmp_path / "a.wav", show_transcript=False, **config)
+    summary = asyncio.run(asyncio.wait_for(listen_and_play_realtime(client), 60))
+    samples, rate = read_wav(tmp_path / "a.wav")
+    return summary, voiced_spans(samples, rate)
+
+
+def test_barge_in_cuts_the_answer_and_truncates_it_where_playback_stopped(make_server: ServerFactory,
+                                                                          tmp_path: Path) -> None:
+    summary, spans = run_file(make_server, tmp_path)
+    # The scripted server finished generating at once, so only the client's playback was still going.
+    assert [r["status"] for r in summary.responses] == ["completed", "completed"]
+    (truncate,) = [e for e in summary.sent if e["type"] == "conversation.item.truncate"]
+    assert truncate["item_id"] == summary.responses[0]["output"][0]["id"]
+    heard, answer = spans
+    assert truncate["audio_end_ms"] == pytest.approx(heard * 1000, abs=25)  # exactly what was played
+    assert heard < len(LONG_REPLY) * 0.01 - 0.2  # it was cut short
+    assert answer == pytest.approx(len(SHORT_REPLY) * 0.01, abs=0.03)
+
+
+def test_without_interruption_the_answer_plays_to_the_end(make_server: ServerFactory, tmp_path: Path) -> None:
+    summary, spans = run_file(make_server, tmp_path, interrupt_response=False)
+    assert [r["status"] for r in summary.responses] == ["completed", "completed"]
+    assert [e for e in summary.sent if e["type"] == "conversation.item.truncate"] == []
+    assert spans == [pytest.approx(len(LONG_REPLY) * 0.01, abs=0.03), pytest.approx(len(SHORT_REPLY) * 0.01, abs=0.03)]
+
+
+def test_a_blocked_mic_holds_the_file_while_the_assistant_speaks(make_server: ServerFactory, tmp_path: Path) -> None:
+    summary, spans = run_file(make_server, tmp_path, block_mic_during_playback=True)
+    # The second utterance reaches the server only after the answer played: nothing to interrupt.
+    assert [r["status"] for r in summary.responses] == ["completed", "completed"]
+    assert spans == [pytest.approx(len(LONG_REPLY) * 0.01, abs=0.03), pytest.approx(len(SHORT_REPLY) * 0.01, abs=0.03)]

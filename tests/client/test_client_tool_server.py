@@ -10,87 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from client_harness import MS_PER_CHAR, voiced_spans, write_turns
+from client_harness import MS_PER_CHAR, EventLog, ScriptedMic, converse, kind, voiced_spans, write_turns
 from conftest import ServerFactory
 
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.client import RealtimeAudioClientConfig, SessionSummary, ToolResult, listen_and_play_realtime
-from speech_to_speech.client.files import WavRecorder
-from speech_to_speech.testing.realtime_client import silence, tone
 
 Event = dict[str, Any]
-TIMEOUT = 30.0
-RATE = 24000
 WEATHER = [{"type": "function", "name": "get_weather",
             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
 
 
 def calls(*cities: str) -> str:
     return "".join(f'<tool_call>get_weather {{"city": "{city}"}}</tool_call>' for city in cities)
-
-
-class ScriptedMic:
-    """A live source the test speaks into: tones are speech to the scripted VAD."""
-
-    live = True
-
-    def __init__(self) -> None:
-        self._chunks: asyncio.Queue[np.ndarray | None] = asyncio.Queue()
-
-    def say(self, seconds: float = 0.6) -> None:
-        self._chunks.put_nowait(tone(seconds, RATE))
-
-    def pause(self, seconds: float = 0.8) -> None:
-        self._chunks.put_nowait(silence(seconds, RATE))
-
-    def turn(self) -> None:
-        self.say()
-        self.pause()
-
-    def hang_up(self) -> None:
-        self._chunks.put_nowait(None)
-
-    async def chunks(self) -> AsyncIterator[np.ndarray]:
-        while (chunk := await self._chunks.get()) is not None:
-            for start in range(0, len(chunk), 2400):
-                yield chunk[start : start + 2400]
-
-
-class EventLog:
-    """Server events as the client saw them, with waits that fail after a timeout."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self._changed = asyncio.Event()
-
-    def __call__(self, event: Event) -> None:
-        self.events.append(event)
-        self._changed.set()
-
-    async def wait_for(self, match: Callable[[Event], bool], count: int = 1) -> Event:
-        async def found() -> Event:
-            while True:
-                hits = [e for e in self.events if match(e)]
-                if len(hits) >= count:
-                    return hits[count - 1]
-                self._changed.clear()
-                await self._changed.wait()
-
-        try:
-            return await asyncio.wait_for(found(), TIMEOUT)
-        except TimeoutError:
-            raise AssertionError(f"not seen; events: {[e['type'] for e in self.events]}") from None
-
-
-def kind(name: str, **fields: Any) -> Callable[[Event], bool]:
-    return lambda e: e["type"] == name and all(
-        (e.get(k) if k != "status" else e.get("response", {}).get("status")) == v for k, v in fields.items())
 
 
 class Gate:
@@ -118,21 +54,6 @@ class Gate:
 
     def open(self, city: str) -> None:
         self._event(city).set()
-
-
-async def converse(url: str, tmp_path: Path, script: Callable[[ScriptedMic, EventLog], Any],
-                   **config: Any) -> tuple[SessionSummary, EventLog]:
-    """Run the client with a scripted microphone while ``script`` speaks and checks; then hang up."""
-    mic, log = ScriptedMic(), EventLog()
-    client_config = RealtimeAudioClientConfig(url=url, show_transcript=False, jitter_ms=0, **config)
-    session = asyncio.create_task(listen_and_play_realtime(
-        client_config, source=mic, sink=WavRecorder(tmp_path / "answer.wav"), on_event=log))
-    try:
-        await log.wait_for(kind("session.updated"))
-        await script(mic, log)
-    finally:
-        mic.hang_up()
-    return await asyncio.wait_for(session, TIMEOUT), log
 
 
 def sent(summary: SessionSummary, kind_name: str) -> list[Event]:
