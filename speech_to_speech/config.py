@@ -69,6 +69,10 @@ class ServerSettings(BaseModel):
     responses_api_reasoning_effort: str | None = Field(None, description="Startup effort.")
     responses_api_disable_thinking: bool = Field(False, description="Send enable_thinking=false.")
 
+    first_chunk_words: int = Field(
+        4, ge=0, description="Words that may start speech before the first punctuation (0: wait for it)."
+    )
+
     # ------------------------------------------------------------ TTS
     tts: str = Field("hibari", description="TTS backend.")
     tts_model: str | None = Field(None, description="TTS model path or id.")

@@ -41,4 +41,4 @@ class PipelineFactory:
         )
 
     def build_unit(self, index: int) -> PipelineUnit:
-        return PipelineUnit(index, self.builders)
+        return PipelineUnit(index, self.builders, first_chunk_words=self.settings.first_chunk_words)

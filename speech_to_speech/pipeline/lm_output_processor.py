@@ -26,13 +26,19 @@ _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 # A clause ends at , ; : — followed by whitespace; only used once enough text waits.
 _CLAUSE_END = re.compile(r"(?<=[,;:—])\s+")
 MIN_CLAUSE_CHARS = 24
+# Words (followed by whitespace, so complete) that may start speech before any punctuation.
+FIRST_CHUNK_WORDS = 4
+_COMPLETE_WORD = re.compile(r"\S+\s+")
 
 
-def split_ready(text: str, first: bool) -> tuple[list[str], str]:
+def split_ready(text: str, first: bool, first_chunk_words: int = 0) -> tuple[list[str], str]:
     """Split ``text`` into chunks ready for speech and the remainder still growing.
 
     Each chunk keeps its trailing whitespace, so concatenating the chunks and
-    the remainder gives back ``text`` exactly.
+    the remainder gives back ``text`` exactly. With ``first_chunk_words``, the
+    very first chunk of a reply may end at a word boundary after that many
+    words when no punctuation came yet: the TTS then starts while the LLM is
+    still writing the first sentence.
     """
     ready: list[str] = []
     start = 0
@@ -52,6 +58,12 @@ def split_ready(text: str, first: bool) -> tuple[list[str], str]:
             break
         ready.append(rest[:cut])
         rest = rest[cut:]
+    if first and not ready and first_chunk_words > 0:
+        words = list(_COMPLETE_WORD.finditer(rest))
+        if len(words) >= first_chunk_words:
+            cut = words[first_chunk_words - 1].end()
+            ready.append(rest[:cut])
+            rest = rest[cut:]
     return ready, rest
 
 
@@ -59,8 +71,11 @@ class LMOutputProcessor(BaseHandler):
     stage = "lm_output_processor"
     consumes = (AssistantTextPart, AssistantToolCallPart, TokenUsage, ResponseDone)
 
-    def __init__(self, context: HandlerContext, queue_in: Any, queue_out: Any) -> None:
+    def __init__(
+        self, context: HandlerContext, queue_in: Any, queue_out: Any, first_chunk_words: int = FIRST_CHUNK_WORDS
+    ) -> None:
         super().__init__(context, queue_in, queue_out)
+        self.first_chunk_words = first_chunk_words
         self._buffer = ""
         self._response_id: str | None = None
         self._generation = 0
@@ -101,7 +116,7 @@ class LMOutputProcessor(BaseHandler):
             if not self._started and not self._buffer:
                 text = text.lstrip()
             self._buffer += text
-            ready, self._buffer = split_ready(self._buffer, first=not self._started)
+            ready, self._buffer = split_ready(self._buffer, not self._started, self.first_chunk_words)
             for chunk in ready:
                 self._started = True
                 yield self._tts_input(chunk)

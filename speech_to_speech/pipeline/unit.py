@@ -22,7 +22,7 @@ from typing import Any
 from speech_to_speech.audio.chunker import Chunker
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
-from speech_to_speech.pipeline.lm_output_processor import LMOutputProcessor
+from speech_to_speech.pipeline.lm_output_processor import FIRST_CHUNK_WORDS, LMOutputProcessor
 from speech_to_speech.pipeline.messages import AudioChunk, ClearInput, CommitInput, PipelineEnd, SessionEnd
 from speech_to_speech.pipeline.queues import NotifyingQueue
 from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig
@@ -57,7 +57,13 @@ class PipelineQueues:
 
 
 class PipelineUnit:
-    def __init__(self, index: int, builders: StageBuilders, config: RuntimeConfig | None = None) -> None:
+    def __init__(
+        self,
+        index: int,
+        builders: StageBuilders,
+        config: RuntimeConfig | None = None,
+        first_chunk_words: int = FIRST_CHUNK_WORDS,
+    ) -> None:
         self.index = index
         self.cancel_scope = CancelScope()
         self.config = ConfigHolder(config)
@@ -69,7 +75,7 @@ class PipelineUnit:
             "stt": builders.stt(self.context, q.spoken_prompt, q.stt_output, q.text_output),
             "transcription_notifier": TranscriptionNotifier(self.context, q.stt_output, q.text_output),
             "llm": builders.llm(self.context, q.lm_request, q.lm_output, q.text_output),
-            "lm_output_processor": LMOutputProcessor(self.context, q.lm_output, q.tts_input),
+            "lm_output_processor": LMOutputProcessor(self.context, q.lm_output, q.tts_input, first_chunk_words),
             "tts": builders.tts(self.context, q.tts_input, q.send_audio_chunks, q.text_output),
         }
         self.started = False

@@ -151,3 +151,22 @@ def test_a_new_response_starts_with_an_empty_buffer(processor: Processor) -> Non
     processor.feed(*text_parts(["Second reply."], "b"), ResponseDone("b", 0))
     assert tts_texts(processor.until_done("a")) == ["Unfinished words"]
     assert tts_texts(processor.until_done("b")) == ["Second reply."]
+
+
+def test_the_first_chunk_may_end_after_a_few_words_before_any_punctuation() -> None:
+    ready, rest = split_ready("The weather today is mostly sunny", first=True, first_chunk_words=4)
+    assert ready == ["The weather today is "]
+    assert rest == "mostly sunny"
+    # A word still being written does not count: only words followed by whitespace are complete.
+    assert split_ready("The weather today is", first=True, first_chunk_words=4) == ([], "The weather today is")
+    # Later chunks wait for punctuation, and 0 turns the early cut off.
+    assert split_ready("and then it rains a lot more", first=False, first_chunk_words=4)[0] == []
+    assert split_ready("The weather today is mostly sunny", first=True, first_chunk_words=0)[0] == []
+
+
+def test_streamed_reply_starts_speech_after_four_words_and_keeps_the_text_exact(processor: Processor) -> None:
+    reply = ["The", " moon", " is", " about", " 384,400", " kilometres", " away.", " It", " orbits", " us."]
+    processor.feed(*text_parts(reply), ResponseDone("r", 0))
+    chunks = tts_texts(processor.until_done())
+    assert chunks[0] == "The moon is about "
+    assert "".join(chunks) == "".join(reply)

@@ -258,7 +258,8 @@ def _deadline(seconds: float) -> Any:
 async def test_resampled_output_is_whole_and_stays_in_its_response(make_server: ServerFactory, fmt: str) -> None:
     """8 kHz output: each response carries all of its own audio and none of the previous one's."""
     replies = ["Exactly twenty chars", "Thirty six characters in one clause.", "Short one."]
-    server = make_server(scripted_replies=replies)
+    # One TTS chunk per reply (no early first chunk), so each reply's audio length is exact.
+    server = make_server(scripted_replies=replies, first_chunk_words=0)
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.wait_for("session.created")
         await client.update_session({"audio": {"output": {"format": {"type": fmt}}}})
