@@ -23,6 +23,8 @@ EXIT_USAGE = 2
 
 # Flags `local` does not take: the URL is that of its own in-process server.
 LOCAL_EXCLUDED = ("url",)
+# Python-API settings: with --tool-module, the module's CREATE_RESPONSE is the default.
+PYTHON_ONLY = ("tool_response_create",)
 
 
 def add_client_flags(parser: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()) -> list[str]:
@@ -31,7 +33,7 @@ def add_client_flags(parser: argparse.ArgumentParser, *, exclude: tuple[str, ...
     The fields are also stored as the parser's ``client_fields`` default, for ``run_talk``/``run_local``.
     """
     group = parser.add_argument_group("client settings (also `runtime.client` in --config)")
-    fields = add_model_flags(group, RealtimeAudioClientConfig, exclude=exclude, dashes=True)
+    fields = add_model_flags(group, RealtimeAudioClientConfig, exclude=(*exclude, *PYTHON_ONLY), dashes=True)
     group.add_argument("--list-devices", "--list_devices", action="store_true",
                        help="List the audio devices and exit.")
     parser.set_defaults(client_fields=fields)

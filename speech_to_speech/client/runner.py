@@ -67,7 +67,7 @@ class SessionSummary:
     responses: list[Event] = field(default_factory=list)  # response.done bodies
     user_transcripts: list[str] = field(default_factory=list)
     sent: list[Event] = field(default_factory=list)  # client events except audio appends
-    followups: list[list[str]] = field(default_factory=list)
+    followups: list[list[str]] = field(default_factory=list)  # call ids of each automatic create (refused too)
     recorded_seconds: float = 0.0
 
 

@@ -77,7 +77,7 @@ class ToolCoordinator:
         self._ours: str | None = None  # the response that may be answering our create
         self._server_echoes = False  # the server echoes response metadata (ours does)
         self._tasks: set[asyncio.Task[Any]] = set()
-        self.followups_sent: list[list[str]] = []
+        self.followups_sent: list[list[str]] = []  # every automatic create, including refused ones
         self._serial = itertools.count()
 
     # ------------------------------------------------------------ events
