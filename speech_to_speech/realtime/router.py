@@ -7,12 +7,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from speech_to_speech import __version__
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.realtime.languages import LanguageService
+from speech_to_speech.realtime.metrics import CONTENT_TYPE, ServerMetrics
 from speech_to_speech.realtime.session_runner import serve_session
 from speech_to_speech.realtime.transport import WebSocketTransport
 
@@ -41,6 +42,7 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
     app.state.pool = pool
     app.state.settings = settings
     app.state.languages = languages
+    app.state.metrics = metrics = ServerMetrics(pool)
 
     @app.get("/health")
     def health() -> JSONResponse:
@@ -58,6 +60,10 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
                 {"index": s.index, "state": s.state, "healthy": s.healthy, "rebuilds": s.rebuilds} for s in slots
             ],
         }
+
+    @app.get("/metrics")
+    def prometheus_metrics() -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
 
     @app.get("/v1/models")
     def models() -> dict[str, Any]:
@@ -86,6 +92,7 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
             pool,
             settings,
             validate_language=languages.validate_session_language,
+            metrics=metrics,
         )
 
     return app

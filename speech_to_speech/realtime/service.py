@@ -66,6 +66,9 @@ def encode_marks(marks: dict[str, float]) -> str:
 
 
 class RealtimeService:
+    # Told of every finished response (status, its monotonic stage marks): the server's metrics.
+    on_response_finished: Callable[[str, dict[str, float]], None] | None = None
+
     def __init__(
         self,
         unit: PipelineUnit,
@@ -322,6 +325,8 @@ class RealtimeService:
                                  INPUT_CALL_IDS_KEY: encode_call_ids(response.input_call_ids)}
         self._end_output_audio(response, status)
         self.emit_all(response.finish(status, reason, error))
+        if self.on_response_finished is not None:
+            self.on_response_finished(status, response.marks)
         if status in ("incomplete", "failed"):
             self.conversation.exclude([item["id"] for item in response.output])
         if self.auto_response_queued:

@@ -12,6 +12,7 @@ from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.realtime import errors
+from speech_to_speech.realtime.metrics import ServerMetrics
 from speech_to_speech.realtime.send_loop import attach_wakeup, detach_wakeup, send_loop
 from speech_to_speech.realtime.service import RealtimeService
 from speech_to_speech.realtime.transport import Transport
@@ -22,9 +23,12 @@ log = logging.getLogger(__name__)
 TRY_AGAIN_LATER = 1013
 
 
-async def _write_loop(transport: Transport, outgoing: asyncio.Queue[dict[str, Any]]) -> None:
+async def _write_loop(transport: Transport, outgoing: asyncio.Queue[dict[str, Any]],
+                      metrics: ServerMetrics | None) -> None:
     while True:
         event = await outgoing.get()
+        if metrics is not None:
+            metrics.event_sent(event)
         await transport.send_event(event)
 
 
@@ -36,16 +40,20 @@ async def serve_session(
     *,
     validate_language: Callable[[str | None, str | None], str | None] | None = None,
     on_service: Callable[[RealtimeService], None] | None = None,
+    metrics: ServerMetrics | None = None,
 ) -> None:
     """Serve client events from ``incoming`` until it ends or the transport fails."""
     unit = pool.claim()
     if unit is None:
-        await transport.send_event({
+        rejection = {
             "event_id": ids.event_id(),
             **errors.error_event(errors.SESSION_LIMIT_REACHED,
                                  f"All {pool.size} pipeline(s) are busy; try again later.",
                                  type="invalid_request_error"),
-        })
+        }
+        if metrics is not None:
+            metrics.event_sent(rejection)
+        await transport.send_event(rejection)
         await transport.close(TRY_AGAIN_LATER, "session limit reached")
         return
     loop = asyncio.get_running_loop()
@@ -53,12 +61,14 @@ async def serve_session(
     service = RealtimeService(unit, settings, outgoing.put_nowait,
                               audio_in_events=transport.audio_in_events,
                               validate_language=validate_language)
+    if metrics is not None:
+        service.on_response_finished = metrics.response_finished
     if on_service is not None:
         on_service(service)
     wake = attach_wakeup(unit, loop)
     service.start()
     tasks = [
-        asyncio.create_task(_write_loop(transport, outgoing), name=f"unit{unit.index}-writer"),
+        asyncio.create_task(_write_loop(transport, outgoing, metrics), name=f"unit{unit.index}-writer"),
         asyncio.create_task(send_loop(unit, service, wake), name=f"unit{unit.index}-send-loop"),
     ]
     receiver = asyncio.create_task(_receive(incoming, service), name=f"unit{unit.index}-receiver")
