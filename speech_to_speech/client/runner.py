@@ -199,7 +199,9 @@ async def _read(websocket: ClientConnection, session: ClientSession) -> None:
                 session.handle(event)
     except ConnectionClosed:
         pass
-    log.info("the server closed the connection")
+    # We never get here on our own shutdown (this task is cancelled first): the server hung up.
+    reason = websocket.close_reason or "no reason given"
+    raise ClientError(f"the server closed the connection (code {websocket.close_code}: {reason})")
 
 
 async def _stream_audio(source: AudioSource, session: ClientSession) -> None:

@@ -203,3 +203,23 @@ def test_the_session_limit_is_a_clear_error(make_server: ServerFactory, tmp_path
 
     assert asyncio.run(asyncio.wait_for(while_busy(), 60)) == 1
     assert "session limit" in one_line_error(capsys)
+
+
+def test_a_server_that_hangs_up_is_a_clear_error(tmp_path: Path, capsys: Any) -> None:
+    import json
+
+    from websockets.asyncio.server import ServerConnection, serve
+
+    async def hang_up(connection: ServerConnection) -> None:
+        await connection.send(json.dumps({"type": "session.created", "event_id": "e1", "session": {}}))
+        await connection.recv()  # our session.update
+        await connection.close(1011, "pipeline crashed")
+
+    async def scenario() -> int:
+        async with serve(hang_up, "127.0.0.1", 0) as server:
+            port = next(iter(server.sockets)).getsockname()[1]
+            url = f"ws://127.0.0.1:{port}/v1/realtime"
+            return await asyncio.to_thread(talk, url, write_turns(tmp_path / "q.wav"), tmp_path / "a.wav")
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 30)) == 1
+    assert "the server closed the connection (code 1011: pipeline crashed)" in one_line_error(capsys)
