@@ -215,3 +215,15 @@ def test_a_fire_and_forget_result_gets_no_follow_up(make_server: ServerFactory, 
     summary, _ = asyncio.run(converse(server.ws_url, tmp_path, script, tools=WEATHER, tool_executor=quiet))
     assert len(sent(summary, "conversation.item.create")) == 1
     assert summary.followups == [] and len(summary.responses) == 1
+
+
+def test_hanging_up_cancels_running_tools(make_server: ServerFactory, tmp_path: Path) -> None:
+    server = make_server(scripted_replies=[calls("Paris")])
+    gate = Gate()
+
+    async def script(mic: ScriptedMic, log: EventLog) -> None:
+        mic.turn()
+        await log.wait_for(kind("response.function_call_arguments.done"))
+
+    summary, _ = asyncio.run(converse(server.ws_url, tmp_path, script, tools=WEATHER, tool_executor=gate))
+    assert gate.cancelled == ["Paris"] and sent(summary, "conversation.item.create") == []
