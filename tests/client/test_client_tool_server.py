@@ -224,6 +224,8 @@ def test_hanging_up_cancels_running_tools(make_server: ServerFactory, tmp_path: 
     async def script(mic: ScriptedMic, log: EventLog) -> None:
         mic.turn()
         await log.wait_for(kind("response.function_call_arguments.done"))
+        while not gate.started:  # running, not just scheduled
+            await asyncio.sleep(0.01)
 
     summary, _ = asyncio.run(converse(server.ws_url, tmp_path, script, tools=WEATHER, tool_executor=gate))
     assert gate.cancelled == ["Paris"] and sent(summary, "conversation.item.create") == []
