@@ -163,7 +163,7 @@ async def converse(url: str, tmp_path: Path, script: Callable[[ScriptedMic, Even
         client_config, source=mic, sink=WavRecorder(tmp_path / "answer.wav"), on_event=log))
     try:
         await log.wait_for(kind("session.updated"))
-        await script(mic, log)
+        await asyncio.wait_for(script(mic, log), TIMEOUT)
     finally:
         mic.hang_up()
     return await asyncio.wait_for(session, TIMEOUT), log
