@@ -35,6 +35,9 @@ class ServerSettings(BaseModel):
     min_speech_ms: int = Field(250, ge=0, description="Shorter speech is ignored.")
     speech_pad_ms: int = Field(300, ge=0, description="Audio kept before speech starts.")
     max_speech_ms: int = Field(30000, ge=1000, description="A longer turn is cut here.")
+    speculation_silence_ms: int = Field(
+        64, ge=0, description="Pause after which STT and the reply start speculatively (0: off)."
+    )
 
     # ------------------------------------------------------------ STT
     stt: str = Field("faster-whisper", description="STT backend.")

@@ -84,6 +84,13 @@ class SpeechStopped:
 
 
 @dataclass(frozen=True)
+class SpeechResumed:
+    """The user spoke again after a pause that had been taken as a possible end of turn."""
+
+    item_id: str | None = None
+
+
+@dataclass(frozen=True)
 class Utterance:
     """One user turn's audio, cut by the VAD or a manual commit."""
 
@@ -94,6 +101,10 @@ class Utterance:
     # True when the turn was committed by the client (no automatic response).
     manual: bool = False
     vad_end_time: float = 0.0  # time.monotonic() at end of speech
+    # A hypothesis of a turn that may still go on: the speech so far, sent at a pause.
+    speculative: bool = False
+    # No speech since this item's last speculative utterance: its transcript still holds.
+    reuse_speculation: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,15 @@ class Transcript:
     manual: bool = False
     stt_done_time: float = 0.0
     vad_end_time: float = 0.0
+    speculative: bool = False
+
+
+@dataclass(frozen=True)
+class SpeculativeTranscript:
+    """What the user said up to a pause; the turn may still go on (see SpeechResumed)."""
+
+    item_id: str | None
+    transcript: str
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
 from speech_to_speech.pipeline.messages import (
+    SpeculativeTranscript,
     Transcript,
     TranscriptionCompleted,
     TranscriptionDelta,
@@ -90,6 +91,8 @@ class TranscriptionNotifier(BaseHandler):
             if delta:
                 yield TranscriptionDelta(item.item_id, delta)
             yield TranscriptionSnapshot(item.item_id, item.text)
+            if item.speculative:
+                yield SpeculativeTranscript(item.item_id, item.text)
             return
         del self._items[item.item_id]
         delta = final_delta(state, item.text)

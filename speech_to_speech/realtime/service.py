@@ -24,9 +24,12 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import (
     AssistantToolCallPart,
     AudioOutput,
+    ChatMessage,
     GenerateResponseRequest,
     LLMFirstToken,
     ResponseDone,
+    SpeculativeTranscript,
+    SpeechResumed,
     SpeechStarted,
     SpeechStopped,
     StageError,
@@ -45,6 +48,7 @@ from speech_to_speech.realtime.events import ClientEvent, parse_client_event
 from speech_to_speech.realtime.items import client_item, response_options
 from speech_to_speech.realtime.response import Event, ResponseState
 from speech_to_speech.realtime.session import SessionState, format_rate
+from speech_to_speech.realtime.speculation import Speculation
 from speech_to_speech.realtime.tool_results import (
     INPUT_CALL_IDS_KEY,
     ToolResultLedger,
@@ -102,6 +106,7 @@ class RealtimeService:
         self.response: ResponseState | None = None
         self.auto_response_queued = False
         self.pending_transcriptions: set[str] = set()
+        self.speculation: Speculation | None = None
         self.user_speaking = False
         self.tool_results = ToolResultLedger()
         self.uncommitted_samples = 0
@@ -186,12 +191,14 @@ class RealtimeService:
         if self.uncommitted_samples == 0:
             raise RealtimeError(errors.COMMIT_EMPTY, "The input audio buffer is empty: nothing to commit")
         self.uncommitted_samples = 0
+        self._drop_speculation()
         item_id = ids.item_id()
         self.unit.commit_input(item_id)
         self._user_audio_committed(item_id)
 
     def _on_input_audio_buffer_clear(self, event: ClientEvent) -> None:
         self.uncommitted_samples = 0
+        self._drop_speculation()
         self.unit.clear_input()
         self.emit({"type": "input_audio_buffer.cleared"})
 
@@ -266,11 +273,12 @@ class RealtimeService:
 
     # ------------------------------------------------------------ responses
 
-    def _start_response(self, options: dict[str, Any]) -> None:
+    def _start_response(self, options: dict[str, Any], speculation: Speculation | None = None) -> None:
+        """Open a response (response.created) and submit it, or adopt a speculative one already running."""
         config = self.config
         response = ResponseState(
-            id=ids.response_id(),
-            generation=self.unit.cancel_scope.generation,
+            id=speculation.response_id if speculation else ids.response_id(),
+            generation=speculation.generation if speculation else self.unit.cancel_scope.generation,
             conversation_id=self.conversation_id,
             modalities=tuple(options.get("output_modalities") or config.output_modalities),
             metadata=options.get("metadata"),
@@ -283,33 +291,80 @@ class RealtimeService:
         self.response = response
         self.response_options = options
         self.emit(response.created())
-        self._submit_when_ready()
+        if speculation is None:
+            self._submit_when_ready()
+            return
+        response.submitted = True
+        response.input_call_ids = speculation.input_call_ids
+        for item in speculation.held:
+            self.dispatch_pipeline_item(item)
+
+    # ------------------------------------------------------------ speculation
+
+    def _speculate(self, item: SpeculativeTranscript) -> None:
+        td = self.config.turn_detection
+        if (self.response is not None or self.pending_transcriptions or td is None or not td.create_response
+                or not item.transcript.strip()):
+            return
+        self._drop_speculation()
+        response_id = ids.response_id()
+        history = (*self.conversation.history(self.settings.chat_size), ChatMessage("user", item.transcript))
+        request = self._request(response_id, self.unit.cancel_scope.generation, {}, history)
+        self.speculation = Speculation(item.item_id, item.transcript, response_id, request.generation,
+                                       request.input_call_ids)
+        self.unit.submit(request)
+
+    def _speech_resumed(self, item: SpeechResumed) -> None:
+        if self.speculation is not None and self.speculation.item_id == item.item_id:
+            self._drop_speculation()
+
+    def _drop_speculation(self) -> None:
+        """The user went on (or said something else): the speculative output is stale."""
+        speculation, self.speculation = self.speculation, None
+        self._discard(speculation)
+
+    def _discard(self, speculation: Speculation | None) -> None:
+        if speculation is not None and not self.unit.cancel_scope.is_stale(speculation.generation):
+            self.unit.cancel_scope.cancel()
+
+    def _hold(self, item: Any) -> bool:
+        """Keep a speculative response's output off the wire until its turn is confirmed."""
+        speculation = self.speculation
+        if speculation is None or getattr(item, "response_id", None) != speculation.response_id:
+            return False
+        speculation.held.append(item)
+        return True
 
     def _submit_when_ready(self) -> None:
         """Send the request once every committed user turn has its transcript."""
         response = self.response
         if response is None or response.submitted or self.pending_transcriptions:
             return
-        options, config = self.response_options, self.config
-        history = self.conversation.history(self.settings.chat_size)
+        request = self._request(response.id, response.generation, self.response_options,
+                                self.conversation.history(self.settings.chat_size))
         response.submitted = True
-        response.input_call_ids = self.conversation.input_call_ids(history)
+        response.input_call_ids = request.input_call_ids
+        self.unit.submit(request)
+
+    def _request(self, response_id: str, generation: int, options: dict[str, Any],
+                 history: tuple[ChatMessage, ...]) -> GenerateResponseRequest:
+        config = self.config
         max_tokens = options.get("max_output_tokens", config.max_output_tokens)
-        self.unit.submit(GenerateResponseRequest(
-            response_id=response.id,
-            generation=response.generation,
+        return GenerateResponseRequest(
+            response_id=response_id,
+            generation=generation,
             messages=history,
             instructions=options.get("instructions") or config.instructions,
             tools=tuple(options.get("tools", config.tools)),
             tool_choice=options.get("tool_choice", config.tool_choice),
             reasoning_effort=options.get("reasoning_effort", config.reasoning_effort),
             max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
-            voice=response.voice,
+            voice=options.get("voice") or config.voice,
             language=config.language,
-            input_call_ids=response.input_call_ids,
-            output_modalities=response.modalities,
-            metadata=response.metadata,
-        ))
+            input_call_ids=self.conversation.input_call_ids(history),
+            output_modalities=tuple(options.get("output_modalities") or config.output_modalities),
+            metadata=options.get("metadata"),
+        )
 
     def _finish_response(self, status: str, reason: str | None = None, error: str | None = None) -> None:
         response, self.response = self.response, None
@@ -354,6 +409,8 @@ class RealtimeService:
     # ------------------------------------------------------------ pipeline events
 
     def dispatch_pipeline_item(self, item: Any) -> None:
+        if self._hold(item):
+            return
         handler = _DISPATCH.get(type(item))
         if handler is None:
             log.debug("no dispatch for %s", type(item).__name__)
@@ -421,16 +478,24 @@ class RealtimeService:
         self._turn_complete(item)
 
     def _turn_complete(self, item: TranscriptionCompleted) -> None:
+        speculation = self.speculation
+        if speculation is not None and speculation.matches(item.item_id, item.transcript):
+            self.speculation = None  # adopted below, if an automatic response is due
+        else:
+            self._drop_speculation()
+            speculation = None
         if self.response is not None and not self.response.submitted:
             self._submit_when_ready()
             return
         td = self.config.turn_detection
         if item.manual or td is None or not td.create_response or not item.transcript.strip():
+            self._discard(speculation)
             return
         if self.response is not None:
+            self._discard(speculation)
             self.auto_response_queued = True  # the user spoke over a response they let finish
             return
-        self._start_response({})
+        self._start_response({}, speculation)
         if self.response is not None:
             if item.vad_end_time:
                 self.response.marks["vad_end_of_speech"] = item.vad_end_time
@@ -540,6 +605,8 @@ _DISPATCH: dict[type, Callable[[RealtimeService, Any], None]] = {
     TTSFirstAudio: RealtimeService._first_audio,
     ResponseDone: RealtimeService._response_done,
     StageError: RealtimeService._stage_error,
+    SpeculativeTranscript: RealtimeService._speculate,
+    SpeechResumed: RealtimeService._speech_resumed,
 }
 
 

@@ -14,8 +14,17 @@ MIN_SAMPLES = SAMPLE_RATE // 10
 
 
 class STTHandler(BackendHandler):
+    """Transcribes each utterance once.
+
+    A speculative utterance (the speech so far, at a pause) is transcribed
+    and remembered; when the turn then ends with no speech after that pause
+    (``reuse_speculation``), its transcript is final at once, so the STT's
+    time is spent inside the VAD's silence window instead of after it.
+    """
+
     stage = "stt"
     consumes = (Utterance,)
+    _speculation: tuple[str | None, str, str | None] | None = None  # (item_id, text, language)
 
     def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
         """Return (text, detected language) for 16 kHz float32 mono audio."""
@@ -30,14 +39,34 @@ class STTHandler(BackendHandler):
             return None
         return self.settings.stt_language
 
-    def process(self, item: Utterance) -> Iterator[Any]:
+    def on_session_end(self) -> None:
+        self._speculation = None
+
+    def _text_of(self, item: Utterance) -> tuple[str, str | None]:
+        cached = self._speculation
+        if item.reuse_speculation and cached is not None and cached[0] == item.item_id:
+            return cached[1], cached[2]
         # A commit of (almost) nothing has nothing to transcribe; models may hallucinate on it.
         if len(item.samples) < MIN_SAMPLES:
-            text, language = "", None
-        else:
-            text, language = self.transcribe(item.samples, self.language())
+            return "", None
+        text, language = self.transcribe(item.samples, self.language())
+        return text.strip(), language
+
+    def partials(self, item: Utterance, text: str) -> Iterator[Transcript]:
+        """Cumulative hypotheses before the final transcript (backends that have them)."""
+        return iter(())
+
+    def process(self, item: Utterance) -> Iterator[Any]:
+        text, language = self._text_of(item)
+        if item.speculative:
+            self._speculation = (item.item_id, text, language)
+            yield Transcript(text=text, final=False, item_id=item.item_id, language=language, speculative=True)
+            return
+        if not item.reuse_speculation:
+            yield from self.partials(item, text)
+        self._speculation = None
         yield Transcript(
-            text=text.strip(),
+            text=text,
             final=True,
             item_id=item.item_id,
             language=language,
@@ -50,7 +79,7 @@ class STTHandler(BackendHandler):
     def on_error(self, item: Any, error: BaseException) -> Iterator[Any]:
         yield from super().on_error(item, error)
         # The turn must still complete so the session does not wait forever.
-        if isinstance(item, Utterance):
+        if isinstance(item, Utterance) and not item.speculative:
             yield Transcript(
                 text="",
                 final=True,
@@ -58,5 +87,5 @@ class STTHandler(BackendHandler):
                 audio_seconds=len(item.samples) / SAMPLE_RATE,
                 manual=item.manual,
                 stt_done_time=time.monotonic(),
-            vad_end_time=item.vad_end_time,
+                vad_end_time=item.vad_end_time,
             )

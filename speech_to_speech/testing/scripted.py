@@ -72,24 +72,24 @@ def _load_transcripts(settings: ServerSettings) -> _Script:
 
 @registry.register("stt", "scripted", _load_transcripts)
 class ScriptedSTT(STTHandler):
-    def process(self, item: Utterance) -> Iterator[Any]:
-        text = self.model.next()
-        words = text.split()
+    """Each turn gets the next scripted transcript; a speculation of the turn sees the same one."""
+
+    _item: tuple[str | None, str] | None = None
+
+    def _text_of(self, item: Utterance) -> tuple[str, str | None]:
+        if item.reuse_speculation and self._speculation is not None and self._speculation[0] == item.item_id:
+            return self._speculation[1], self._speculation[2]
+        if self._item is None or self._item[0] != item.item_id or item.item_id is None:
+            self._item = (item.item_id, self.model.next())
         delay = self.settings.scripted_stt_delay_ms / 1000.0
-        for count in range(1, len(words)):
-            yield Transcript(" ".join(words[:count]), final=False, item_id=item.item_id)
         if delay:
             time.sleep(delay)
-        yield Transcript(
-            text,
-            final=True,
-            item_id=item.item_id,
-            language="en",
-            audio_seconds=len(item.samples) / 16000,
-            manual=item.manual,
-            stt_done_time=time.monotonic(),
-            vad_end_time=item.vad_end_time,
-        )
+        return self._item[1], "en"
+
+    def partials(self, item: Utterance, text: str) -> Iterator[Transcript]:
+        words = text.split()
+        for count in range(1, len(words)):
+            yield Transcript(" ".join(words[:count]), final=False, item_id=item.item_id)
 
 
 def _load_replies(settings: ServerSettings) -> _Script:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from speech_to_speech.pipeline.messages import (
     ClearInput,
     CommitInput,
     FloatAudio,
+    SpeechResumed,
     SpeechStarted,
     SpeechStopped,
     Utterance,
@@ -80,6 +82,8 @@ class VADHandler(BackendHandler):
         self._silence_run_ms = 0
         self._item_id: str | None = None
         self._manual_buffer: list[AudioChunk] = []
+        # A speculative utterance of this turn is out and no speech followed it.
+        self._speculated = False
 
     def on_session_end(self) -> None:
         self._reset_turn()
@@ -123,6 +127,9 @@ class VADHandler(BackendHandler):
             if voiced:
                 self._voiced_ms += CHUNK_MS
                 self._silence_run_ms = 0
+                if self._speculated:
+                    self._speculated = False
+                    self.emit_event(SpeechResumed(self._item_id))
             elif probability < max(threshold - 0.15, 0.01):
                 self._silence_run_ms += CHUNK_MS
             else:
@@ -135,9 +142,30 @@ class VADHandler(BackendHandler):
         turn_ms = len(self._speech) * CHUNK_MS
         if self._silence_run_ms >= self._silence_ms() or turn_ms >= self.settings.max_speech_ms:
             yield from self._end_turn(manual=False)
+        elif self._should_speculate():
+            # A pause that may end the turn: let the STT (and the response) start now, so that
+            # by the end of the silence window the work is done or well under way.
+            self._speculated = True
+            end_ms = _ms(self._speech[-1].offset + VAD_CHUNK)
+            yield replace(self._utterance(self._speech, self._item_id, manual=False, end_ms=end_ms),
+                          speculative=True)
+
+    def _should_speculate(self) -> bool:
+        after = self.settings.speculation_silence_ms
+        config = self.context.config.current
+        td = config.turn_detection
+        return (
+            after > 0
+            and self._started_sent
+            and not self._speculated
+            and self._silence_run_ms >= after
+            and td is not None
+            and td.create_response
+        )
 
     def _end_turn(self, manual: bool) -> Iterator[Any]:
         speech, started, item_id = self._speech, self._started_sent, self._item_id
+        speculated, self._speculated = self._speculated, False
         # Keep only a pad's worth of the trailing silence, so the last word stays whole.
         trailing = max(0, self._silence_run_ms - self._pad_ms()) // CHUNK_MS
         self._in_speech = False
@@ -151,7 +179,7 @@ class VADHandler(BackendHandler):
         kept = speech[: max(len(speech) - trailing, 1)]
         end_ms = _ms(kept[-1].offset + VAD_CHUNK)
         self.emit_event(SpeechStopped(end_ms, item_id=item_id))
-        yield self._utterance(kept, item_id, manual=manual, end_ms=end_ms)
+        yield replace(self._utterance(kept, item_id, manual=manual, end_ms=end_ms), reuse_speculation=speculated)
 
     def _utterance(self, chunks: list[AudioChunk], item_id: str | None, *, manual: bool, end_ms: int) -> Utterance:
         samples = np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0, np.float32)

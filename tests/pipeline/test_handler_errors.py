@@ -69,8 +69,8 @@ class ResetFailsVAD(EnergyVAD):
         raise RuntimeError("reset exploded")
 
 
-def started_unit(**stages: Any) -> PipelineUnit:
-    settings = scripted_settings()
+def started_unit(settings_overrides: dict[str, Any] | None = None, **stages: Any) -> PipelineUnit:
+    settings = scripted_settings(**(settings_overrides or {}))
     unit = PipelineUnit(0, scripted_builders(settings, **{k: stage(v, settings) for k, v in stages.items()}))
     unit.start()
     return unit
@@ -114,7 +114,8 @@ def test_an_llm_crash_fails_the_response_and_the_next_one_works() -> None:
 
 def test_an_stt_crash_is_reported_and_the_turn_still_completes() -> None:
     FlakySTT.calls = 0
-    unit = started_unit(stt=FlakySTT)
+    # One transcription per turn: no speculative pass before the turn's end.
+    unit = started_unit({"speculation_silence_ms": 0}, stt=FlakySTT)
     try:
         unit.push_audio(turn_audio())
         items = collect(unit.queues.text_output, TranscriptionCompleted)
@@ -147,5 +148,19 @@ def test_handler_threads_survive_a_burst_of_failures() -> None:
             assert len(record.of_type(StageError)) == 4
         assert unit.handlers["tts"].failures == 12
         assert unit.healthy()
+    finally:
+        unit.stop()
+
+
+def test_a_crash_on_a_speculative_pass_leaves_the_final_transcription_to_do_the_work() -> None:
+    FlakySTT.calls = 0
+    unit = started_unit(stt=FlakySTT)
+    try:
+        unit.push_audio(turn_audio())
+        items = collect(unit.queues.text_output, TranscriptionCompleted)
+        (error,) = [i for i in items if isinstance(i, StageError)]
+        assert error.stage == "stt"
+        # The speculative pass failed, so the turn's end transcribes again, successfully.
+        assert items[-1].transcript == "second try works"
     finally:
         unit.stop()

@@ -17,8 +17,10 @@ def test_a_spoken_turn_yields_events_then_its_transcript(make_unit: UnitFactory)
     unit = make_unit(scripted_transcripts=["Hello there, engine."])
     unit.push_audio(turn_audio())
     items = collect(unit.queues.text_output, TranscriptionCompleted)
-    started, stopped = items[0], items[1]
-    assert isinstance(started, SpeechStarted) and isinstance(stopped, SpeechStopped)
+    kinds = [type(i) for i in items]
+    # Speculative hypotheses may come between them; the turn's own events keep their order.
+    assert kinds.index(SpeechStarted) == 0 and kinds.index(SpeechStopped) < len(items) - 1
+    started = items[0]
     completed = items[-1]
     assert completed.transcript == "Hello there, engine."
     assert completed.item_id == started.item_id

@@ -1,0 +1,90 @@
+"""Speculative responses: the reply starts at a pause and is spoken only once the turn ends."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence, spoken_turn, tone, types
+
+from .conftest import ServerFactory
+
+RATE = 24000
+TRANSCRIPT = "What is the capital of France?"
+
+
+async def test_a_turn_is_answered_once_by_its_speculative_response(
+    make_server: ServerFactory, llm_requests: list[GenerateResponseRequest]
+) -> None:
+    server = make_server(scripted_transcripts=[TRANSCRIPT], scripted_replies=["Paris."])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(spoken_turn(RATE), RATE)
+        events = await client.collect_until("response.done")
+        events += await client.barrier()
+    # The LLM was asked once, at the pause, before the turn ended...
+    assert len(llm_requests) == 1
+    assert llm_requests[0].messages[-1].content == TRANSCRIPT
+    kinds = types(events)
+    # ...yet nothing of the response reached the wire before the turn's transcript.
+    assert kinds.index("conversation.item.input_audio_transcription.completed") < kinds.index("response.created")
+    assert kinds.count("response.created") == 1
+    done = events[kinds.index("response.done")]
+    assert done["response"]["status"] == "completed"
+    transcript = "".join(e["delta"] for e in events if e["type"] == "response.output_audio_transcript.delta")
+    assert transcript == "Paris."
+
+
+async def test_speech_after_the_pause_discards_the_speculation(
+    make_server: ServerFactory, llm_requests: list[GenerateResponseRequest]
+) -> None:
+    # A pause longer than the speculation point but shorter than the end-of-turn silence.
+    # Slow tokens: the first speculation is still generating when the user speaks again.
+    first = "One two three four five six seven eight nine ten eleven twelve."
+    server = make_server(scripted_transcripts=[TRANSCRIPT], scripted_replies=[first, "Second."],
+                         min_silence_ms=400, speculation_silence_ms=64, scripted_token_delay_ms=40)
+    turn = np.concatenate([silence(0.1, RATE), tone(0.5, RATE), silence(0.2, RATE), tone(0.5, RATE),
+                           silence(0.8, RATE)])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(turn, RATE, chunk_ms=32, pace=1.0)  # the pause must take real time
+        events = await client.collect_until("response.done")
+        events += await client.barrier()
+    kinds = types(events)
+    assert kinds.count("input_audio_buffer.speech_started") == 1
+    # The first speculation was generating when it was discarded; only the second is on the wire.
+    assert len(llm_requests) == 2
+    assert kinds.count("response.created") == 1 and kinds.count("response.done") == 1
+    done = events[kinds.index("response.done")]
+    assert done["response"]["id"] == llm_requests[-1].response_id
+    wire_ids = {e.get("response_id") or (e.get("response") or {}).get("id") for e in events} - {None}
+    assert wire_ids == {done["response"]["id"]}
+    spoken = "".join(e["delta"] for e in events if e["type"] == "response.output_audio_transcript.delta")
+    assert spoken == "Second."
+
+
+async def test_speculation_off_asks_the_llm_only_after_the_turn(
+    make_server: ServerFactory, llm_requests: list[GenerateResponseRequest]
+) -> None:
+    server = make_server(scripted_transcripts=[TRANSCRIPT], speculation_silence_ms=0)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(spoken_turn(RATE), RATE)
+        events = await client.collect_until("response.done")
+    assert len(llm_requests) == 1
+    assert events[-1]["response"]["status"] == "completed"
+
+
+async def test_manual_turns_never_speculate(
+    make_server: ServerFactory, llm_requests: list[GenerateResponseRequest]
+) -> None:
+    server = make_server(scripted_transcripts=[TRANSCRIPT])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.update_session({"audio": {"input": {"turn_detection": None}}})
+        await client.append_audio(spoken_turn(RATE), RATE)
+        await client.send("input_audio_buffer.commit")
+        await client.wait_for("conversation.item.input_audio_transcription.completed")
+        events = await client.barrier()
+    assert llm_requests == []
+    assert not [k for k in types(events) if k.startswith("response.")]
