@@ -182,6 +182,12 @@ class RealtimeService:
         assert self._input_resampler is not None
         self.push_input(self._input_resampler.process(samples))
 
+    def _flush_input_resampler(self) -> None:
+        """A commit takes all of its audio: the resampler's held-back tail too, not the next turn."""
+        if self._input_resampler is not None:
+            self.unit.push_audio(self._input_resampler.flush())
+            self._input_resampler = self._input_key = None
+
     def push_input(self, samples_16k: np.ndarray) -> None:
         """16 kHz float32 user audio from any transport."""
         self.uncommitted_samples += len(samples_16k)
@@ -192,6 +198,7 @@ class RealtimeService:
             raise RealtimeError(errors.COMMIT_EMPTY, "The input audio buffer is empty: nothing to commit")
         self.uncommitted_samples = 0
         self._drop_speculation()
+        self._flush_input_resampler()
         item_id = ids.item_id()
         self.unit.commit_input(item_id)
         self._user_audio_committed(item_id)
@@ -199,6 +206,7 @@ class RealtimeService:
     def _on_input_audio_buffer_clear(self, event: ClientEvent) -> None:
         self.uncommitted_samples = 0
         self._drop_speculation()
+        self._input_resampler = self._input_key = None  # what it held belongs to the cleared audio
         self.unit.clear_input()
         self.emit({"type": "input_audio_buffer.cleared"})
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
+from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.metrics import ServerMetrics
 from speech_to_speech.realtime.send_loop import attach_wakeup, detach_wakeup, send_loop
@@ -32,6 +34,16 @@ async def _write_loop(transport: Transport, outgoing: asyncio.Queue[dict[str, An
         await transport.send_event(event)
 
 
+async def _claim(pool: PipelinePool, drain_timeout_s: float) -> PipelineUnit | None:
+    """A free unit; a client that reconnects at once may wait for its old unit to finish draining."""
+    deadline = time.monotonic() + drain_timeout_s
+    while (unit := pool.claim()) is None:
+        if time.monotonic() > deadline or not any(s.state == "draining" for s in pool.status()):
+            return None
+        await asyncio.sleep(0.02)  # not the audio path: a connection waiting for a unit
+    return unit
+
+
 async def serve_session(
     transport: Transport,
     incoming: AsyncIterator[str | bytes],
@@ -43,7 +55,7 @@ async def serve_session(
     metrics: ServerMetrics | None = None,
 ) -> None:
     """Serve client events from ``incoming`` until it ends or the transport fails."""
-    unit = pool.claim()
+    unit = await _claim(pool, settings.release_timeout_s)
     if unit is None:
         rejection = {
             "event_id": ids.event_id(),

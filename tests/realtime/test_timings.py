@@ -4,25 +4,41 @@ from __future__ import annotations
 
 import json
 
-from speech_to_speech.testing.realtime_client import spoken_turn
+from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn
+from speech_to_speech.testing.server import RunningServer
 
-from .conftest import ClientFactory
+from .conftest import ClientFactory, ServerFactory
 
 RATE = 24000
 STAGES = ["vad_end_of_speech", "stt_done", "llm_first_token", "tts_first_audio", "first_audio_sent"]
 
 
-async def test_timings_extension_reports_stage_marks_in_order(connect: ClientFactory) -> None:
-    async with connect() as client:
+async def _timed_turn(server: RunningServer) -> dict[str, float]:
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
         await client.update_session({"type": "realtime", "extensions": ["speech_to_speech.timings"]})
         await client.append_audio(spoken_turn(RATE), RATE)
         done = (await client.response_cycle())[-1]
     assert done["response"]["status"] == "completed"
-    marks = json.loads(done["response"]["metadata"]["s2s_timings"])
+    marks: dict[str, float] = json.loads(done["response"]["metadata"]["s2s_timings"])
+    return marks
+
+
+async def test_timings_extension_reports_stage_marks_in_order(make_server: ServerFactory) -> None:
+    marks = await _timed_turn(make_server(speculation_silence_ms=0))
     assert set(STAGES) <= set(marks)
-    # The pipeline's order: speech ends, STT finishes, the LLM starts, the TTS speaks, audio goes out.
+    # Without speculation, the pipeline's order: speech ends, STT finishes, the LLM starts,
+    # the TTS speaks, audio goes out.
     values = [marks[name] for name in STAGES]
     assert values == sorted(values)
+
+
+async def test_a_speculative_reply_is_never_sent_before_the_turn_ends(make_server: ServerFactory) -> None:
+    marks = await _timed_turn(make_server())
+    assert set(STAGES) <= set(marks)
+    # The reply may be generated during the pause, but audio leaves only after the turn's end.
+    assert marks["first_audio_sent"] >= marks["vad_end_of_speech"]
+    assert marks["first_audio_sent"] >= marks["stt_done"]
 
 
 async def test_timings_are_absent_without_the_extension(connect: ClientFactory) -> None:
