@@ -29,7 +29,8 @@ def test_speech_is_24k_and_reads_back(hibari_voices: Any, whisper: Any, make_han
     text = "Paris is the capital of France, and it is famous for the Eiffel Tower."
     items, pcm = synthesize(tts, text)
     assert isinstance(items[0], TranscriptText) and items[0].text == text
-    assert all(i.sample_rate == 24000 and i.samples.dtype == np.int16 for i in items[1:])
+    audio = [i for i in items if isinstance(i, AudioOutput)]
+    assert all(a.sample_rate == 24000 and a.samples.dtype == np.int16 for a in audio)
     seconds = len(pcm) / 24000
     assert 2.0 < seconds < 8.0
     assert np.abs(pcm).max() > 3000  # audible, not silence
@@ -54,6 +55,6 @@ def test_a_stale_response_stops_synthesis(hibari_voices: Any, make_handler: Any)
     tts = make_handler(HibariTTS, hibari_voices)
     stream = tts.process(TTSInput("resp_1", 0, "First sentence here. Second sentence here. Third one too."))
     assert isinstance(next(stream), TranscriptText)
-    assert isinstance(next(stream), AudioOutput)
+    assert any(isinstance(item, AudioOutput) for item in stream)  # runs up to the first audio piece
     tts.cancel_scope.cancel()
     assert list(stream) == []

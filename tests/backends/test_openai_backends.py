@@ -6,6 +6,7 @@ import email.parser
 import email.policy
 import io
 import json
+import sys
 import threading
 import wave
 from collections.abc import Iterator
@@ -67,11 +68,18 @@ class FakeAudioAPI(BaseHTTPRequestHandler):
             self.send_error(404)
 
 
+class LoopbackServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return  # the cancel test hangs up mid-stream on purpose
+        super().handle_error(request, client_address)
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     requests: list[dict[str, Any]] = []
     handler = type("Handler", (FakeAudioAPI,), {"requests": requests, "protocol_version": "HTTP/1.1"})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd = LoopbackServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", requests
@@ -154,6 +162,6 @@ def test_tts_cancel_closes_the_stream(server: Any, make_handler: Any) -> None:
     tts = make_handler(OpenAITTS, load_openai_tts(settings), settings)
     stream = tts.process(TTSInput("resp_1", 0, "Hello there."))
     assert isinstance(next(stream), TranscriptText)
-    assert isinstance(next(stream), AudioOutput)
+    assert any(isinstance(item, AudioOutput) for item in stream)  # runs up to the first audio piece
     tts.cancel_scope.cancel()
     assert list(stream) == []
