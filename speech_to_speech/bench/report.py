@@ -1,0 +1,226 @@
+"""``bench report``: the README's table and a PNG plot, generated from the benchmarks' JSON files.
+
+The table goes between ``<!-- bench:start -->`` and ``<!-- bench:end -->`` in
+the README, with the machine and the command that produced each figure, so
+the README never shows a number no file backs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+ORDER = ("latency", "bargein", "overhead", "capacity")
+PLOT_NAME = "benchmarks.png"
+# Labels of the figures a reader looks for; others show under their key.
+LABELS = {
+    "end_of_speech_to_first_audio_ms": "end of speech → first audio delta",
+    "vad_ms": "· end of speech → VAD end of turn",
+    "stt_ms": "· → STT done",
+    "llm_first_token_ms": "· → LLM first token",
+    "tts_first_audio_ms": "· → TTS first audio",
+    "send_ms": "· → first audio sent",
+    "wire_ms": "· → first audio delta read",
+    "speech_to_cancelled_ms": "start of speech → response cancelled",
+    "beyond_detection_window_ms": "· after min_speech_ms of speech was sent",
+    "speech_to_speech_started_ms": "start of speech → speech_started",
+    "speech_started_to_cancelled_ms": "speech_started → response cancelled",
+    "stale_audio_ms": "old audio after the cancellation (ms of audio)",
+    "append_to_speech_started_ms": "append → speech_started",
+    "vad_to_speech_stopped_ms": "VAD end of turn → speech_stopped",
+    "stt_to_transcript_ms": "STT done → transcription.completed",
+    "llm_to_text_delta_ms": "LLM first token → transcript delta",
+    "tts_to_audio_delta_ms": "TTS first audio → audio delta",
+    "send_to_wire_ms": "audio sent → audio delta read",
+}
+
+
+def load_results(folder: Path) -> dict[str, dict[str, Any]]:
+    """The benchmark files in ``folder``, by benchmark, in the report's order."""
+    found = {}
+    for name in ORDER:
+        path = folder / f"{name}.json"
+        if path.exists():
+            found[name] = json.loads(path.read_text())
+    return found
+
+
+def _ms(value: Any) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}"
+
+
+def _is_stats(value: Any) -> bool:
+    return isinstance(value, dict) and "p50" in value and "p95" in value
+
+
+def figure_rows(name: str, summary: dict[str, Any]) -> list[str]:
+    """Markdown rows ``| benchmark | figure | p50 | p95 | n |`` of a non-capacity summary."""
+    return [f"| {name} | {LABELS.get(key, key)} | {_ms(stats['p50'])} | {_ms(stats['p95'])} | {stats['n']} |"
+            for key, stats in summary.items() if _is_stats(stats)]
+
+
+def capacity_rows(summary: dict[str, Any]) -> list[str]:
+    rows = []
+    for level, stats in sorted(summary["sessions"].items(), key=lambda item: int(item[0])):
+        latency, added = stats["end_of_speech_to_first_audio_ms"], stats["added_latency_ms"]
+        underrun = stats["underrun_ms"]
+        rows.append(f"| {level} | {_ms(latency['p50'])} | {_ms(latency['p95'])} | {_ms(added['p50'])} | "
+                    f"{_ms(added['p95'])} | {_ms(underrun['p95'])} | {stats['errors']} |")
+    return rows
+
+
+def machine_line(results: dict[str, dict[str, Any]]) -> str:
+    env = next(iter(results.values()))["environment"]
+    packages = env.get("packages") or {}
+    versions = ", ".join(f"{name} {packages[name]}" for name in ("torch", "onnxruntime", "ctranslate2",
+                                                                 "transformers") if packages.get(name))
+    return (f"Machine: {env['cpu']}, {env['cores']} cores, {env['ram_gib']} GiB RAM; Python {env['python']}"
+            f" ({versions}); commit `{env.get('git')}`.")
+
+
+def markdown(results: dict[str, dict[str, Any]], image: str | None = None) -> str:
+    """The generated README section: machine, figures, capacity, plot and commands."""
+    if not results:
+        return "No benchmark results yet: run `speech-to-speech bench …` first.\n"
+    lines = [machine_line(results), ""]
+    spoken = [name for name in results if name != "capacity"]
+    if spoken:
+        lines += ["| benchmark | figure | p50 (ms) | p95 (ms) | n |", "|---|---|---:|---:|---:|"]
+        for name in spoken:
+            models = results[name]["environment"]["server"]["models"]
+            summary = results[name]["summary"]
+            lines += figure_rows(f"{name} ({_backends(models)})", summary)
+            if name == "bargein":
+                lines.append(f"| {name} | missed (answer ended first) / trials | {summary['missed']} / "
+                             f"{summary['trials']} | | |")
+        lines.append("")
+    if "capacity" in results:
+        summary = results["capacity"]["summary"]
+        lines += [f"Capacity (scripted handlers with model-like delays): **{summary['max_sessions_within_budget']}**"
+                  f" concurrent sessions keep the p95 added latency under {summary['budget_ms']:.0f} ms"
+                  f" (baseline: median {_ms(summary['baseline_ms'])} ms at the smallest N).", "",
+                  "| sessions | latency p50 | latency p95 | added p50 | added p95 | underrun p95 (ms) | errors |",
+                  "|---:|---:|---:|---:|---:|---:|---:|", *capacity_rows(summary), ""]
+    if image:
+        lines += [f"![benchmark plot]({image})", ""]
+    lines += ["Produced by:", "", "```sh", *(results[name]["command"] for name in results),
+              "speech-to-speech bench report", "```"]
+    return "\n".join(lines) + "\n"
+
+
+def _backends(models: dict[str, str]) -> str:
+    return ", ".join(str(models.get(kind, "?")).split(" (")[0] for kind in ("vad", "stt", "llm", "tts"))
+
+
+def replace_section(text: str, section: str) -> str:
+    """``text`` with everything between the bench markers replaced by ``section``."""
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"the README has no {START} … {END} markers")
+    return f"{text[: start + len(START)]}\n{section}{text[end:]}"
+
+
+def _samples(result: dict[str, Any] | None, key: str) -> list[float]:
+    if result is None:
+        return []
+    return [s[key] for s in result["samples"] if isinstance(s.get(key), int | float)]
+
+
+def _boxes(axis: Any, result: dict[str, Any] | None, keys: Iterable[str], title: str) -> None:
+    present = [(LABELS.get(k, k).lstrip("· "), _samples(result, k)) for k in keys]
+    present = [(label, values) for label, values in present if values]
+    axis.set_title(title, fontsize=10)
+    if not present:
+        axis.text(0.5, 0.5, "no data", ha="center", va="center", transform=axis.transAxes)
+        return
+    axis.boxplot([values for _, values in present], orientation="horizontal", whis=(5, 95))
+    axis.set_yticks(range(1, len(present) + 1), [label for label, _ in present], fontsize=8)
+    axis.set_xlabel("ms (whiskers: p5–p95)")
+    axis.invert_yaxis()
+
+
+def _capacity(axis: Any, result: dict[str, Any] | None) -> None:
+    axis.set_title("Capacity: added latency vs concurrent sessions", fontsize=10)
+    if result is None:
+        axis.text(0.5, 0.5, "no data", ha="center", va="center", transform=axis.transAxes)
+        return
+    summary = result["summary"]
+    levels = sorted(summary["sessions"], key=int)
+    xs = [int(level) for level in levels]
+    for quantile, style in (("p50", "o-"), ("p95", "s--")):
+        ys = [summary["sessions"][level]["added_latency_ms"][quantile] for level in levels]
+        axis.plot(xs, ys, style, label=f"added latency {quantile}")
+    underrun = [summary["sessions"][level]["underrun_ms"]["p95"] for level in levels]
+    axis.plot(xs, underrun, "^:", label="underrun p95 (ms)")
+    axis.axhline(summary["budget_ms"], color="grey", linewidth=1, label=f"budget {summary['budget_ms']:.0f} ms")
+    axis.set_xscale("log", base=2)
+    axis.set_xticks(xs, [str(x) for x in xs])
+    axis.set_xlabel("concurrent sessions")
+    axis.set_ylabel("ms")
+    axis.legend(fontsize=8)
+
+
+def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
+    try:
+        import matplotlib
+    except ImportError:
+        raise RuntimeError("bench report draws with matplotlib: pip install 'speech-to-speech[bench]'") from None
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    from speech_to_speech.bench import bargein, latency, overhead
+
+    figure, axes = plt.subplots(2, 2, figsize=(13, 8.5))
+    _boxes(axes[0][0], results.get("latency"), latency.FIGURES, "Voice-to-voice latency and its stages")
+    _boxes(axes[0][1], results.get("bargein"), bargein.FIGURES, "Barge-in")
+    _boxes(axes[1][0], results.get("overhead"), overhead.FIGURES, "Server overhead per hop (scripted, zero model time)")
+    _capacity(axes[1][1], results.get("capacity"))
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def run_report(folder: Path, plot_path: Path | None, readme: Path | None) -> int:
+    results = load_results(folder)
+    if not results:
+        print(f"no benchmark results in {folder}", file=sys.stderr)
+        return 1
+    plot_path = plot_path or folder / PLOT_NAME
+    try:
+        plot(results, plot_path)
+    except RuntimeError as error:
+        print(f"bench report: {error}", file=sys.stderr)
+        return 1
+    link = Path(os.path.relpath(plot_path, readme.parent if readme else Path.cwd())).as_posix()
+    section = markdown(results, link)
+    if readme is None:
+        print(section, end="")
+        return 0
+    try:
+        readme.write_text(replace_section(readme.read_text(), section))
+    except (OSError, ValueError) as error:
+        print(f"bench report: {readme}: {error}", file=sys.stderr)
+        return 1
+    print(f"wrote {plot_path} and the table in {readme}")
+    return 0
+
+
+def print_summary(result: dict[str, Any]) -> None:
+    """A benchmark's figures on the terminal, as the README's rows."""
+    if result["benchmark"] == "capacity":
+        summary = result["summary"]
+        print("| sessions | latency p50 | latency p95 | added p50 | added p95 | underrun p95 | errors |")
+        print("\n".join(capacity_rows(summary)))
+        print(f"max sessions within {summary['budget_ms']:.0f} ms p95 added latency: "
+              f"{summary['max_sessions_within_budget']}")
+        return
+    print("| benchmark | figure | p50 (ms) | p95 (ms) | n |")
+    print("\n".join(figure_rows(result["benchmark"], result["summary"])))

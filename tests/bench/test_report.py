@@ -1,0 +1,91 @@
+"""bench report: the README table, the markers it goes between, and the plot, from result files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from speech_to_speech.bench import report
+from speech_to_speech.bench.stats import summarize
+
+ENVIRONMENT = {
+    "cpu": "Test CPU", "cores": 2, "ram_gib": 24.0, "python": "3.11.7", "git": "abc1234",
+    "packages": {"torch": "2.13.0", "onnxruntime": "1.32.0", "ctranslate2": None, "transformers": "5.0"},
+    "server": {"models": {"vad": "scripted", "stt": "scripted", "llm": "scripted", "tts": "scripted"}},
+}
+
+
+def result(name: str, summary: dict[str, Any], samples: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"benchmark": name, "command": f"speech-to-speech bench {name} --llm scripted", "summary": summary,
+            "environment": ENVIRONMENT, "samples": samples, "config": {}}
+
+
+def results() -> dict[str, dict[str, Any]]:
+    latency = [{"end_of_speech_to_first_audio_ms": v, "stt_ms": v / 10} for v in (900.0, 1000.0, 1100.0)]
+    capacity_level = {name: summarize([1.0, 3.0]) for name in
+                      ("end_of_speech_to_first_audio_ms", "added_latency_ms", "underrun_ms", "underruns")}
+    return {
+        "latency": result("latency", {
+            "end_of_speech_to_first_audio_ms": summarize(s["end_of_speech_to_first_audio_ms"] for s in latency),
+            "stt_ms": summarize(s["stt_ms"] for s in latency)}, latency),
+        "bargein": result("bargein", {"speech_to_cancelled_ms": summarize([300.0]), "missed": 1, "trials": 2,
+                                      "min_speech_ms": 250}, [{"speech_to_cancelled_ms": 300.0}]),
+        "capacity": result("capacity", {"sessions": {"1": {**capacity_level, "errors": 0},
+                                                     "2": {**capacity_level, "errors": 1}},
+                                        "baseline_ms": 600.0, "budget_ms": 50.0,
+                                        "max_sessions_within_budget": 1}, []),
+    }
+
+
+def test_the_table_has_every_figure_the_machine_and_the_commands() -> None:
+    text = report.markdown(results(), "docs/benchmarks/benchmarks.png")
+    assert "Test CPU, 2 cores, 24.0 GiB RAM" in text and "torch 2.13.0" in text and "ctranslate2" not in text
+    row = "| latency (scripted, scripted, scripted, scripted) |"
+    assert f"{row} end of speech → first audio delta | 1000 | 1090 | 3 |" in text
+    assert f"{row} · → STT done | 100 | 109 | 3 |" in text
+    assert "missed (answer ended first) / trials | 1 / 2" in text
+    assert "**1** concurrent sessions" in text
+    assert "| 2 | 2.0 | 2.9 | 2.0 | 2.9 | 2.9 | 1 |" in text
+    assert "![benchmark plot](docs/benchmarks/benchmarks.png)" in text
+    assert "speech-to-speech bench capacity --llm scripted" in text and "speech-to-speech bench report" in text
+
+
+def test_no_results_say_how_to_get_them() -> None:
+    assert "speech-to-speech bench" in report.markdown({})
+
+
+def test_the_section_replaces_only_what_is_between_the_markers() -> None:
+    readme = f"# Title\n\n{report.START}\nold table\n{report.END}\n\nmore\n"
+    updated = report.replace_section(readme, "new table\n")
+    assert updated == f"# Title\n\n{report.START}\nnew table\n{report.END}\n\nmore\n"
+    assert report.replace_section(updated, "new table\n") == updated  # idempotent
+    with pytest.raises(ValueError, match="markers"):
+        report.replace_section("# no markers\n", "table")
+
+
+def test_report_writes_the_plot_and_the_readme_section(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    folder = tmp_path / "docs" / "benchmarks"
+    folder.mkdir(parents=True)
+    for name, content in results().items():
+        (folder / f"{name}.json").write_text(json.dumps(content))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{report.START}\n{report.END}\n")
+    assert report.run_report(folder, None, readme) == 0
+    png = folder / report.PLOT_NAME
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = readme.read_text()
+    assert "![benchmark plot](docs/benchmarks/benchmarks.png)" in text and text.startswith("intro\n")
+
+
+def test_report_without_results_or_markers_fails_cleanly(tmp_path: Path, capsys: Any) -> None:
+    assert report.run_report(tmp_path, None, None) == 1
+    assert "no benchmark results" in capsys.readouterr().err
+    pytest.importorskip("matplotlib")
+    (tmp_path / "latency.json").write_text(json.dumps(results()["latency"]))
+    (tmp_path / "README.md").write_text("no markers here\n")
+    assert report.run_report(tmp_path, None, tmp_path / "README.md") == 1
+    assert "markers" in capsys.readouterr().err
