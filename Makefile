@@ -56,7 +56,7 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(DEV_STAMP): $(RUNTIME_STAMP)
-	$(PIP) install -e ".[dev]"
+	$(PIP) install -e ".[dev,bench]"
 	touch $@
 
 NODE_PACKAGE := $(wildcard $(NODE_TESTS_DIR)/package.json)

@@ -1,8 +1,9 @@
 """``speech-to-speech``: serve | talk | local | bench. Thin: parse, then call.
 
-``serve`` and ``local`` take a flag for every ServerSettings field (derived
-from the model, see flags.py) and ``--config FILE`` (YAML); flags given on
-the command line override the file, which overrides the defaults.
+``serve``, ``local`` and the ``bench`` benchmarks take a flag for every
+ServerSettings field (derived from the model, see flags.py) and ``--config
+FILE`` (YAML); flags given on the command line override the file, which
+overrides the defaults (a benchmark's own defaults first: see bench/cli.py).
 """
 
 from __future__ import annotations
@@ -17,16 +18,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from speech_to_speech import __version__, registry
+from speech_to_speech.bench.cli import add_bench_parser, run_bench
 from speech_to_speech.client.cli import LOCAL_EXCLUDED, add_client_flags
 from speech_to_speech.config import ServerSettings, load_yaml, settings_from_yaml
 from speech_to_speech.flags import add_model_flags, given_values
 
 EXIT_USAGE = 2  # also what argparse exits with on a bad flag
 BACKEND_FIELDS: tuple[registry.Kind, ...] = ("vad", "stt", "llm", "tts")
-# Subcommands that other issues fill in; until then they say so and fail.
-PENDING: dict[str, tuple[str, int]] = {
-    "bench": ("latency, barge-in, overhead and capacity benchmarks", 6),
-}
 
 
 def _settings_parent() -> tuple[argparse.ArgumentParser, list[str]]:
@@ -55,14 +53,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
     talk = commands.add_parser("talk", help="Talk to a Realtime server with the microphone and speaker.")
     talk.add_argument("--config", type=Path, metavar="FILE", help="YAML: the runtime.client section.")
     add_client_flags(talk)
-    for name, (what, issue) in PENDING.items():
-        commands.add_parser(name, help=f"{what.capitalize()} (not implemented yet, issue {issue}).")
+    add_bench_parser(commands, settings)
     return parser, fields
 
 
 def settings_from_args(args: argparse.Namespace, fields: list[str]) -> ServerSettings:
-    """Defaults, then the YAML file, then the flags given. Raises ValueError on bad settings."""
-    values: dict[str, Any] = {}
+    """Defaults (a command's own first), then the YAML file, then the flags given. Raises ValueError on bad settings."""
+    values: dict[str, Any] = dict(getattr(args, "settings_base", None) or {})
     if args.config is not None:
         values.update(settings_from_yaml(load_yaml(args.config)))
     values.update(given_values(args, fields))
@@ -102,22 +99,18 @@ COMMANDS: dict[str, Callable[[ServerSettings, argparse.Namespace], int]] = {
     "serve": _serve,
     "local": _local,
     "talk": _talk,
+    "bench": run_bench,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser, fields = build_parser()
-    # Known args only: a pending command must say it is pending whatever flags it gets.
-    args, unknown = parser.parse_known_args(argv)
-    if args.command in PENDING:
-        what, issue = PENDING[args.command]
-        print(f"speech-to-speech {args.command}: not implemented yet (see issue {issue}: {what})", file=sys.stderr)
-        return EXIT_USAGE
-    if unknown:
-        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    if args.command == "bench" and args.bench == "report":
+        args.config = None  # the report reads result files, not server settings
     try:
         settings = settings_from_args(args, fields)
     except (OSError, ValueError) as error:

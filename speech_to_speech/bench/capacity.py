@@ -1,0 +1,127 @@
+"""``bench capacity``: N concurrent conversations; what does each extra one cost the others?
+
+For every N in ``sessions``, N sessions talk at once, their starts spread
+over ``stagger_s``: each says a tone (speech to the scripted VAD) in real
+time, waits for the answer and listens to it in real time, ``turns`` times.
+Figures per N: end of speech -> first audio delta; the added latency (that
+minus the median of the smallest N, normally 1); and output underruns, the
+gaps a client playing the answer in real time from its first delta would
+hear. The capacity is the largest N whose p95 added latency (and every
+smaller N's) stays under ``budget_ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from speech_to_speech.bench import audio
+from speech_to_speech.bench.events import Clock, audio_deltas, latency_sample, underruns
+from speech_to_speech.bench.mic import PacedMic, ask, session
+from speech_to_speech.bench.stats import summarize_fields
+from speech_to_speech.bench.target import Target
+
+log = logging.getLogger(__name__)
+
+LATENCY = "end_of_speech_to_first_audio_ms"
+ADDED = "added_latency_ms"
+FIGURES = (LATENCY, ADDED, "underrun_ms", "underruns")
+LEAD_SILENCE_S = 0.2
+PAUSE_S = 0.3  # after the answer has played, before the next turn
+
+
+@dataclass(frozen=True)
+class CapacityConfig:
+    sessions: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 48)
+    turns: int = 3
+    speech_s: float = 1.0
+    stagger_s: float = 1.0
+    budget_ms: float = 50.0
+    timeout_s: float = 60.0
+
+
+def playback_end(deltas: list[tuple[float, float]]) -> float | None:
+    """When a real-time player that started at the first delta runs out (underruns included)."""
+    if not deltas:
+        return None
+    gaps = underruns(deltas)
+    return deltas[0][0] + sum(seconds for _, seconds in deltas) + gaps.total_ms / 1000.0
+
+
+async def converse(target: Target, index: int, level: int, clock: Clock, config: CapacityConfig,
+                   ) -> list[dict[str, Any]]:
+    """One session's turns; a failure ends the session and is recorded, not raised."""
+    await asyncio.sleep(config.stagger_s * index / level)
+    clip = audio.tone_speech(config.speech_s)
+    samples: list[dict[str, Any]] = []
+    try:
+        async with session(target.ws_url, timeout=config.timeout_s) as client, \
+                PacedMic(client, audio.RATE) as mic:
+            await asyncio.sleep(LEAD_SILENCE_S)
+            for number in range(config.turns):
+                start = len(client.received)
+                said, turn = await ask(client, mic, clip, config.timeout_s)
+                assert said.last_voiced_sent is not None
+                deltas = audio_deltas(client.received[start:], turn.response_id)
+                gaps = underruns(deltas)
+                samples.append({"sessions": level, "session": index, "turn": number,
+                                **latency_sample(turn, said.last_voiced_sent, clock),
+                                "underruns": gaps.count, "underrun_ms": gaps.total_ms,
+                                "answer_ms": round(sum(s for _, s in deltas) * 1000.0, 1)})
+                # Listen to the answer before speaking again, as a person would.
+                end = playback_end(deltas) or 0.0
+                await asyncio.sleep(max(0.0, end - time.monotonic()) + PAUSE_S)
+    except (TimeoutError, AssertionError, OSError, RuntimeError) as error:
+        samples.append({"sessions": level, "session": index, "turn": len(samples),
+                        "error": f"{type(error).__name__}: {error}"})
+    return samples
+
+
+def add_added_latency(samples: list[dict[str, Any]], baseline_ms: float) -> None:
+    for sample in samples:
+        if sample.get(LATENCY) is not None:
+            sample[ADDED] = round(sample[LATENCY] - baseline_ms, 2)
+
+
+def capacity(levels: dict[int, dict[str, Any]], budget_ms: float) -> int:
+    """The largest N whose p95 added latency, and every smaller N's, is under the budget (0 if none)."""
+    best = 0
+    for level in sorted(levels):
+        stats = levels[level]
+        p95 = stats[ADDED]["p95"]
+        if p95 is None or p95 >= budget_ms or stats["errors"]:
+            break
+        best = level
+    return best
+
+
+async def run(target: Target, config: CapacityConfig) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    pool = target.pool_size()
+    if max(config.sessions) > pool:
+        raise ValueError(f"the server has {pool} pipeline unit(s); {max(config.sessions)} sessions need as many")
+    clock = Clock.now()
+    samples: list[dict[str, Any]] = []
+    levels: dict[int, dict[str, Any]] = {}
+    baseline: float | None = None
+    for level in sorted(config.sessions):
+        await target.wait_idle(timeout=60.0)
+        results = await asyncio.gather(*(converse(target, i, level, clock, config) for i in range(level)))
+        rows = [row for rows in results for row in rows]
+        timed = [row[LATENCY] for row in rows if row.get(LATENCY) is not None]
+        if baseline is None and timed:
+            baseline = statistics.median(timed)
+        add_added_latency(rows, baseline or 0.0)
+        levels[level] = {**summarize_fields(rows, FIGURES), "errors": sum(1 for row in rows if "error" in row)}
+        log.info("N=%d: p50 %s ms, p95 %s ms", level, levels[level][LATENCY]["p50"], levels[level][LATENCY]["p95"])
+        samples += rows
+    summary = {
+        "sessions": {str(level): stats for level, stats in levels.items()},
+        "baseline_ms": baseline,
+        "budget_ms": config.budget_ms,
+        "max_sessions_within_budget": capacity(levels, config.budget_ms),
+    }
+    return summary, samples, asdict(config)

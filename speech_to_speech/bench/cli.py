@@ -1,0 +1,166 @@
+"""``speech-to-speech bench latency|bargein|overhead|capacity|report``: flags, then run and write.
+
+The four benchmarks take ``--url`` (a running server) or start one in this
+process from the ``serve`` flags, over per-benchmark defaults: overhead and
+capacity default to the scripted backends, latency and bargein to the real
+default models.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from speech_to_speech.config import ServerSettings
+
+SCRIPTED = {"vad": "scripted", "stt": "scripted", "llm": "scripted", "tts": "scripted"}
+# Model time zero: what is left is the server.
+ZERO_DELAYS = {**SCRIPTED, "scripted_stt_delay_ms": 0.0, "scripted_token_delay_ms": 0.0,
+               "scripted_tts_ms_per_char": 10.0}
+# About the default models on this kind of machine: Whisper tiny.en on a short turn, SmolLM2 at
+# 25 tokens/s, speech at a speaking rate; the handlers sleep, so N sessions cost the server, not N models.
+REALISTIC_DELAYS = {**SCRIPTED, "scripted_stt_delay_ms": 200.0, "scripted_token_delay_ms": 40.0,
+                    "scripted_tts_ms_per_char": 60.0,
+                    "scripted_replies": ["Paris is the capital of France. It is known for its art."]}
+SPOKEN = ("latency", "bargein")  # the benchmarks that speak the questions
+QUIET = {"log_level": "warning"}  # a session's open and close are not news during a bench
+
+Runner = Callable[[Any, Any], Coroutine[Any, Any, tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]]]
+
+
+@dataclass(frozen=True)
+class Bench:
+    help: str
+    defaults: dict[str, Any]  # server settings under the YAML file and the flags
+
+
+BENCHES = {
+    "latency": Bench("End of speech -> first audio delta, with the stage breakdown (real models by default).",
+                     QUIET),
+    "bargein": Bench("Talking over the answer -> response cancelled, and stale audio after it.", QUIET),
+    "overhead": Bench("Per-hop server overhead with zero-time scripted handlers.", {**QUIET, **ZERO_DELAYS}),
+    "capacity": Bench("Added latency and output underruns of N concurrent sessions (scripted, realistic delays).",
+                      {**QUIET, **REALISTIC_DELAYS}),
+}
+
+
+def _sessions(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.replace(",", " ").split())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers like 1,2,4: {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive session counts: {text!r}")
+    return values
+
+
+def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.ArgumentParser) -> None:
+    bench = commands.add_parser("bench", help="Benchmarks: latency, bargein, overhead, capacity; and their report.")
+    kinds = bench.add_subparsers(dest="bench", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", help="A running server (ws://host:port/v1/realtime); default: start one here.")
+    common.add_argument("--output", type=Path, help="The JSON file (default: docs/benchmarks/<benchmark>.json).")
+    common.add_argument("--timeout", type=float, default=None, help="Seconds to wait for any one answer.")
+    questions = argparse.ArgumentParser(add_help=False)
+    questions.add_argument("--questions-dir", type=Path, default=None,
+                           help="The spoken questions (default ../shared/audio/questions; synthesised if missing).")
+    questions.add_argument("--questions", type=int, default=None, help="Use the first N questions only.")
+    questions.add_argument("--repeat", type=int, default=None, help="Times to ask every question.")
+    parsers = {
+        name: kinds.add_parser(name, help=spec.help,
+                               parents=[settings, common, *([questions] if name in SPOKEN else [])])
+        for name, spec in BENCHES.items()
+    }
+    parsers["latency"].add_argument("--warmup", type=int, default=1, help="Uncounted turns first (default 1).")
+    parsers["bargein"].add_argument("--inject-after-ms", type=float, default=500.0,
+                                    help="Start talking this long after the answer's first audio (default 500).")
+    parsers["bargein"].add_argument("--settle-ms", type=float, default=1000.0,
+                                    help="Listen this long after the cancellation for stale audio (default 1000).")
+    parsers["bargein"].add_argument("--instructions", default=None,
+                                    help="Session instructions (default: ask for long answers; '' keeps the server's).")
+    parsers["overhead"].add_argument("--turns", type=int, default=30, help="Turns to time (default 30).")
+    capacity = parsers["capacity"]
+    capacity.add_argument("--sessions", type=_sessions, default=(1, 2, 4, 8, 16, 32, 48),
+                          help="Concurrent session counts (default 1,2,4,8,16,32,48).")
+    capacity.add_argument("--turns", type=int, default=3, help="Turns per session (default 3).")
+    capacity.add_argument("--budget-ms", type=float, default=50.0, help="p95 added-latency budget (default 50).")
+    capacity.add_argument("--stagger-s", type=float, default=1.0, help="Session starts spread over (default 1 s).")
+    for name, spec in BENCHES.items():
+        parsers[name].set_defaults(settings_base=spec.defaults)
+    report = kinds.add_parser("report", help="The plot and the README table from the JSON files.")
+    report.add_argument("--input-dir", type=Path, default=Path("docs/benchmarks"), help="Where the JSON files are.")
+    report.add_argument("--plot", type=Path, default=None, help="The PNG (default: <input-dir>/benchmarks.png).")
+    report.add_argument("--readme", type=Path, default=Path("README.md"),
+                        help="Write the table between its bench markers (default README.md).")
+    report.add_argument("--no-readme", dest="readme", action="store_const", const=None, help="Print the table only.")
+
+
+def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> Any:
+    """The benchmark's config from the flags given (its own defaults for the rest)."""
+    given = {key: value for key, value in vars(args).items() if value is not None}
+    timeout = {"timeout_s": given["timeout"]} if "timeout" in given else {}
+    asked = {k: given[k] for k in ("repeat", "questions_dir", "questions") if k in given}
+    if name == "latency":
+        from speech_to_speech.bench.latency import LatencyConfig
+
+        return LatencyConfig(**asked, **timeout, warmup=args.warmup)
+    if name == "bargein":
+        from speech_to_speech.bench.bargein import LONG_ANSWER, BargeinConfig
+
+        instructions = LONG_ANSWER if args.instructions is None else (args.instructions or None)
+        return BargeinConfig(**asked, **timeout, min_speech_ms=settings.min_speech_ms, instructions=instructions,
+                             inject_after_ms=args.inject_after_ms, settle_ms=args.settle_ms)
+    if name == "overhead":
+        from speech_to_speech.bench.overhead import OverheadConfig
+
+        return OverheadConfig(turns=args.turns, min_speech_ms=settings.min_speech_ms, **timeout)
+    from speech_to_speech.bench.capacity import CapacityConfig
+
+    return CapacityConfig(sessions=args.sessions, turns=args.turns, budget_ms=args.budget_ms,
+                          stagger_s=args.stagger_s, **timeout)
+
+
+def _runner(name: str) -> Runner:
+    from speech_to_speech.bench import bargein, capacity, latency, overhead
+
+    runners: dict[str, Runner] = {"latency": latency.run, "bargein": bargein.run, "overhead": overhead.run,
+                                  "capacity": capacity.run}
+    return runners[name]
+
+
+def server_settings(name: str, args: argparse.Namespace, settings: ServerSettings) -> ServerSettings:
+    """What the bench's own server needs beyond the flags: a unit per session, an answer long enough to interrupt."""
+    update: dict[str, Any] = {}
+    if name == "capacity" and settings.num_pipelines < max(args.sessions):
+        update["num_pipelines"] = max(args.sessions)
+    if name == "bargein" and settings.llm == "scripted" and not settings.scripted_replies:
+        from speech_to_speech.bench.bargein import SCRIPTED_REPLY
+
+        update["scripted_replies"] = [SCRIPTED_REPLY]
+    return settings.model_copy(update=update) if update else settings
+
+
+def run_bench(settings: ServerSettings, args: argparse.Namespace) -> int:
+    name = args.bench
+    if name == "report":
+        from speech_to_speech.bench.report import run_report
+
+        return run_report(args.input_dir, args.plot, args.readme)
+    from speech_to_speech.bench import results
+    from speech_to_speech.bench.report import print_summary
+    from speech_to_speech.bench.target import target
+
+    config = _config(name, args, settings)
+    with target(args.url, server_settings(name, args, settings)) as server:
+        summary, samples, recorded = asyncio.run(_runner(name)(server, config))
+        output = args.output or results.default_output(name)
+        result = results.write(output, name, target=server, config=recorded, summary=summary, samples=samples)
+    print_summary(result)
+    logging.getLogger(__name__).info("wrote %s", output)
+    print(f"wrote {output}")
+    return 0

@@ -1,0 +1,116 @@
+"""`speech-to-speech bench …` end to end against scripted servers it starts: tiny runs, the JSON's shape.
+
+No figure is checked against a speed: only that every figure is there, timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from speech_to_speech import cli
+from speech_to_speech.audio.wav import write_wav
+from speech_to_speech.bench import capacity, latency, overhead
+from speech_to_speech.bench.cli import server_settings
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.testing.realtime_client import tone
+
+SCRIPTED = ["--vad", "scripted", "--stt", "scripted", "--llm", "scripted", "--tts", "scripted",
+            "--min_silence_ms", "300", "--scripted_tts_ms_per_char", "5"]
+
+
+@pytest.fixture
+def questions(tmp_path: Path) -> Path:
+    """One spoken question: a tone is speech to the scripted VAD."""
+    folder = tmp_path / "questions"
+    write_wav(folder / "q1.wav", np.concatenate([np.zeros(2400, np.float32), tone(0.6, 24000)]), 24000)
+    return folder
+
+
+def run(argv: list[str], output: Path) -> dict[str, Any]:
+    assert cli.main([*argv, "--output", str(output)]) == 0
+    return json.loads(output.read_text())
+
+
+def assert_common_shape(result: dict[str, Any], name: str) -> None:
+    assert result["benchmark"] == name
+    assert result["command"].startswith("speech-to-speech")
+    env = result["environment"]
+    for key in ("cpu", "cores", "ram_gib", "python", "packages", "load_average"):
+        assert key in env
+    assert set(env["packages"]) >= {"torch", "onnxruntime", "ctranslate2", "transformers"}
+    assert env["server"]["pipeline"] == {"vad": "scripted", "stt": "scripted", "llm": "scripted", "tts": "scripted"}
+    assert env["server"]["flags"]["vad"] == "scripted"
+
+
+def assert_timed(stats: dict[str, Any], n: int) -> None:
+    assert stats["n"] == n and isinstance(stats["p50"], float) and isinstance(stats["p95"], float)
+
+
+def test_bench_latency_writes_its_figures(questions: Path, tmp_path: Path) -> None:
+    result = run(["bench", "latency", *SCRIPTED, "--questions-dir", str(questions), "--repeat", "2",
+                  "--warmup", "0"], tmp_path / "latency.json")
+    assert_common_shape(result, "latency")
+    assert set(result["summary"]) == set(latency.FIGURES)
+    for name in ("end_of_speech_to_first_audio_ms", "send_ms", "wire_ms"):
+        assert_timed(result["summary"][name], 2)
+    assert [s["question"] for s in result["samples"]] == ["q1.wav", "q1.wav"]
+    assert all(s["status"] == "completed" and s["reply"] for s in result["samples"])
+    assert result["config"]["questions"] == ["q1.wav"]
+
+
+def test_bench_capacity_writes_a_level_per_session_count(tmp_path: Path) -> None:
+    result = run(["bench", "capacity", *SCRIPTED, "--scripted_stt_delay_ms", "0", "--scripted_token_delay_ms", "0",
+                  "--sessions", "1,2", "--turns", "1", "--stagger-s", "0"], tmp_path / "capacity.json")
+    assert_common_shape(result, "capacity")
+    summary = result["summary"]
+    assert set(summary["sessions"]) == {"1", "2"}
+    for count, stats in summary["sessions"].items():
+        assert stats["errors"] == 0
+        for name in capacity.FIGURES:
+            assert_timed(stats[name], int(count))
+    assert summary["max_sessions_within_budget"] in (0, 1, 2)
+    assert isinstance(summary["baseline_ms"], float)
+    assert result["environment"]["server"]["flags"]["num_pipelines"] == 2  # one unit per session
+    assert sorted(s["session"] for s in result["samples"] if s["sessions"] == 2) == [0, 1]
+
+
+def test_bench_overhead_times_every_hop(tmp_path: Path) -> None:
+    result = run(["bench", "overhead", "--min_silence_ms", "300", "--turns", "2"], tmp_path / "overhead.json")
+    assert_common_shape(result, "overhead")
+    assert set(result["summary"]) == set(overhead.FIGURES)
+    for name in ("append_to_speech_started_ms", "tts_to_audio_delta_ms", "send_to_wire_ms"):
+        assert_timed(result["summary"][name], 2)
+
+
+def test_bench_bargein_cancels_a_long_scripted_answer(questions: Path, tmp_path: Path) -> None:
+    result = run(["bench", "bargein", *SCRIPTED, "--scripted_token_delay_ms", "20", "--questions-dir",
+                  str(questions), "--inject-after-ms", "100", "--settle-ms", "200"], tmp_path / "bargein.json")
+    assert_common_shape(result, "bargein")
+    summary = result["summary"]
+    assert (summary["trials"], summary["missed"], summary["min_speech_ms"]) == (1, 0, 250)
+    (sample,) = result["samples"]
+    assert sample["status"] == "cancelled" and sample["reason"] == "turn_detected"
+    assert_timed(summary["speech_to_cancelled_ms"], 1)
+    assert summary["stale_audio_ms"]["p50"] == 0.0
+
+
+def test_bench_servers_get_what_their_benchmark_needs() -> None:
+    args = argparse.Namespace(sessions=(1, 8))
+    scripted = ServerSettings.model_validate({"llm": "scripted"})
+    assert server_settings("capacity", args, scripted).num_pipelines == 8
+    assert server_settings("capacity", args, scripted.model_copy(update={"num_pipelines": 9})).num_pipelines == 9
+    assert server_settings("bargein", args, scripted).scripted_replies  # a long answer to interrupt
+    assert server_settings("latency", args, scripted) == scripted
+
+
+def test_bench_needs_a_benchmark(capsys: Any) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["bench"])
+    assert exit_info.value.code == 2
+    assert "latency" in capsys.readouterr().err
