@@ -38,7 +38,7 @@ class BargeinConfig:
     questions_dir: Path | None = None
     questions: int | None = None
     min_speech_ms: int = 250  # the server's VAD detection window
-    inject_after_ms: float = 500.0  # after the first audio delta of the answer
+    inject_after_ms: float = 300.0  # after the first audio delta of the answer
     settle_ms: float = 1000.0  # listening for stale audio after the cancellation
     instructions: str | None = LONG_ANSWER
     chunk_ms: int = 100
@@ -65,6 +65,9 @@ async def trial(target: Target, question: audio.Speech, interruption: audio.Spee
     done = first(log, of_type("response.done", rid))
     assert done is not None
     status = done.event["response"]["status"]
+    said_before = first(log, of_type("response.output_audio_transcript.done", rid))
+    sample["answer_audio_ms"] = audio_after(log, rid, 0.0)
+    sample["reply"] = said_before.event.get("transcript", "") if said_before else ""
     began, heard = said.first_voiced_sent, said.sent.get(WINDOW)
     if status != "cancelled" or began is None or heard is None or done.at < began:
         return {**sample, "status": status, "missed": True}

@@ -66,6 +66,9 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     common.add_argument("--url", help="A running server (ws://host:port/v1/realtime); default: start one here.")
     common.add_argument("--output", type=Path, help="The JSON file (default: docs/benchmarks/<benchmark>.json).")
     common.add_argument("--timeout", type=float, default=None, help="Seconds to wait for any one answer.")
+    common.add_argument("--server", choices=("subprocess", "in-process"), default="subprocess",
+                        help="How to run the server without --url (default: a child process, so the clients "
+                             "here do not share its GIL).")
     questions = argparse.ArgumentParser(add_help=False)
     questions.add_argument("--questions-dir", type=Path, default=None,
                            help="The spoken questions (default ../shared/audio/questions; synthesised if missing).")
@@ -77,8 +80,8 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
         for name, spec in BENCHES.items()
     }
     parsers["latency"].add_argument("--warmup", type=int, default=1, help="Uncounted turns first (default 1).")
-    parsers["bargein"].add_argument("--inject-after-ms", type=float, default=500.0,
-                                    help="Start talking this long after the answer's first audio (default 500).")
+    parsers["bargein"].add_argument("--inject-after-ms", type=float, default=300.0,
+                                    help="Start talking this long after the answer's first audio (default 300).")
     parsers["bargein"].add_argument("--settle-ms", type=float, default=1000.0,
                                     help="Listen this long after the cancellation for stale audio (default 1000).")
     parsers["bargein"].add_argument("--instructions", default=None,
@@ -156,7 +159,7 @@ def run_bench(settings: ServerSettings, args: argparse.Namespace) -> int:
     from speech_to_speech.bench.target import target
 
     config = _config(name, args, settings)
-    with target(args.url, server_settings(name, args, settings)) as server:
+    with target(args.url, server_settings(name, args, settings), args.server) as server:
         summary, samples, recorded = asyncio.run(_runner(name)(server, config))
         output = args.output or results.default_output(name)
         result = results.write(output, name, target=server, config=recorded, summary=summary, samples=samples)

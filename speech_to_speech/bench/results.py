@@ -82,7 +82,7 @@ def environment(target: Target) -> dict[str, Any]:
         "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
         "server": {
             "url": target.ws_url,
-            "started_by_bench": settings is not None,
+            "started_by_bench": target.mode,  # "subprocess", "in-process", or None for --url
             "pipeline": pipeline,
             "models": models,
             # Settings that differ from the defaults; unknown for a server at --url.

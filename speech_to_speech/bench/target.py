@@ -1,18 +1,32 @@
-"""The server a benchmark talks to: one at ``--url``, or one it starts in this process."""
+"""The server a benchmark talks to: one at ``--url``, or one it starts.
+
+A started server runs as a child process by default (``speech-to-speech
+serve`` with the same settings): in this process it would share the GIL with
+the benchmark's clients, and at 48 sessions that contention alone adds
+hundreds of ms to p95. ``in-process`` is quicker to start (tests).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import yaml
 
 from speech_to_speech.config import ServerSettings
+
+ServerMode = Literal["subprocess", "in-process"]
+START_TIMEOUT_S = 300.0  # loading the real models on a busy 2-core machine
 
 
 @dataclass(frozen=True)
@@ -21,6 +35,7 @@ class Target:
     http_url: str
     # The settings the server runs with when we started it; None for a server at --url.
     settings: ServerSettings | None
+    mode: ServerMode | None = None  # how we started it
 
     def get(self, path: str) -> Any:
         response = httpx.get(self.http_url + path, timeout=10.0)
@@ -56,13 +71,51 @@ def http_url_of(ws_url: str) -> str:
 
 
 @contextlib.contextmanager
-def target(url: str | None, settings: ServerSettings) -> Iterator[Target]:
+def target(url: str | None, settings: ServerSettings, mode: ServerMode = "subprocess") -> Iterator[Target]:
     """The server at ``url``; without one, a server for ``settings`` on a free loopback port."""
     if url:
         yield Target(url, http_url_of(url), None)
         return
     # Imported here: a bench against --url needs no models or app.
-    from speech_to_speech.testing.server import running_server
+    from speech_to_speech.testing.server import free_port, running_server
 
-    with running_server(settings) as server:
-        yield Target(server.ws_url, server.http_url, settings.model_copy(update={"port": server.port}))
+    if mode == "in-process":
+        with running_server(settings) as server:
+            yield Target(server.ws_url, server.http_url, settings.model_copy(update={"port": server.port}), mode)
+        return
+    settings = settings.model_copy(update={"host": "127.0.0.1", "port": free_port()})
+    with child_server(settings):
+        http_url = f"http://{settings.host}:{settings.port}"
+        yield Target(f"ws://{settings.host}:{settings.port}/v1/realtime", http_url, settings, mode)
+
+
+@contextlib.contextmanager
+def child_server(settings: ServerSettings) -> Iterator[None]:
+    """``speech-to-speech serve`` for ``settings`` (passed as a YAML file), until it answers /health."""
+    with tempfile.TemporaryDirectory(prefix="s2s-bench-") as folder:
+        config = Path(folder) / "server.yaml"
+        config.write_text(yaml.safe_dump({"server": settings.model_dump(exclude_defaults=True)}))
+        child = subprocess.Popen([sys.executable, "-m", "speech_to_speech", "serve", "--config", str(config)])
+        try:
+            _wait_healthy(child, f"http://{settings.host}:{settings.port}/health")
+            yield
+        finally:
+            child.terminate()
+            try:
+                child.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+
+
+def _wait_healthy(child: subprocess.Popen[bytes], url: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        if child.poll() is not None:
+            raise RuntimeError(f"the server exited with code {child.returncode} before it was ready")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=2.0).status_code == 200:
+                return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the server was not ready within {START_TIMEOUT_S:.0f}s")
+        time.sleep(0.2)

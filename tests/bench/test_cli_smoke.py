@@ -20,6 +20,8 @@ from speech_to_speech.bench.cli import server_settings
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.testing.realtime_client import tone
 
+# In-process servers start fastest; the capacity test keeps the default, a child process.
+IN_PROCESS = ["--server", "in-process"]
 SCRIPTED = ["--vad", "scripted", "--stt", "scripted", "--llm", "scripted", "--tts", "scripted",
             "--min_silence_ms", "300", "--scripted_tts_ms_per_char", "5"]
 
@@ -53,7 +55,7 @@ def assert_timed(stats: dict[str, Any], n: int) -> None:
 
 
 def test_bench_latency_writes_its_figures(questions: Path, tmp_path: Path) -> None:
-    result = run(["bench", "latency", *SCRIPTED, "--questions-dir", str(questions), "--repeat", "2",
+    result = run(["bench", "latency", *IN_PROCESS, *SCRIPTED, "--questions-dir", str(questions), "--repeat", "2",
                   "--warmup", "0"], tmp_path / "latency.json")
     assert_common_shape(result, "latency")
     assert set(result["summary"]) == set(latency.FIGURES)
@@ -77,11 +79,13 @@ def test_bench_capacity_writes_a_level_per_session_count(tmp_path: Path) -> None
     assert summary["max_sessions_within_budget"] in (0, 1, 2)
     assert isinstance(summary["baseline_ms"], float)
     assert result["environment"]["server"]["flags"]["num_pipelines"] == 2  # one unit per session
+    assert result["environment"]["server"]["started_by_bench"] == "subprocess"
     assert sorted(s["session"] for s in result["samples"] if s["sessions"] == 2) == [0, 1]
 
 
 def test_bench_overhead_times_every_hop(tmp_path: Path) -> None:
-    result = run(["bench", "overhead", "--min_silence_ms", "300", "--turns", "2"], tmp_path / "overhead.json")
+    result = run(["bench", "overhead", *IN_PROCESS, "--min_silence_ms", "300", "--turns", "2"],
+                 tmp_path / "overhead.json")
     assert_common_shape(result, "overhead")
     assert set(result["summary"]) == set(overhead.FIGURES)
     for name in ("append_to_speech_started_ms", "tts_to_audio_delta_ms", "send_to_wire_ms"):
@@ -89,7 +93,7 @@ def test_bench_overhead_times_every_hop(tmp_path: Path) -> None:
 
 
 def test_bench_bargein_cancels_a_long_scripted_answer(questions: Path, tmp_path: Path) -> None:
-    result = run(["bench", "bargein", *SCRIPTED, "--scripted_token_delay_ms", "20", "--questions-dir",
+    result = run(["bench", "bargein", *IN_PROCESS, *SCRIPTED, "--scripted_token_delay_ms", "20", "--questions-dir",
                   str(questions), "--inject-after-ms", "100", "--settle-ms", "200"], tmp_path / "bargein.json")
     assert_common_shape(result, "bargein")
     summary = result["summary"]
