@@ -34,7 +34,7 @@ SCRIPTED_REPLY = " ".join(["This is a long scripted answer that keeps on speakin
 
 @dataclass(frozen=True)
 class BargeinConfig:
-    repeat: int = 1
+    repeat: int = 2
     questions_dir: Path | None = None
     questions: int | None = None
     min_speech_ms: int = 250  # the server's VAD detection window

@@ -94,7 +94,8 @@ def test_bench_overhead_times_every_hop(tmp_path: Path) -> None:
 
 def test_bench_bargein_cancels_a_long_scripted_answer(questions: Path, tmp_path: Path) -> None:
     result = run(["bench", "bargein", *IN_PROCESS, *SCRIPTED, "--scripted_token_delay_ms", "20", "--questions-dir",
-                  str(questions), "--inject-after-ms", "100", "--settle-ms", "200"], tmp_path / "bargein.json")
+                  str(questions), "--inject-after-ms", "100", "--settle-ms", "200", "--repeat", "1"],
+                 tmp_path / "bargein.json")
     assert_common_shape(result, "bargein")
     summary = result["summary"]
     assert (summary["trials"], summary["missed"], summary["min_speech_ms"]) == (1, 0, 250)
