@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech import ids
+from speech_to_speech.realtime.speculation import Speculation
 
 Event = dict[str, Any]
 
@@ -43,6 +44,9 @@ class ResponseState:
     submitted: bool = False
     input_call_ids: tuple[str, ...] = ()
     marks: dict[str, float] = field(default_factory=dict)
+    # An automatic response answers one user turn; it may adopt that turn's speculation.
+    turn_item_id: str | None = None
+    speculation: Speculation | None = None
 
     @property
     def audio(self) -> bool:

@@ -42,7 +42,7 @@ from speech_to_speech.pipeline.messages import (
 )
 from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.realtime import errors
-from speech_to_speech.realtime.conversation import Conversation
+from speech_to_speech.realtime.conversation import Conversation, item_text
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import ClientEvent, parse_client_event
 from speech_to_speech.realtime.items import client_item, response_options
@@ -104,7 +104,6 @@ class RealtimeService:
         self.conversation = Conversation()
         self.conversation_id = ids.new_id("conv")
         self.response: ResponseState | None = None
-        self.auto_response_queued = False
         self.pending_transcriptions: set[str] = set()
         self.speculation: Speculation | None = None
         self.user_speaking = False
@@ -281,9 +280,17 @@ class RealtimeService:
 
     # ------------------------------------------------------------ responses
 
-    def _start_response(self, options: dict[str, Any], speculation: Speculation | None = None) -> None:
-        """Open a response (response.created) and submit it, or adopt a speculative one already running."""
+    def _start_response(self, options: dict[str, Any], turn_item_id: str | None = None) -> None:
+        """Open a response (response.created); it is submitted once its input is transcribed.
+
+        An automatic response to a user turn takes over that turn's speculation, if one runs.
+        """
         config = self.config
+        speculation = self.speculation if turn_item_id and self.speculation else None
+        if speculation is not None and speculation.item_id != turn_item_id:
+            self._drop_speculation()
+            speculation = None
+        self.speculation = None
         response = ResponseState(
             id=speculation.response_id if speculation else ids.response_id(),
             generation=speculation.generation if speculation else self.unit.cancel_scope.generation,
@@ -294,20 +301,23 @@ class RealtimeService:
             output_format=self.state.output_format,
             max_output_tokens=options.get("max_output_tokens") or self.state.session.get("max_output_tokens", "inf"),
             in_conversation=options.get("conversation", "auto") != "none",
+            turn_item_id=turn_item_id,
+            speculation=speculation,
         )
         response.marks["created"] = time.monotonic()
         self.response = response
         self.response_options = options
         self.emit(response.created())
-        if speculation is None:
-            self._submit_when_ready()
-            return
+        self._submit_when_ready()
+
+    # ------------------------------------------------------------ speculation
+
+    def _adopt(self, response: ResponseState, speculation: Speculation) -> None:
+        """The turn said what the speculation heard: its (held) output is this response's."""
         response.submitted = True
         response.input_call_ids = speculation.input_call_ids
         for item in speculation.held:
             self.dispatch_pipeline_item(item)
-
-    # ------------------------------------------------------------ speculation
 
     def _speculate(self, item: SpeculativeTranscript) -> None:
         td = self.config.turn_detection
@@ -335,9 +345,15 @@ class RealtimeService:
         if speculation is not None and not self.unit.cancel_scope.is_stale(speculation.generation):
             self.unit.cancel_scope.cancel()
 
+    def _pending_speculation(self) -> Speculation | None:
+        response = self.response
+        if response is not None and not response.submitted:
+            return response.speculation
+        return self.speculation
+
     def _hold(self, item: Any) -> bool:
         """Keep a speculative response's output off the wire until its turn is confirmed."""
-        speculation = self.speculation
+        speculation = self._pending_speculation()
         if speculation is None or getattr(item, "response_id", None) != speculation.response_id:
             return False
         speculation.held.append(item)
@@ -347,6 +363,18 @@ class RealtimeService:
         """Send the request once every committed user turn has its transcript."""
         response = self.response
         if response is None or response.submitted or self.pending_transcriptions:
+            return
+        turn = self.conversation.get(response.turn_item_id) if response.turn_item_id else None
+        transcript = item_text(turn) if turn is not None else None
+        speculation, response.speculation = response.speculation, None
+        if speculation is not None and transcript is not None and speculation.matches(response.turn_item_id,
+                                                                                       transcript):
+            self._adopt(response, speculation)
+            return
+        self._discard(speculation)
+        response.generation = self.unit.cancel_scope.generation
+        if transcript is not None and not transcript.strip():
+            self._finish_response("completed")  # nothing was heard: nothing to answer
             return
         request = self._request(response.id, response.generation, self.response_options,
                                 self.conversation.history(self.settings.chat_size))
@@ -392,14 +420,10 @@ class RealtimeService:
             self.on_response_finished(status, response.marks)
         if status in ("incomplete", "failed"):
             self.conversation.exclude([item["id"] for item in response.output])
-        if self.auto_response_queued:
-            self.auto_response_queued = False
-            self._start_response({})
 
     def _cancel_response(self, reason: str) -> None:
         """Steps 3 and 7 of the interruption rules: close, cancel, flush."""
         self._finish_response("cancelled", reason)
-        self.auto_response_queued = False
         self.unit.cancel_scope.cancel()
         for item in self.unit.queues.send_audio_chunks.drain():
             if isinstance(item, ResponseDone):
@@ -440,6 +464,11 @@ class RealtimeService:
         self.uncommitted_samples = 0
         if item.item_id is not None and item.item_id not in self.conversation:
             self._user_audio_committed(item.item_id)
+            td = self.config.turn_detection
+            # As OpenAI's server does, the automatic response opens with the commit; it is
+            # submitted once the turn's transcript is in (and adopts a matching speculation).
+            if self.response is None and td is not None and td.create_response:
+                self._start_response({}, turn_item_id=item.item_id)
 
     def _user_audio_committed(self, item_id: str) -> None:
         previous = self._previous_item_id()
@@ -486,28 +515,16 @@ class RealtimeService:
         self._turn_complete(item)
 
     def _turn_complete(self, item: TranscriptionCompleted) -> None:
-        speculation = self.speculation
-        if speculation is not None and speculation.matches(item.item_id, item.transcript):
-            self.speculation = None  # adopted below, if an automatic response is due
-        else:
-            self._drop_speculation()
-            speculation = None
-        if self.response is not None and not self.response.submitted:
-            self._submit_when_ready()
-            return
-        td = self.config.turn_detection
-        if item.manual or td is None or not td.create_response or not item.transcript.strip():
-            self._discard(speculation)
-            return
-        if self.response is not None:
-            self._discard(speculation)
-            self.auto_response_queued = True  # the user spoke over a response they let finish
-            return
-        self._start_response({}, speculation)
-        if self.response is not None:
+        # A speculation not taken over by a response at the turn's end is of no use now.
+        self._drop_speculation()
+        response = self.response
+        if response is not None and response.turn_item_id == item.item_id:
             if item.vad_end_time:
-                self.response.marks["vad_end_of_speech"] = item.vad_end_time
-            self.response.marks["stt_done"] = item.stt_done_time
+                response.marks["vad_end_of_speech"] = item.vad_end_time
+            response.marks["stt_done"] = item.stt_done_time
+        # A turn that ends during a response it did not interrupt joins the conversation without
+        # an automatic reply, as on OpenAI's server; the client may ask for one.
+        self._submit_when_ready()
 
     def _assistant_text(self, item: TranscriptText) -> None:
         response = self._current(item)

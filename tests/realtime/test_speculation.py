@@ -26,8 +26,10 @@ async def test_a_turn_is_answered_once_by_its_speculative_response(
     assert len(llm_requests) == 1
     assert llm_requests[0].messages[-1].content == TRANSCRIPT
     kinds = types(events)
-    # ...yet nothing of the response reached the wire before the turn's transcript.
-    assert kinds.index("conversation.item.input_audio_transcription.completed") < kinds.index("response.created")
+    # ...yet none of its output reached the wire before the turn's end and transcript.
+    completed = kinds.index("conversation.item.input_audio_transcription.completed")
+    assert kinds.index("input_audio_buffer.speech_stopped") < kinds.index("response.created")
+    assert completed < kinds.index("response.output_item.added")
     assert kinds.count("response.created") == 1
     done = events[kinds.index("response.done")]
     assert done["response"]["status"] == "completed"

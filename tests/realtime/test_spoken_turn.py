@@ -74,9 +74,11 @@ async def test_spoken_turn_event_sequence(make_server: ServerFactory) -> None:
         "input_audio_buffer.speech_started",
         "input_audio_buffer.speech_stopped",
         "input_audio_buffer.committed",
+        # As on OpenAI's server, the automatic response opens with the commit...
+        "response.created",
+        # ...and its output follows the turn's transcript.
         "conversation.item.input_audio_transcription.delta",
         "conversation.item.input_audio_transcription.completed",
-        "response.created",
         "response.output_item.added",
         "response.content_part.added",
         "response.output_audio_transcript.delta",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+from speech_to_speech.pipeline.messages import GenerateResponseRequest
 from speech_to_speech.realtime.service import SNAPSHOT_EXTENSION
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, types
 
@@ -58,11 +59,19 @@ async def test_deltas_are_confirmed_words_and_add_up_to_completed(make_server: S
     assert "".join(d["delta"] for d in deltas[:-1]) == " ".join(words[:-2])
 
 
-async def test_empty_transcript_does_not_start_a_response(make_server: ServerFactory) -> None:
+async def test_an_empty_transcript_gets_an_empty_answer_without_asking_the_llm(
+    make_server: ServerFactory, llm_requests: list[GenerateResponseRequest]
+) -> None:
     server = make_server(scripted_transcripts=[""])
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.wait_for("session.created")
         await client.append_audio(spoken_turn(RATE), RATE)
-        completed = await client.wait_for("conversation.item.input_audio_transcription.completed")
-        assert completed["transcript"] == ""
-        assert not [k for k in types(await client.barrier()) if k.startswith("response.")]
+        events = await client.collect_until("response.done")
+        events += await client.barrier()
+    completed = next(e for e in events if e["type"] == "conversation.item.input_audio_transcription.completed")
+    assert completed["transcript"] == ""
+    # The automatic response opened with the commit closes with nothing said, and only once.
+    done = events[types(events).index("response.done")]["response"]
+    assert done["status"] == "completed" and done["output"] == []
+    assert types(events).count("response.created") == 1
+    assert llm_requests == []
