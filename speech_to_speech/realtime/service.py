@@ -320,17 +320,26 @@ class RealtimeService:
             self.dispatch_pipeline_item(item)
 
     def _speculate(self, item: SpeculativeTranscript) -> None:
+        if not item.transcript.strip():
+            return
+        response = self.response
+        if response is not None:
+            # The turn ended before its speculative transcript came: its response is open and
+            # waits for the final one, which will say the same. Start on these words now.
+            if not response.submitted and response.turn_item_id == item.item_id and response.speculation is None:
+                response.speculation = self._launch(item, response.id, response.generation)
+            return
         td = self.config.turn_detection
-        if (self.response is not None or self.pending_transcriptions or td is None or not td.create_response
-                or not item.transcript.strip()):
+        if self.pending_transcriptions or td is None or not td.create_response:
             return
         self._drop_speculation()
-        response_id = ids.response_id()
+        self.speculation = self._launch(item, ids.response_id(), self.unit.cancel_scope.generation)
+
+    def _launch(self, item: SpeculativeTranscript, response_id: str, generation: int) -> Speculation:
         history = (*self.conversation.history(self.settings.chat_size), ChatMessage("user", item.transcript))
-        request = self._request(response_id, self.unit.cancel_scope.generation, {}, history)
-        self.speculation = Speculation(item.item_id, item.transcript, response_id, request.generation,
-                                       request.input_call_ids)
+        request = self._request(response_id, generation, {}, history)
         self.unit.submit(request)
+        return Speculation(item.item_id, item.transcript, response_id, generation, request.input_call_ids)
 
     def _speech_resumed(self, item: SpeechResumed) -> None:
         if self.speculation is not None and self.speculation.item_id == item.item_id:

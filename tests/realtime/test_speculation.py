@@ -90,3 +90,24 @@ async def test_manual_turns_never_speculate(
         events = await client.barrier()
     assert llm_requests == []
     assert not [k for k in types(events) if k.startswith("response.")]
+
+
+async def test_a_speculation_that_finishes_after_the_turn_still_feeds_its_response(
+    make_server: ServerFactory, llm_requests: list[GenerateResponseRequest]
+) -> None:
+    # The STT is slower than the end-of-turn silence: the turn's response is already open when the
+    # speculative transcript arrives, and the LLM starts on it then; the final pass reuses it.
+    server = make_server(scripted_transcripts=[TRANSCRIPT], scripted_replies=["Paris."],
+                         min_silence_ms=300, scripted_stt_delay_ms=600)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(spoken_turn(RATE), RATE)
+        events = await client.collect_until("response.done")
+        events += await client.barrier()
+    kinds = types(events)
+    assert len(llm_requests) == 1
+    assert kinds.count("response.created") == 1
+    done = events[kinds.index("response.done")]["response"]
+    assert done["status"] == "completed"
+    assert done["id"] == llm_requests[0].response_id
+    assert done["output"][0]["content"][0]["transcript"] == "Paris."
