@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.llm.tools import local_system_prompt
 from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,8 @@ def _turn(message: ChatMessage, tool_names: dict[str, str]) -> Turn | None:
 
 def chat_turns(request: GenerateResponseRequest, settings: ServerSettings) -> list[Turn]:
     """System prompt, then the last ``chat_size`` exchanges of the conversation."""
-    system = request.instructions or settings.init_chat_prompt
+    # Session tools are rendered into the system prompt; the backends split calls back out.
+    system = local_system_prompt(request, settings.init_chat_prompt)
     history = request.messages[-2 * settings.chat_size :]
     tool_names = _tool_names(request.messages)
     turns: list[Turn] = [{"role": "system", "content": system}] if system else []

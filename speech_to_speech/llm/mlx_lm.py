@@ -17,6 +17,7 @@ from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
+from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
 
 # mlx-lm cannot read the packaged GGUF; this is the same model converted for MLX (hub, 8-bit).
@@ -68,17 +69,19 @@ class MLXLM(LLMHandler):
         lm = self.model
         prompt = render_prompt(lm.tokenizer, chat_turns(request, self.settings))
         limit = request.max_output_tokens or self.settings.max_new_tokens
-        prompt_tokens = output_tokens = 0
-        finish: str | None = None
+        progress: dict[str, Any] = {"prompt": 0, "output": 0, "finish": None}
         sampler = make_sampler(temp=self.settings.temperature)
-        with lm.lock:
+
+        def texts() -> Iterator[str]:
             for step in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens=limit, sampler=sampler):
-                prompt_tokens, output_tokens = step.prompt_tokens, step.generation_tokens
-                finish = step.finish_reason
+                progress.update(prompt=step.prompt_tokens, output=step.generation_tokens, finish=step.finish_reason)
                 if step.text:
                     yield step.text
                 if self.cancel_scope.is_stale(request.generation):
                     return  # leaving the loop stops mlx-lm's generator: no token is computed after this
-        yield TokenUsage(request.response_id, request.generation, prompt_tokens, output_tokens)
-        if finish == "length":
+
+        with lm.lock:
+            yield from split_tool_calls(request, texts())
+        yield TokenUsage(request.response_id, request.generation, progress["prompt"], progress["output"])
+        if progress["finish"] == "length":
             yield Terminal("incomplete", reason="max_output_tokens")

@@ -26,6 +26,7 @@ from speech_to_speech.cache import model_cache_dir
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
+from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
 
 log = logging.getLogger(__name__)
@@ -242,9 +243,7 @@ class TransformersLM(LLMHandler):
         )
         worker.start()
         try:
-            for text in streamer:
-                if text:
-                    yield text
+            yield from split_tool_calls(request, (text for text in streamer if text))
         finally:
             closed.set()
             worker.join()

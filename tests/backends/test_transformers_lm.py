@@ -125,3 +125,25 @@ def test_two_units_can_generate_at_once(lm: LoadedLM, make_handler: Any) -> None
     for thread in threads:
         thread.join(timeout=60)
     assert [together[0], together[1]] == alone
+
+
+def test_tools_render_into_the_prompt_and_parsing_holds_on_the_real_output(lm: LoadedLM, make_handler: Any) -> None:
+    from speech_to_speech.llm.tools import CALL_OPEN
+    from speech_to_speech.pipeline.messages import AssistantToolCallPart
+
+    weather = {"type": "function", "name": "get_weather", "description": "Current weather for a city.",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+    settings = ServerSettings()
+    question = ask("What is the weather in Paris right now? Use the tool.", tools=(weather,))
+    prompt = render_prompt(lm.tokenizer, chat_turns(question, settings))
+    assert "def get_weather(city: str):" in prompt and CALL_OPEN in prompt
+    parts = list(make_handler(TransformersLM, lm, settings).generate(question))
+    # Whatever the small model writes, call syntax never reaches the spoken text, and any call
+    # that comes out names a registered tool with arguments that parse as JSON.
+    spoken = "".join(p for p in parts if isinstance(p, str))
+    assert CALL_OPEN not in spoken and "</tool_call>" not in spoken
+    calls = [p for p in parts if isinstance(p, AssistantToolCallPart)]
+    assert spoken.strip() or calls
+    for call in calls:
+        assert call.name == "get_weather"
+        assert isinstance(json.loads(call.arguments)["city"], str)
