@@ -53,7 +53,8 @@ def load_results(folder: Path) -> dict[str, dict[str, Any]]:
 def _ms(value: Any) -> str:
     if value is None:
         return "–"
-    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}"
+    text = f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}"
+    return "0.0" if text == "-0.0" else text  # a rounded -0.01 ms is no time, not a negative one
 
 
 def _is_stats(value: Any) -> bool:
@@ -61,9 +62,10 @@ def _is_stats(value: Any) -> bool:
 
 
 def figure_rows(name: str, summary: dict[str, Any]) -> list[str]:
-    """Markdown rows ``| benchmark | figure | p50 | p95 | n |`` of a non-capacity summary."""
-    return [f"| {name} | {LABELS.get(key, key)} | {_ms(stats['p50'])} | {_ms(stats['p95'])} | {stats['n']} |"
+    """Markdown rows ``| benchmark | figure | p50 | p95 | n |`` of a non-capacity summary (named once)."""
+    rows = [f"| {LABELS.get(key, key)} | {_ms(stats['p50'])} | {_ms(stats['p95'])} | {stats['n']} |"
             for key, stats in summary.items() if _is_stats(stats)]
+    return [f"| {f'**{name}**' if index == 0 else ''} {row}" for index, row in enumerate(rows)]
 
 
 def capacity_rows(summary: dict[str, Any]) -> list[str]:
@@ -94,16 +96,16 @@ def markdown(results: dict[str, dict[str, Any]], image: str | None = None) -> st
     if spoken:
         lines += ["| benchmark | figure | p50 (ms) | p95 (ms) | n |", "|---|---|---:|---:|---:|"]
         for name in spoken:
-            models = results[name]["environment"]["server"]["models"]
             summary = results[name]["summary"]
-            lines += figure_rows(f"{name} ({_backends(models)})", summary)
+            lines += figure_rows(name, summary)
             if name == "bargein":
-                lines.append(f"| {name} | missed (answer ended first) / trials | {summary['missed']} / "
+                lines.append(f"| | trials missed (the answer ended first) | {summary['missed']} of "
                              f"{summary['trials']} | | |")
-        lines.append("")
+        lines += ["", "Models: " + "; ".join(f"{name}: {_backends(results[name]['environment']['server']['models'])}"
+                                             for name in results) + ".", ""]
     if "capacity" in results:
         summary = results["capacity"]["summary"]
-        lines += [f"Capacity (scripted handlers with model-like delays): **{summary['max_sessions_within_budget']}**"
+        lines += [f"Capacity: **{summary['max_sessions_within_budget']}**"
                   f" concurrent sessions keep the p95 added latency under {summary['budget_ms']:.0f} ms"
                   f" (baseline: median {_ms(summary['baseline_ms'])} ms at the smallest N).", "",
                   "| sessions | latency p50 | latency p95 | added p50 | added p95 | underrun p95 (ms) | errors |",
@@ -116,7 +118,8 @@ def markdown(results: dict[str, dict[str, Any]], image: str | None = None) -> st
 
 
 def _backends(models: dict[str, str]) -> str:
-    return ", ".join(str(models.get(kind, "?")).split(" (")[0] for kind in ("vad", "stt", "llm", "tts"))
+    names = [str(models.get(kind, "?")).split(" (")[0] for kind in ("vad", "stt", "llm", "tts")]
+    return names[0] if len(set(names)) == 1 else ", ".join(names)  # "scripted", not four times
 
 
 def replace_section(text: str, section: str) -> str:

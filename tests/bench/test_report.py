@@ -43,10 +43,11 @@ def results() -> dict[str, dict[str, Any]]:
 def test_the_table_has_every_figure_the_machine_and_the_commands() -> None:
     text = report.markdown(results(), "docs/benchmarks/benchmarks.png")
     assert "Test CPU, 2 cores, 24.0 GiB RAM" in text and "torch 2.13.0" in text and "ctranslate2" not in text
-    row = "| latency (scripted, scripted, scripted, scripted) |"
-    assert f"{row} end of speech → first audio delta | 1000 | 1090 | 3 |" in text
-    assert f"{row} · → STT done | 100 | 109 | 3 |" in text
-    assert "missed (answer ended first) / trials | 1 / 2" in text
+    assert "| **latency** | end of speech → first audio delta | 1000 | 1090 | 3 |" in text
+    assert "|  | · → STT done | 100 | 109 | 3 |" in text
+    assert "| **bargein** | start of speech → response cancelled | 300 | 300 | 1 |" in text
+    assert "trials missed (the answer ended first) | 1 of 2" in text
+    assert "Models: latency: scripted; bargein: scripted;" in text
     assert "**1** concurrent sessions" in text
     assert "| 2 | 2.0 | 2.9 | 2.0 | 2.9 | 2.9 | 1 |" in text
     assert "![benchmark plot](docs/benchmarks/benchmarks.png)" in text
