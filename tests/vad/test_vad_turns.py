@@ -19,6 +19,7 @@ from speech_to_speech.pipeline.messages import (
     AudioChunk,
     ClearInput,
     CommitInput,
+    SpeechResumed,
     SpeechStarted,
     SpeechStopped,
     Utterance,
@@ -77,7 +78,8 @@ def kinds(items: list[Any]) -> list[type]:
 
 @pytest.fixture
 def vad() -> VAD:
-    return VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=300)
+    # Turn logic alone: no speculative utterances at pauses (tested on their own below).
+    return VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=300, speculation_silence_ms=0)
 
 
 def test_a_tone_is_a_turn(vad: VAD) -> None:
@@ -179,3 +181,40 @@ def test_session_end_forgets_the_turn(vad: VAD) -> None:
     vad.feed(speech(chunks(18)))
     vad.handler.on_session_end()
     assert vad.feed(silence(chunks(32))) == []
+
+
+def test_a_pause_yields_one_speculative_utterance_and_the_turn_reuses_it() -> None:
+    vad = VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=96, speculation_silence_ms=64)
+    out = vad.feed(silence(chunks(3))) + vad.feed(speech(chunks(12)))
+    out += vad.feed(silence(chunks(20)))
+    utterances = [i for i in out if isinstance(i, Utterance)]
+    speculative, final = utterances
+    assert speculative.speculative and not speculative.reuse_speculation
+    assert final.reuse_speculation and not final.speculative
+    assert speculative.item_id == final.item_id
+    # The speculation came after 2 silent chunks (64 ms), long before the end of the turn.
+    assert out.index(speculative) < kinds(out).index(SpeechStopped)
+    assert SpeechResumed not in kinds(out)
+
+
+def test_speech_after_the_pause_resumes_the_turn_and_the_final_utterance_is_new() -> None:
+    vad = VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=96, speculation_silence_ms=64)
+    out = vad.feed(speech(chunks(12))) + vad.feed(silence(chunks(4))) + vad.feed(speech(chunks(8)))
+    out += vad.feed(silence(chunks(20)))
+    resumed = [i for i in out if isinstance(i, SpeechResumed)]
+    utterances = [i for i in out if isinstance(i, Utterance)]
+    assert len(resumed) == 1
+    # One speculation per pause: the first is void once speech resumed; the turn's end reuses
+    # the second, which covers all of the speech.
+    assert [u.speculative for u in utterances] == [True, True, False]
+    assert out.index(resumed[0]) < out.index(utterances[1])
+    assert utterances[-1].reuse_speculation
+    assert resumed[0].item_id == utterances[-1].item_id
+    assert len(utterances[1].samples) > len(utterances[0].samples)
+
+
+def test_no_speculation_without_automatic_responses() -> None:
+    vad = VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=96, speculation_silence_ms=64)
+    vad.config.update(turn_detection=TurnDetection(create_response=False))
+    out = vad.feed(speech(chunks(12))) + vad.feed(silence(chunks(20)))
+    assert [u.speculative for u in out if isinstance(u, Utterance)] == [False]
