@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +38,11 @@ def test_packaged_gguf_is_converted_once_into_the_cache(lm: LoadedLM) -> None:
     assert folder.name.startswith(packaged_gguf().stem)
     config = json.loads((folder / "config.json").read_text())
     assert "quantization_config" not in config  # saved as a plain dense model
-    # Every way of naming the packaged file lands on the same cached conversion.
-    started = time.perf_counter()
+    # Every way of naming the packaged file lands on the same cached conversion, untouched.
+    written = (folder / "config.json").stat().st_mtime_ns
     assert resolve_source(str(packaged_gguf())) == lm.source
     assert resolve_source(str(packaged_gguf().parent)) == lm.source
-    assert time.perf_counter() - started < 1.0
+    assert (folder / "config.json").stat().st_mtime_ns == written
 
 
 def test_streams_tokens_that_add_up_to_the_whole_reply(lm: LoadedLM, make_handler: Any) -> None:
@@ -75,7 +74,7 @@ def test_token_limit_ends_the_response_incomplete(lm: LoadedLM, make_handler: An
     assert (items[-1].status, items[-1].reason) == ("incomplete", "max_output_tokens")
 
 
-def test_cancel_stops_generation_promptly(lm: LoadedLM, make_handler: Any) -> None:
+def test_cancel_stops_generation_and_its_worker(lm: LoadedLM, make_handler: Any) -> None:
     llm = make_handler(TransformersLM, lm)
     request = ask("Tell me a long story about a dragon.", generation=llm.cancel_scope.generation)
     stream = llm.process(request)
@@ -85,10 +84,8 @@ def test_cancel_stops_generation_promptly(lm: LoadedLM, make_handler: Any) -> No
             texts.append(item)
             if len(texts) == 3:
                 llm.cancel_scope.cancel()
-                started = time.perf_counter()
                 break
     rest = list(stream)
-    assert time.perf_counter() - started < 1.0
     assert isinstance(rest[-1], ResponseDone) and rest[-1].status == "cancelled"
     assert not [i for i in rest if isinstance(i, AssistantTextPart)]
     assert not [t for t in threading.enumerate() if t.name.endswith("-generate")]  # the worker ended
