@@ -19,9 +19,10 @@ from typing import Any
 from speech_to_speech.config import ServerSettings
 
 SCRIPTED = {"vad": "scripted", "stt": "scripted", "llm": "scripted", "tts": "scripted"}
-# Model time zero: what is left is the server.
+# Model time zero: what is left is the server. No speculation: a speculative reply is held until
+# the turn ends on purpose, which would show up as "overhead" on the LLM and TTS hops.
 ZERO_DELAYS = {**SCRIPTED, "scripted_stt_delay_ms": 0.0, "scripted_token_delay_ms": 0.0,
-               "scripted_tts_ms_per_char": 10.0}
+               "scripted_tts_ms_per_char": 10.0, "speculation_silence_ms": 0}
 # About the default models on this kind of machine: Whisper tiny.en on a short turn, SmolLM2 at
 # 25 tokens/s, speech at a speaking rate; the handlers sleep, so N sessions cost the server, not N models.
 REALISTIC_DELAYS = {**SCRIPTED, "scripted_stt_delay_ms": 200.0, "scripted_token_delay_ms": 40.0,
