@@ -19,7 +19,6 @@ import numpy as np
 
 from speech_to_speech import ids
 from speech_to_speech.audio import codecs
-from speech_to_speech.audio.resample import StreamResampler, to_int16
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import (
     AssistantToolCallPart,
@@ -47,14 +46,16 @@ from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import ClientEvent, parse_client_event
 from speech_to_speech.realtime.items import client_item, response_options
 from speech_to_speech.realtime.response import Event, ResponseState
-from speech_to_speech.realtime.session import SessionState, format_rate
+from speech_to_speech.realtime.session import SessionState
 from speech_to_speech.realtime.speculation import Speculation
+from speech_to_speech.realtime.speculative_responses import SpeculativeResponses
 from speech_to_speech.realtime.tool_results import (
     INPUT_CALL_IDS_KEY,
     ToolResultLedger,
     encode_call_ids,
     followup_call_ids,
 )
+from speech_to_speech.realtime.wire_audio import WireAudio
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def encode_marks(marks: dict[str, float]) -> str:
     return json.dumps({name: round((mark + offset) * 1000.0, 1) for name, mark in marks.items() if mark})
 
 
-class RealtimeService:
+class RealtimeService(SpeculativeResponses):
     # Told of every finished response (status, its monotonic stage marks): the server's metrics.
     on_response_finished: Callable[[str, dict[str, float]], None] | None = None
 
@@ -102,6 +103,7 @@ class RealtimeService:
         )
         unit.config.replace(self.state.runtime_config())
         self.conversation = Conversation()
+        self.audio = WireAudio(lambda: self.state.input_format, lambda: self.state.output_format)
         self.conversation_id = ids.new_id("conv")
         self.response: ResponseState | None = None
         self.pending_transcriptions: set[str] = set()
@@ -109,10 +111,6 @@ class RealtimeService:
         self.user_speaking = False
         self.tool_results = ToolResultLedger()
         self.uncommitted_samples = 0
-        self._input_resampler: StreamResampler | None = None
-        self._input_key: tuple[str, int] | None = None
-        self._output_resampler: StreamResampler | None = None
-        self._output_key: tuple[str, int] | None = None
         self.closed = False
 
     # ------------------------------------------------------------ output
@@ -128,10 +126,6 @@ class RealtimeService:
 
     def start(self) -> None:
         self.emit({"type": "session.created", "session": self.state.session})
-
-    @property
-    def config(self) -> Any:
-        return self.unit.config.current
 
     # ------------------------------------------------------------ client events
 
@@ -169,23 +163,11 @@ class RealtimeService:
         audio = event.data.get("audio")
         if not isinstance(audio, str):
             raise RealtimeError(errors.INVALID_REQUEST, "'audio' must be a base64 string", param="audio")
-        fmt = self.state.input_format
-        fmt_type = fmt.get("type", "audio/pcm")
         try:
-            samples = codecs.decode(audio, fmt_type)
+            samples = self.audio.decode_input(audio)
         except codecs.AudioDecodeError as error:
             raise RealtimeError(errors.INVALID_REQUEST, str(error), param="audio") from None
-        key = (fmt_type, format_rate(fmt))
-        if self._input_key != key:
-            self._input_resampler, self._input_key = StreamResampler(key[1], 16000), key
-        assert self._input_resampler is not None
-        self.push_input(self._input_resampler.process(samples))
-
-    def _flush_input_resampler(self) -> None:
-        """A commit takes all of its audio: the resampler's held-back tail too, not the next turn."""
-        if self._input_resampler is not None:
-            self.unit.push_audio(self._input_resampler.flush())
-            self._input_resampler = self._input_key = None
+        self.push_input(samples)
 
     def push_input(self, samples_16k: np.ndarray) -> None:
         """16 kHz float32 user audio from any transport."""
@@ -197,7 +179,7 @@ class RealtimeService:
             raise RealtimeError(errors.COMMIT_EMPTY, "The input audio buffer is empty: nothing to commit")
         self.uncommitted_samples = 0
         self._drop_speculation()
-        self._flush_input_resampler()
+        self.unit.push_audio(self.audio.flush_input())  # the commit's audio, not the next turn's
         item_id = ids.item_id()
         self.unit.commit_input(item_id)
         self._user_audio_committed(item_id)
@@ -205,7 +187,7 @@ class RealtimeService:
     def _on_input_audio_buffer_clear(self, event: ClientEvent) -> None:
         self.uncommitted_samples = 0
         self._drop_speculation()
-        self._input_resampler = self._input_key = None  # what it held belongs to the cleared audio
+        self.audio.reset_input()  # what it held belongs to the cleared audio
         self.unit.clear_input()
         self.emit({"type": "input_audio_buffer.cleared"})
 
@@ -309,64 +291,6 @@ class RealtimeService:
         self.response_options = options
         self.emit(response.created())
         self._submit_when_ready()
-
-    # ------------------------------------------------------------ speculation
-
-    def _adopt(self, response: ResponseState, speculation: Speculation) -> None:
-        """The turn said what the speculation heard: its (held) output is this response's."""
-        response.submitted = True
-        response.input_call_ids = speculation.input_call_ids
-        for item in speculation.held:
-            self.dispatch_pipeline_item(item)
-
-    def _speculate(self, item: SpeculativeTranscript) -> None:
-        if not item.transcript.strip():
-            return
-        response = self.response
-        if response is not None:
-            # The turn ended before its speculative transcript came: its response is open and
-            # waits for the final one, which will say the same. Start on these words now.
-            if not response.submitted and response.turn_item_id == item.item_id and response.speculation is None:
-                response.speculation = self._launch(item, response.id, response.generation)
-            return
-        td = self.config.turn_detection
-        if self.pending_transcriptions or td is None or not td.create_response:
-            return
-        self._drop_speculation()
-        self.speculation = self._launch(item, ids.response_id(), self.unit.cancel_scope.generation)
-
-    def _launch(self, item: SpeculativeTranscript, response_id: str, generation: int) -> Speculation:
-        history = (*self.conversation.history(self.settings.chat_size), ChatMessage("user", item.transcript))
-        request = self._request(response_id, generation, {}, history)
-        self.unit.submit(request)
-        return Speculation(item.item_id, item.transcript, response_id, generation, request.input_call_ids)
-
-    def _speech_resumed(self, item: SpeechResumed) -> None:
-        if self.speculation is not None and self.speculation.item_id == item.item_id:
-            self._drop_speculation()
-
-    def _drop_speculation(self) -> None:
-        """The user went on (or said something else): the speculative output is stale."""
-        speculation, self.speculation = self.speculation, None
-        self._discard(speculation)
-
-    def _discard(self, speculation: Speculation | None) -> None:
-        if speculation is not None and not self.unit.cancel_scope.is_stale(speculation.generation):
-            self.unit.cancel_scope.cancel()
-
-    def _pending_speculation(self) -> Speculation | None:
-        response = self.response
-        if response is not None and not response.submitted:
-            return response.speculation
-        return self.speculation
-
-    def _hold(self, item: Any) -> bool:
-        """Keep a speculative response's output off the wire until its turn is confirmed."""
-        speculation = self._pending_speculation()
-        if speculation is None or getattr(item, "response_id", None) != speculation.response_id:
-            return False
-        speculation.held.append(item)
-        return True
 
     def _submit_when_ready(self) -> None:
         """Send the request once every committed user turn has its transcript."""
@@ -558,27 +482,13 @@ class RealtimeService:
             if self._play_audio is not None:
                 self._play_audio(item.samples)
             return
-        self.emit(response.audio_delta(message, self._encode_output(item.samples)))
-
-    def _encode_output(self, samples: np.ndarray) -> str:
-        fmt = self.state.output_format
-        fmt_type, rate = fmt.get("type", "audio/pcm"), format_rate(fmt)
-        if rate != 24000:
-            if self._output_key != (fmt_type, rate):
-                self._output_resampler, self._output_key = StreamResampler(24000, rate), (fmt_type, rate)
-            assert self._output_resampler is not None
-            samples = to_int16(self._output_resampler.process(samples))
-        return codecs.encode(samples, fmt_type)
+        self.emit(response.audio_delta(message, self.audio.encode_output(item.samples)))
 
     def _end_output_audio(self, response: ResponseState, status: str) -> None:
-        """Flush the output resampler: its held-back tail ends this response (dropped if cancelled), not the next."""
-        resampler, self._output_resampler, self._output_key = self._output_resampler, None, None
-        if resampler is None or response.message is None or status == "cancelled":
-            return
-        tail = to_int16(resampler.flush())
-        if len(tail):
-            fmt_type = self.state.output_format.get("type", "audio/pcm")
-            self.emit(response.audio_delta(response.message, codecs.encode(tail, fmt_type)))
+        """The resampler's held-back tail ends this response (dropped if cancelled), never the next."""
+        tail = self.audio.end_output(keep_tail=status != "cancelled" and response.message is not None)
+        if tail is not None and response.message is not None:
+            self.emit(response.audio_delta(response.message, tail))
 
     def _tool_call(self, item: AssistantToolCallPart) -> None:
         response = self._current(item)
