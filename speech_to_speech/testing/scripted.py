@@ -39,6 +39,19 @@ from speech_to_speech.stt.base import STTHandler
 from speech_to_speech.tts.base import OUTPUT_RATE, TTSHandler
 from speech_to_speech.vad.base import VADHandler
 
+# Fast, deterministic wire tests: every stage scripted; a 0.6 s tone ends as a turn after 0.3 s of
+# silence, and 10 ms of tone per reply character keeps replies short.
+FAST_SCRIPTED: dict[str, Any] = {
+    "vad": "scripted",
+    "stt": "scripted",
+    "llm": "scripted",
+    "tts": "scripted",
+    "min_silence_ms": 300,
+    "speech_pad_ms": 100,
+    "scripted_tts_ms_per_char": 10.0,
+    "release_timeout_s": 3.0,
+}
+
 # The scripted VAD maps RMS to a probability: RMS of ENERGY_FULL_SCALE or more is 1.0.
 ENERGY_FULL_SCALE = 0.05
 

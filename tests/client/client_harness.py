@@ -17,18 +17,9 @@ from speech_to_speech.client.files import WavRecorder
 from speech_to_speech.client.playback import Playback
 from speech_to_speech.client.session import ClientSession
 from speech_to_speech.testing.realtime_client import silence, tone
+from speech_to_speech.testing.scripted import FAST_SCRIPTED
 
-# A 0.6 s tone is a turn to the scripted VAD; 10 ms of tone per reply character keeps replies short.
-SCRIPTED: dict[str, Any] = {
-    "vad": "scripted",
-    "stt": "scripted",
-    "llm": "scripted",
-    "tts": "scripted",
-    "min_silence_ms": 300,
-    "speech_pad_ms": 100,
-    "scripted_tts_ms_per_char": 10.0,
-    "release_timeout_s": 3.0,
-}
+SCRIPTED = FAST_SCRIPTED
 MS_PER_CHAR = SCRIPTED["scripted_tts_ms_per_char"]
 
 Event = dict[str, Any]

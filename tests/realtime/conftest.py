@@ -13,20 +13,10 @@ import pytest
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
-from speech_to_speech.testing.scripted import ScriptedLLM
+from speech_to_speech.testing.scripted import FAST_SCRIPTED, ScriptedLLM
 from speech_to_speech.testing.server import RunningServer, running_server
 
-# Small, fast defaults: a 0.6 s tone ends as a turn after 0.3 s of silence.
-SCRIPTED: dict[str, Any] = {
-    "vad": "scripted",
-    "stt": "scripted",
-    "llm": "scripted",
-    "tts": "scripted",
-    "min_silence_ms": 300,
-    "speech_pad_ms": 100,
-    "scripted_tts_ms_per_char": 10.0,
-    "release_timeout_s": 3.0,
-}
+SCRIPTED = FAST_SCRIPTED
 
 ServerFactory = Callable[..., RunningServer]
 ClientFactory = Callable[..., AbstractAsyncContextManager[RealtimeTestClient]]
