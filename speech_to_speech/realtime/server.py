@@ -21,11 +21,15 @@ def build_app(settings: ServerSettings) -> tuple[FastAPI, PipelinePool]:
     factory = PipelineFactory(settings)
     pool = PipelinePool(settings.num_pipelines, factory.build_unit, settings.release_timeout_s)
     first = pool.units()[0]
-    languages = LanguageService.from_handlers(
-        settings,
-        first.handlers["stt"].language_capabilities,  # type: ignore[attr-defined]
-        first.handlers["tts"].language_capabilities,  # type: ignore[attr-defined]
-    )
+    try:
+        languages = LanguageService.from_handlers(
+            settings,
+            first.handlers["stt"].language_capabilities,  # type: ignore[attr-defined]
+            first.handlers["tts"].language_capabilities,  # type: ignore[attr-defined]
+        )
+    except ValueError:
+        pool.close()  # a deployment declaration contradicts the models: stop the units again
+        raise
     return create_app(pool, settings, languages), pool
 
 

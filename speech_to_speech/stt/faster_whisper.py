@@ -16,6 +16,7 @@ import numpy as np
 
 from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.stt.base import SAMPLE_RATE, STTHandler
 
@@ -77,6 +78,14 @@ def _transcribe(
 
 @registry.register("stt", "faster-whisper", load_faster_whisper)
 class FasterWhisperSTT(STTHandler):
+    @property
+    def language_capabilities(self) -> SpeechLanguageCapabilities:
+        if not _multilingual(self.model):
+            # An English-only checkpoint: one fixed language, no control to choose another.
+            return SpeechLanguageCapabilities(languages=("en",), supports_language_selection=False)
+        # A multilingual architecture may still hold an English-only fine-tune: coverage unknown.
+        return SpeechLanguageCapabilities(languages=None, supports_language_selection=True, supports_auto=True)
+
     def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
         if not len(samples):
             return "", language

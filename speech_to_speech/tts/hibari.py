@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.tts.base import TTSHandler
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,11 @@ def load_hibari(settings: ServerSettings) -> HibariVoices:
 class HibariTTS(TTSHandler):
     model: HibariVoices
     sample_rate = SAMPLE_RATE
+
+    @property
+    def language_capabilities(self) -> SpeechLanguageCapabilities:
+        # English voices only (American and British lexicons); nothing to select.
+        return SpeechLanguageCapabilities(languages=("en",), supports_language_selection=False)
 
     def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
         tts = self.model.get(voice)

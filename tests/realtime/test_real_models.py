@@ -76,3 +76,20 @@ async def test_transcript_deltas_of_the_real_llm_add_up_to_the_done_transcript(s
     assert done and deltas == done  # spaces and punctuation included, across sentence breaks
     item = events[-1]["response"]["output"][0]
     assert item["content"][0]["transcript"] == done
+
+
+def test_capabilities_of_the_default_models_are_english_only(server: RunningServer) -> None:
+    import httpx
+
+    pipeline = httpx.get(f"{server.http_url}/v1/realtime/capabilities", timeout=10).json()["pipelines"][0]
+    english = [{"code": "en", "name": "english"}]
+    assert pipeline["stt"] == {"languages": english, "supports_language_selection": False, "supports_auto": None}
+    assert pipeline["tts"]["languages"] == english
+    assert pipeline["conversation"]["selectable_languages"] == english
+
+
+def test_a_declaration_that_contradicts_the_models_is_a_startup_error() -> None:
+    from speech_to_speech.realtime.server import build_app
+
+    with pytest.raises(ValueError, match="stt_supported_languages"):
+        build_app(ServerSettings(stt_supported_languages=["fr"], log_level="warning"))
