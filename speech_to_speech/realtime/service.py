@@ -55,6 +55,7 @@ from speech_to_speech.realtime.tool_results import (
     encode_call_ids,
     followup_call_ids,
 )
+from speech_to_speech.realtime.transport import MediaTrack
 from speech_to_speech.realtime.wire_audio import WireAudio
 
 log = logging.getLogger(__name__)
@@ -80,16 +81,15 @@ class RealtimeService(SpeculativeResponses):
         settings: ServerSettings,
         send: Callable[[Event], None],
         *,
-        audio_in_events: bool = True,
-        play_audio: Callable[[np.ndarray], None] | None = None,
+        media: MediaTrack | None = None,
         validate_language: Callable[[str | None, str | None], str | None] | None = None,
     ) -> None:
         self.unit = unit
         self.settings = settings
         self._send = send
         # WebSocket carries audio as events; WebRTC plays it on a media track instead.
-        self.audio_in_events = audio_in_events
-        self._play_audio = play_audio
+        self.media = media
+        self.audio_in_events = media is None
         self._validate_language = validate_language
         self.state = SessionState(
             model="speech-to-speech",
@@ -364,9 +364,8 @@ class RealtimeService(SpeculativeResponses):
         self._clear_playback()
 
     def _clear_playback(self) -> None:
-        clear = getattr(self, "clear_transport_audio", None)
-        if clear is not None:
-            clear()
+        if self.media is not None:
+            self.media.clear()
 
     def _previous_item_id(self) -> str | None:
         return self.conversation.last_id
@@ -478,9 +477,8 @@ class RealtimeService(SpeculativeResponses):
             self.conversation.add(message.item)
         self.emit_all(events)
         response.marks.setdefault("first_audio_sent", time.monotonic())
-        if not self.audio_in_events:
-            if self._play_audio is not None:
-                self._play_audio(item.samples)
+        if self.media is not None:
+            self.media.play(item.samples)
             return
         self.emit(response.audio_delta(message, self.audio.encode_output(item.samples)))
 
@@ -552,7 +550,3 @@ _DISPATCH: dict[type, Callable[[RealtimeService, Any], None]] = {
     SpeculativeTranscript: RealtimeService._speculate,
     SpeechResumed: RealtimeService._speech_resumed,
 }
-
-
-def dumps(event: Event) -> str:
-    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)

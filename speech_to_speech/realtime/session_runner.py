@@ -71,7 +71,7 @@ async def serve_session(
     loop = asyncio.get_running_loop()
     outgoing: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     service = RealtimeService(unit, settings, outgoing.put_nowait,
-                              audio_in_events=transport.audio_in_events,
+                              media=transport.media,
                               validate_language=validate_language)
     if metrics is not None:
         service.on_response_finished = metrics.response_finished

@@ -3,19 +3,34 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import WebSocket
 
-from speech_to_speech.realtime.service import dumps
+from speech_to_speech.pipeline.messages import Int16Audio
+
+
+def dumps(event: dict[str, Any]) -> str:
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+
+
+class MediaTrack(Protocol):
+    """Audio that leaves on a media track (WebRTC) instead of inside events."""
+
+    def play(self, samples: Int16Audio) -> None:
+        """Queue 24 kHz PCM16 for playback, paced by the track."""
+
+    def clear(self) -> None:
+        """Drop what is queued and not yet played (barge-in, cancel, output_audio_buffer.clear)."""
 
 
 class Transport(ABC):
     """Where a session's server events go. The send loop never knows which one it feeds."""
 
-    # WebSocket carries audio inside events; WebRTC plays it on a media track.
-    audio_in_events: bool = True
+    # None: audio travels inside events (WebSocket); else it is played on this track (WebRTC).
+    media: MediaTrack | None = None
 
     @abstractmethod
     async def send_event(self, event: dict[str, Any]) -> None: ...
