@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +29,12 @@ from speech_to_speech.realtime.errors import (
     TOOL_FOLLOWUP_ALREADY_ANSWERED,
     TOOL_FOLLOWUP_USER_INPUT_PENDING,
 )
-from speech_to_speech.realtime.tool_results import FOLLOWUP_CALL_IDS_KEY, INPUT_CALL_IDS_KEY, encode_call_ids
+from speech_to_speech.realtime.tool_results import (
+    FOLLOWUP_CALL_IDS_KEY,
+    INPUT_CALL_IDS_KEY,
+    decode_call_ids,
+    encode_call_ids,
+)
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +159,7 @@ class ToolCoordinator:
             self._answered(self._inflight[1])
             self._inflight = self._ours = None
         if status == "completed" and response.get("output"):
-            self._answered(_call_ids(metadata.get(INPUT_CALL_IDS_KEY)))
+            self._answered(decode_call_ids(metadata.get(INPUT_CALL_IDS_KEY)))
         origin = self._origins.get(response_id)
         if origin is not None:
             origin.status = status
@@ -266,13 +270,3 @@ class ToolCoordinator:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-
-
-def _call_ids(raw: Any) -> list[str]:
-    if not isinstance(raw, str):
-        return []
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return []
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []

@@ -46,7 +46,11 @@ def encode_call_ids(call_ids: tuple[str, ...] | list[str]) -> str:
 
 def followup_call_ids(metadata: dict[str, Any] | None) -> list[str]:
     """The call ids an automatic follow-up create names, or [] for an ordinary create."""
-    raw = (metadata or {}).get(FOLLOWUP_CALL_IDS_KEY)
+    return decode_call_ids((metadata or {}).get(FOLLOWUP_CALL_IDS_KEY))
+
+
+def decode_call_ids(raw: Any) -> list[str]:
+    """A metadata value written by ``encode_call_ids`` (anything else reads as no ids)."""
     if not isinstance(raw, str):
         return []
     try:
