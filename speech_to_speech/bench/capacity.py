@@ -17,6 +17,7 @@ import logging
 import statistics
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from speech_to_speech.bench import audio
@@ -42,6 +43,10 @@ class CapacityConfig:
     stagger_s: float = 1.0
     budget_ms: float = 50.0
     timeout_s: float = 60.0
+    # "tone": speech only the scripted VAD hears; "questions": the spoken benchmark questions,
+    # for a server with real models (session i says question i modulo their number).
+    speech: str = "tone"
+    questions_dir: str | None = None
 
 
 def playback_end(deltas: list[tuple[float, float]]) -> float | None:
@@ -56,7 +61,7 @@ async def converse(target: Target, index: int, level: int, clock: Clock, config:
                    ) -> list[dict[str, Any]]:
     """One session's turns; a failure ends the session and is recorded, not raised."""
     await asyncio.sleep(config.stagger_s * index / level)
-    clip = audio.tone_speech(config.speech_s)
+    clip = _clip(config, index)
     samples: list[dict[str, Any]] = []
     try:
         async with session(target.ws_url, timeout=config.timeout_s) as client, \
@@ -79,6 +84,13 @@ async def converse(target: Target, index: int, level: int, clock: Clock, config:
         samples.append({"sessions": level, "session": index, "turn": len(samples),
                         "error": f"{type(error).__name__}: {error}"})
     return samples
+
+
+def _clip(config: CapacityConfig, index: int) -> audio.Speech:
+    if config.speech == "tone":
+        return audio.tone_speech(config.speech_s)
+    questions = audio.load_questions(Path(config.questions_dir) if config.questions_dir else None)
+    return questions[index % len(questions)]
 
 
 def add_added_latency(samples: list[dict[str, Any]], baseline_ms: float) -> None:

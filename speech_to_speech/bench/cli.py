@@ -94,6 +94,9 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     capacity.add_argument("--turns", type=int, default=3, help="Turns per session (default 3).")
     capacity.add_argument("--budget-ms", type=float, default=50.0, help="p95 added-latency budget (default 50).")
     capacity.add_argument("--stagger-s", type=float, default=1.0, help="Session starts spread over (default 1 s).")
+    capacity.add_argument("--speech", choices=("tone", "questions"), default="tone",
+                          help="What each session says: a tone (scripted VAD) or the spoken questions (real models).")
+    capacity.add_argument("--questions-dir", default=None, help="With --speech questions: the WAVs.")
     for name, spec in BENCHES.items():
         parsers[name].set_defaults(settings_base=spec.defaults)
     report = kinds.add_parser("report", help="The plot and the README table from the JSON files.")
@@ -126,7 +129,8 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
     from speech_to_speech.bench.capacity import CapacityConfig
 
     return CapacityConfig(sessions=args.sessions, turns=args.turns, budget_ms=args.budget_ms,
-                          stagger_s=args.stagger_s, **timeout)
+                          stagger_s=args.stagger_s, speech=args.speech,
+                          questions_dir=str(args.questions_dir) if args.questions_dir else None, **timeout)
 
 
 def _runner(name: str) -> Runner:
