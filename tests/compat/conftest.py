@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from compat_servers import scripted
 
-from speech_to_speech.config import ServerSettings
 from speech_to_speech.testing.scripted import tone
-from speech_to_speech.testing.server import RunningServer, running_server
+from speech_to_speech.testing.server import RunningServer
 
 
 @dataclass(frozen=True)
@@ -60,17 +60,7 @@ def conversation() -> Conversation:
 
 @pytest.fixture
 def scripted_server(conversation: Conversation) -> Iterator[RunningServer]:
-    """A fresh server (so the scripts start from their first entry) with scripted backends."""
-    settings = ServerSettings(
-        vad="scripted",
-        stt="scripted",
-        llm="scripted",
-        tts="scripted",
-        scripted_transcripts=conversation.transcripts,
-        scripted_replies=conversation.replies,
-        scripted_token_delay_ms=conversation.token_delay_ms,
-    )
-    with running_server(settings) as server:
+    with scripted(conversation.transcripts, conversation.replies, conversation.token_delay_ms) as server:
         yield server
 
 

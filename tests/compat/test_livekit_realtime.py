@@ -16,6 +16,7 @@ import logging
 from typing import Any
 
 import pytest
+from compat_servers import STORY, serving_story
 
 livekit_openai = pytest.importorskip(
     "livekit.plugins.openai", reason="livekit-plugins-openai is not installed"
@@ -23,9 +24,6 @@ livekit_openai = pytest.importorskip(
 
 from livekit import rtc  # noqa: E402
 from livekit.agents import llm  # noqa: E402
-
-from speech_to_speech.config import ServerSettings  # noqa: E402
-from speech_to_speech.testing.server import running_server  # noqa: E402
 
 STEP_TIMEOUT = 20.0
 RATE = 24000
@@ -231,23 +229,9 @@ async def test_livekit_realtime_model_manual_turns(scripted_server, conversation
             await asyncio.wait_for(model.aclose(), 10)
 
 
-STORY = " ".join(
-    f"Chapter {n}: the little robot walked along the shore, counting the waves." for n in range(1, 5)
-)
-
-
 @pytest.fixture
 def story_server() -> Any:
-    settings = ServerSettings(
-        vad="scripted",
-        stt="scripted",
-        llm="scripted",
-        tts="scripted",
-        scripted_transcripts=["Tell me a story.", "Stop, please."],
-        scripted_replies=[STORY, "Okay, I will stop."],
-        scripted_token_delay_ms=30.0,  # the story stays in progress for about two seconds
-    )
-    with running_server(settings) as server:
+    with serving_story(STORY, "Okay, I will stop.") as server:
         yield server
 
 

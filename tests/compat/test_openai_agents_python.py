@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from agents import function_tool
 from agents.realtime import RealtimeAgent, RealtimeRunner, RealtimeSession
+from compat_servers import serving_story
 
-from speech_to_speech.config import ServerSettings
-from speech_to_speech.testing.server import RunningServer, running_server
+from speech_to_speech.testing.server import RunningServer
 
 STEP_TIMEOUT = 20.0
 INSTRUCTIONS = "You are a helpful voice assistant. Answer briefly."
@@ -167,16 +167,7 @@ async def test_openai_agents_python_spoken_turns_and_tool_call(
 
 @pytest.fixture
 def story_server() -> Any:
-    settings = ServerSettings(
-        vad="scripted",
-        stt="scripted",
-        llm="scripted",
-        tts="scripted",
-        scripted_transcripts=["Tell me a story.", "Stop, please."],
-        scripted_replies=[STORY, "Okay, I will stop.", "You typed hello."],
-        scripted_token_delay_ms=30.0,  # the story stays in progress for about two seconds
-    )
-    with running_server(settings) as server:
+    with serving_story(STORY, "Okay, I will stop.", "You typed hello.") as server:
         yield server
 
 

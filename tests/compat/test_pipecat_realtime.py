@@ -15,6 +15,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from compat_servers import STORY, serving_story
 
 pytest.importorskip("pipecat.services.openai.realtime.llm", reason="pipecat-ai[openai] is not installed")
 
@@ -41,9 +42,6 @@ from pipecat.services.llm_service import FunctionCallParams
 from pipecat.services.openai.realtime import events
 from pipecat.services.openai.realtime.llm import OpenAIRealtimeLLMService
 from pipecat.workers.runner import WorkerRunner
-
-from speech_to_speech.config import ServerSettings
-from speech_to_speech.testing.server import running_server
 
 STEP_TIMEOUT = 20.0
 RATE = 24000
@@ -229,25 +227,11 @@ async def test_pipecat_openai_realtime_locally_driven_turns(
         run.cancel()
 
 
-STORY = " ".join(
-    f"Chapter {n}: the little robot walked along the shore, counting the waves." for n in range(1, 5)
-)
-
-
 @pytest.fixture
 def story_server() -> Any:
-    settings = ServerSettings(
-        vad="scripted",
-        stt="scripted",
-        llm="scripted",
-        tts="scripted",
-        scripted_transcripts=["Tell me a story.", "Stop, please."],
-        # After the barge-in pipecat re-sends its context and asks for a response itself, while the
-        # user still speaks; the user's own turn then gets its automatic response: both say this.
-        scripted_replies=[STORY, "Okay, I will stop.", "Okay, I will stop."],
-        scripted_token_delay_ms=30.0,  # the story stays in progress for about two seconds
-    )
-    with running_server(settings) as server:
+    # After the barge-in pipecat re-sends its context and asks for a response itself, while the
+    # user still speaks; the user's own turn then gets its automatic response: both say this.
+    with serving_story(STORY, "Okay, I will stop.", "Okay, I will stop.") as server:
         yield server
 
 
