@@ -42,28 +42,31 @@ def add_client_flags(parser: argparse.ArgumentParser, *, exclude: tuple[str, ...
 
 def run_talk(args: argparse.Namespace) -> int:
     """`speech-to-speech talk`: connect to --url with the microphone and speaker (or WAV files)."""
+    name = "speech-to-speech talk"
     if args.list_devices:
-        return list_devices_command("speech-to-speech talk")
-    try:
-        config = client_config(args, args.client_fields)
-    except (OSError, ValueError) as error:
-        print(f"speech-to-speech talk: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    return run_client("speech-to-speech talk", config)
+        return list_devices_command(name)
+    config = _config_or_report(name, args)
+    return EXIT_USAGE if config is None else run_client(name, config)
 
 
 def run_local(settings: ServerSettings, args: argparse.Namespace) -> int:
     """`speech-to-speech local`: the server and this client in one process over loopback."""
     from speech_to_speech.client.local import run_local_session
 
+    name = "speech-to-speech local"
     if args.list_devices:
-        return list_devices_command("speech-to-speech local")
+        return list_devices_command(name)
+    config = _config_or_report(name, args)
+    return EXIT_USAGE if config is None else run_local_session(name, settings, config)
+
+
+def _config_or_report(name: str, args: argparse.Namespace) -> RealtimeAudioClientConfig | None:
+    """The client config of the flags, or None after a one-line error."""
     try:
-        config = client_config(args, args.client_fields)
+        return client_config(args, args.client_fields)
     except (OSError, ValueError) as error:
-        print(f"speech-to-speech local: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    return run_local_session("speech-to-speech local", settings, config)
+        print(f"{name}: {error}", file=sys.stderr)
+        return None
 
 
 def client_config(args: argparse.Namespace, fields: list[str], **overrides: Any) -> RealtimeAudioClientConfig:
