@@ -8,7 +8,7 @@ once they are on a queue.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -272,11 +272,3 @@ class TranscriptText:
     response_id: str
     generation: int
     text: str
-
-
-@dataclass(frozen=True)
-class Timings:
-    """Per-response stage timestamps (time.monotonic())."""
-
-    response_id: str
-    marks: dict[str, float] = field(default_factory=dict)

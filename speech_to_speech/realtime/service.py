@@ -111,7 +111,6 @@ class RealtimeService(SpeculativeResponses):
         self.user_speaking = False
         self.tool_results = ToolResultLedger()
         self.uncommitted_samples = 0
-        self.closed = False
 
     # ------------------------------------------------------------ output
 

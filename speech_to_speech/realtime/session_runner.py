@@ -90,7 +90,6 @@ async def serve_session(
             if task is not receiver and not task.cancelled() and task.exception() is not None:
                 log.info("session on unit %d ended: %r", unit.index, task.exception())
     finally:
-        service.closed = True
         for task in (receiver, *tasks):
             task.cancel()
         for task in (receiver, *tasks):
