@@ -1,9 +1,10 @@
-"""``speech-to-speech bench latency|bargein|overhead|capacity|report``: flags, then run and write.
+"""``speech-to-speech bench latency|bargein|overhead|capacity|startup|report``: flags, then run and write.
 
-The four benchmarks take ``--url`` (a running server) or start one in this
-process from the ``serve`` flags, over per-benchmark defaults: overhead and
+The four conversation benchmarks take ``--url`` (a running server) or start
+one from the ``serve`` flags, over per-benchmark defaults: overhead and
 capacity default to the scripted backends, latency and bargein to the real
-default models.
+default models. ``startup`` starts its own servers (the real default models
+unless the flags say otherwise), one per measurement.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import sys
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,23 +52,32 @@ BENCHES = {
 }
 
 
-def _sessions(text: str) -> tuple[int, ...]:
+def _counts(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(v) for v in text.replace(",", " ").split())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected numbers like 1,2,4: {text!r}") from None
     if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive session counts: {text!r}")
+        raise argparse.ArgumentTypeError(f"expected positive counts: {text!r}")
     return values
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number: {text!r}")
+    return value
+
+
 def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.ArgumentParser) -> None:
-    bench = commands.add_parser("bench", help="Benchmarks: latency, bargein, overhead, capacity; and their report.")
+    bench = commands.add_parser("bench", help="Benchmarks: latency, bargein, overhead, capacity, startup; "
+                                              "and their report.")
     kinds = bench.add_subparsers(dest="bench", required=True)
-    common = argparse.ArgumentParser(add_help=False)
+    output = argparse.ArgumentParser(add_help=False)
+    output.add_argument("--output", type=Path, help="The JSON file (default: docs/benchmarks/<benchmark>.json).")
+    output.add_argument("--timeout", type=float, default=None, help="Seconds to wait for any one answer.")
+    common = argparse.ArgumentParser(add_help=False, parents=[output])
     common.add_argument("--url", help="A running server (ws://host:port/v1/realtime); default: start one here.")
-    common.add_argument("--output", type=Path, help="The JSON file (default: docs/benchmarks/<benchmark>.json).")
-    common.add_argument("--timeout", type=float, default=None, help="Seconds to wait for any one answer.")
     common.add_argument("--server", choices=("subprocess", "in-process"), default="subprocess",
                         help="How to run the server without --url (default: a child process, so the clients "
                              "here do not share its GIL).")
@@ -89,7 +100,7 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
                                     help="Session instructions (default: ask for long answers; '' keeps the server's).")
     parsers["overhead"].add_argument("--turns", type=int, default=30, help="Turns to time (default 30).")
     capacity = parsers["capacity"]
-    capacity.add_argument("--sessions", type=_sessions, default=(1, 2, 4, 8, 16, 32, 48),
+    capacity.add_argument("--sessions", type=_counts, default=(1, 2, 4, 8, 16, 32, 48),
                           help="Concurrent session counts (default 1,2,4,8,16,32,48).")
     capacity.add_argument("--turns", type=int, default=3, help="Turns per session (default 3).")
     capacity.add_argument("--budget-ms", type=float, default=50.0, help="p95 added-latency budget (default 50).")
@@ -99,6 +110,17 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     capacity.add_argument("--questions-dir", default=None, help="With --speech questions: the WAVs.")
     for name, spec in BENCHES.items():
         parsers[name].set_defaults(settings_base=spec.defaults)
+    startup = kinds.add_parser("startup", parents=[settings, output],
+                               help="Time to ready and memory (at ready, idle after a turn) of `serve` with N "
+                                    "pipeline units (real models by default).")
+    startup.add_argument("--units", type=_counts, default=(1, 2, 4),
+                         help="Pipeline unit counts (--num_pipelines) to start the server with (default 1,2,4).")
+    startup.add_argument("--repeat", type=_positive, default=3, help="Server starts per unit count (default 3).")
+    startup.add_argument("--settle-s", type=float, default=2.0,
+                         help="Wait after ready, and after the turns, before reading memory (default 2 s).")
+    startup.add_argument("--questions-dir", type=Path, default=None,
+                         help="The spoken questions (default ../shared/audio/questions; synthesised if missing).")
+    startup.set_defaults(settings_base=QUIET)
     report = kinds.add_parser("report", help="The plot and the README table from the JSON files.")
     report.add_argument("--input-dir", type=Path, default=Path("docs/benchmarks"), help="Where the JSON files are.")
     report.add_argument("--plot", type=Path, default=None, help="The PNG (default: <input-dir>/benchmarks.png).")
@@ -112,6 +134,10 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
     given = {key: value for key, value in vars(args).items() if value is not None}
     timeout = {"timeout_s": given["timeout"]} if "timeout" in given else {}
     asked = {k: given[k] for k in ("repeat", "questions_dir", "questions") if k in given}
+    if name == "startup":
+        from speech_to_speech.bench.startup import StartupConfig
+
+        return StartupConfig(units=args.units, settle_s=args.settle_s, **asked, **timeout)
     if name == "latency":
         from speech_to_speech.bench.latency import LatencyConfig
 
@@ -164,10 +190,21 @@ def run_bench(settings: ServerSettings, args: argparse.Namespace) -> int:
     from speech_to_speech.bench.target import target
 
     config = _config(name, args, settings)
-    with target(args.url, server_settings(name, args, settings), args.server) as server:
-        summary, samples, recorded = asyncio.run(_runner(name)(server, config))
-        output = args.output or results.default_output(name)
-        result = results.write(output, name, target=server, config=recorded, summary=summary, samples=samples)
+    output = args.output or results.default_output(name)
+    if name == "startup":
+        from speech_to_speech.bench import startup
+
+        try:
+            summary, samples, recorded, env = startup.run(settings, config)
+        except (RuntimeError, ValueError) as error:
+            print(f"bench startup: {error}", file=sys.stderr)
+            return 1
+        result = results.write(output, name, target=None, env=env, config=recorded, summary=summary,
+                               samples=samples)
+    else:
+        with target(args.url, server_settings(name, args, settings), args.server) as server:
+            summary, samples, recorded = asyncio.run(_runner(name)(server, config))
+            result = results.write(output, name, target=server, config=recorded, summary=summary, samples=samples)
     print_summary(result)
     logging.getLogger(__name__).info("wrote %s", output)
     print(f"wrote {output}")

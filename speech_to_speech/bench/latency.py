@@ -40,10 +40,15 @@ class LatencyConfig:
 
 async def ask_once(target: Target, clip: audio.Speech, clock: Clock, config: LatencyConfig) -> dict[str, Any]:
     await target.wait_idle()
-    async with session(target.ws_url, timeout=config.timeout_s) as client, \
-            PacedMic(client, clip.rate, config.chunk_ms) as mic:
+    return await ask_fresh(target.ws_url, clip, clock, chunk_ms=config.chunk_ms, timeout_s=config.timeout_s)
+
+
+async def ask_fresh(url: str, clip: audio.Speech, clock: Clock, *, chunk_ms: int = 100,
+                    timeout_s: float = 120.0) -> dict[str, Any]:
+    """Say ``clip`` in a new session at ``url``, wait for the answer's ``response.done``, close: its sample."""
+    async with session(url, timeout=timeout_s) as client, PacedMic(client, clip.rate, chunk_ms) as mic:
         await asyncio.sleep(LEAD_SILENCE_S)
-        said, turn = await ask(client, mic, clip, config.timeout_s)
+        said, turn = await ask(client, mic, clip, timeout_s)
     sample: dict[str, Any] = {"question": clip.name, "speech_ms": round(clip.voiced_ms, 1)}
     if said.last_voiced_sent is None:
         return {**sample, "status": turn.status, "error": "the response began before the question ended"}

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-ORDER = ("latency", "bargein", "overhead", "capacity")
+ORDER = ("latency", "bargein", "overhead", "capacity", "startup")
+TABLED = ("capacity", "startup")  # their own tables, not figure rows
 PLOT_NAME = "benchmarks.png"
 # Labels of the figures a reader looks for; others show under their key.
 LABELS = {
@@ -78,6 +79,26 @@ def capacity_rows(summary: dict[str, Any]) -> list[str]:
     return rows
 
 
+STARTUP_HEADER = ("| units | ready p50 (ms) | ready p95 (ms) | RSS at ready p50 (MB) | idle RSS p50 (MB) "
+                  "| idle RSS p95 (MB) | errors |")
+
+
+def startup_rows(summary: dict[str, Any]) -> list[str]:
+    rows = []
+    for units, stats in sorted(summary["units"].items(), key=lambda item: int(item[0])):
+        ready, idle = stats["ready_ms"], stats["rss_idle_mb"]
+        rows.append(f"| {units} | {_ms(ready['p50'])} | {_ms(ready['p95'])} | {_ms(stats['rss_ready_mb']['p50'])} | "
+                    f"{_ms(idle['p50'])} | {_ms(idle['p95'])} | {stats['errors']} |")
+    return rows
+
+
+def startup_line(summary: dict[str, Any]) -> str:
+    extra = summary.get("extra_unit_mb")
+    cost = f"each extra pipeline unit adds **{_ms(extra)} MB**" if extra is not None else "one unit count only"
+    return (f"Startup of `serve` (spawn → `GET /health` 200) and its process tree's RSS, idle after one answered"
+            f" turn per unit: {cost}.")
+
+
 def machine_line(results: dict[str, dict[str, Any]]) -> str:
     env = next(iter(results.values()))["environment"]
     packages = env.get("packages") or {}
@@ -92,7 +113,7 @@ def markdown(results: dict[str, dict[str, Any]], image: str | None = None) -> st
     if not results:
         return "No benchmark results yet: run `speech-to-speech bench …` first.\n"
     lines = [machine_line(results), ""]
-    spoken = [name for name in results if name != "capacity"]
+    spoken = [name for name in results if name not in TABLED]
     if spoken:
         lines += ["| benchmark | figure | p50 (ms) | p95 (ms) | n |", "|---|---|---:|---:|---:|"]
         for name in spoken:
@@ -110,6 +131,10 @@ def markdown(results: dict[str, dict[str, Any]], image: str | None = None) -> st
                   f" (baseline: median {_ms(summary['baseline_ms'])} ms at the smallest N).", "",
                   "| sessions | latency p50 | latency p95 | added p50 | added p95 | underrun p95 (ms) | errors |",
                   "|---:|---:|---:|---:|---:|---:|---:|", *capacity_rows(summary), ""]
+    if "startup" in results:
+        summary = results["startup"]["summary"]
+        lines += [startup_line(summary), "", STARTUP_HEADER, "|---:|---:|---:|---:|---:|---:|---:|",
+                  *startup_rows(summary), ""]
     if image:
         lines += [f"![benchmark plot]({image})", ""]
     lines += ["Produced by:", "", "```sh", *(results[name]["command"] for name in results),
@@ -218,6 +243,11 @@ def run_report(folder: Path, plot_path: Path | None, readme: Path | None) -> int
 
 def print_summary(result: dict[str, Any]) -> None:
     """A benchmark's figures on the terminal, as the README's rows."""
+    if result["benchmark"] == "startup":
+        print(STARTUP_HEADER)
+        print("\n".join(startup_rows(result["summary"])))
+        print(startup_line(result["summary"]).replace("**", ""))
+        return
     if result["benchmark"] == "capacity":
         summary = result["summary"]
         print("| sessions | latency p50 | latency p95 | added p50 | added p95 | underrun p95 | errors |")

@@ -91,16 +91,25 @@ def environment(target: Target) -> dict[str, Any]:
     }
 
 
-def write(path: Path, benchmark: str, *, target: Target, config: dict[str, Any], summary: dict[str, Any],
-          samples: list[dict[str, Any]], argv: list[str] | None = None) -> dict[str, Any]:
-    """Write the result file (parents created) and return its content."""
+def write(path: Path, benchmark: str, *, target: Target | None, config: dict[str, Any], summary: dict[str, Any],
+          samples: list[dict[str, Any]], argv: list[str] | None = None,
+          env: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write the result file (parents created) and return its content.
+
+    The environment is read from ``target`` (a server that is up), unless
+    ``env`` was read earlier (a benchmark whose servers are gone by now).
+    """
+    if env is None:
+        if target is None:
+            raise ValueError("a result needs its environment: a target or env")
+        env = environment(target)
     result = {
         "benchmark": benchmark,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "command": shlex.join(["speech-to-speech", *(sys.argv[1:] if argv is None else argv)]),
         "summary": summary,
         "config": config,
-        "environment": environment(target),
+        "environment": env,
         "samples": samples,
     }
     path.parent.mkdir(parents=True, exist_ok=True)

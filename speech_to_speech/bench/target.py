@@ -76,29 +76,54 @@ def target(url: str | None, settings: ServerSettings, mode: ServerMode = "subpro
     if url:
         yield Target(url, http_url_of(url), None)
         return
-    # Imported here: a bench against --url needs no models or app.
-    from speech_to_speech.testing.server import free_port, running_server
-
     if mode == "in-process":
+        # Imported here: a bench against --url needs no models or app.
+        from speech_to_speech.testing.server import running_server
+
         with running_server(settings) as server:
             yield Target(server.ws_url, server.http_url, settings.model_copy(update={"port": server.port}), mode)
         return
-    settings = settings.model_copy(update={"host": "127.0.0.1", "port": free_port()})
-    with child_server(settings):
-        http_url = f"http://{settings.host}:{settings.port}"
-        yield Target(f"ws://{settings.host}:{settings.port}/v1/realtime", http_url, settings, mode)
+    with started(settings) as (server, _):
+        yield server
+
+
+@dataclass(frozen=True)
+class Child:
+    """A ``serve`` child process, and when (monotonic seconds) it was spawned and answered /health."""
+
+    process: subprocess.Popen[bytes]
+    spawned: float
+    ready: float
+
+
+def serve_command() -> list[str]:
+    """``speech-to-speech serve``: the console script beside this Python (what a user runs), else ``-m``."""
+    script = Path(sys.executable).with_name("speech-to-speech")
+    return [str(script), "serve"] if script.exists() else [sys.executable, "-m", "speech_to_speech", "serve"]
 
 
 @contextlib.contextmanager
-def child_server(settings: ServerSettings) -> Iterator[None]:
+def started(settings: ServerSettings) -> Iterator[tuple[Target, Child]]:
+    """A child server for ``settings`` on a free loopback port: its target and its process."""
+    from speech_to_speech.testing.server import free_port
+
+    settings = settings.model_copy(update={"host": "127.0.0.1", "port": free_port()})
+    with child_server(settings) as child:
+        address = f"{settings.host}:{settings.port}"
+        yield Target(f"ws://{address}/v1/realtime", f"http://{address}", settings, "subprocess"), child
+
+
+@contextlib.contextmanager
+def child_server(settings: ServerSettings) -> Iterator[Child]:
     """``speech-to-speech serve`` for ``settings`` (passed as a YAML file), until it answers /health."""
     with tempfile.TemporaryDirectory(prefix="s2s-bench-") as folder:
         config = Path(folder) / "server.yaml"
         config.write_text(yaml.safe_dump({"server": settings.model_dump(exclude_defaults=True)}))
-        child = subprocess.Popen([sys.executable, "-m", "speech_to_speech", "serve", "--config", str(config)])
+        spawned = time.monotonic()
+        child = subprocess.Popen([*serve_command(), "--config", str(config)])
         try:
-            _wait_healthy(child, f"http://{settings.host}:{settings.port}/health")
-            yield
+            ready = _wait_healthy(child, f"http://{settings.host}:{settings.port}/health")
+            yield Child(child, spawned, ready)
         finally:
             child.terminate()
             try:
@@ -108,14 +133,15 @@ def child_server(settings: ServerSettings) -> Iterator[None]:
                 child.wait()
 
 
-def _wait_healthy(child: subprocess.Popen[bytes], url: str) -> None:
+def _wait_healthy(child: subprocess.Popen[bytes], url: str) -> float:
+    """When (monotonic) ``url`` first answered 200; polled often, so startup times are not rounded up."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
         if child.poll() is not None:
             raise RuntimeError(f"the server exited with code {child.returncode} before it was ready")
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(url, timeout=2.0).status_code == 200:
-                return
+                return time.monotonic()
         if time.monotonic() > deadline:
             raise RuntimeError(f"the server was not ready within {START_TIMEOUT_S:.0f}s")
-        time.sleep(0.2)
+        time.sleep(0.05)

@@ -10,28 +10,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from speech_to_speech import cli
-from speech_to_speech.audio.wav import write_wav
 from speech_to_speech.bench import capacity, latency, overhead
 from speech_to_speech.bench.cli import server_settings
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.testing.realtime_client import tone
 
 # In-process servers start fastest; the capacity test keeps the default, a child process.
 IN_PROCESS = ["--server", "in-process"]
 SCRIPTED = ["--vad", "scripted", "--stt", "scripted", "--llm", "scripted", "--tts", "scripted",
             "--min_silence_ms", "300", "--scripted_tts_ms_per_char", "5"]
-
-
-@pytest.fixture
-def questions(tmp_path: Path) -> Path:
-    """One spoken question: a tone is speech to the scripted VAD."""
-    folder = tmp_path / "questions"
-    write_wav(folder / "q1.wav", np.concatenate([np.zeros(2400, np.float32), tone(0.6, 24000)]), 24000)
-    return folder
 
 
 def run(argv: list[str], output: Path) -> dict[str, Any]:
