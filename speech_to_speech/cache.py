@@ -6,8 +6,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 
 def cache_root() -> Path:
@@ -20,3 +26,28 @@ def cache_root() -> Path:
 
 def model_cache_dir(name: str) -> Path:
     return cache_root() / "models" / name
+
+
+def cached_conversion(name: str, marker: str, convert: Callable[[Path], None]) -> Path:
+    """The cache folder ``name``, made by ``convert(folder)`` the first time.
+
+    ``marker`` is a file that exists once the folder is complete. The conversion
+    writes into a staging folder that is renamed into place, so a crash never
+    leaves a half-written cache and two processes converting at once both end
+    with the same complete folder.
+    """
+    target = model_cache_dir(name)
+    if (target / marker).exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        convert(staging)
+        os.replace(staging, target)
+    except OSError:
+        if not (target / marker).exists():
+            raise
+        log.debug("another process wrote %s first", target)  # it won the rename
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
