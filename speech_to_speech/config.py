@@ -25,7 +25,7 @@ class ServerSettings(BaseModel):
     port: int = Field(8765, description="TCP port to listen on.")
     num_pipelines: int = Field(1, ge=1, description="Pipeline units = concurrent sessions.")
     log_level: str = Field("info", description="Logging level.")
-    device: Device = Field("cpu", description="Torch device for torch-based models.")
+    device: Device = Field("cpu", description="Device of the models that can use one (torch, CTranslate2).")
     release_timeout_s: float = Field(5.0, description="How long a released unit may take to drain.")
 
     # ------------------------------------------------------------ VAD
@@ -53,7 +53,7 @@ class ServerSettings(BaseModel):
     stt_auto_language_supported: bool | None = Field(None, description="Declared STT auto.")
 
     # ------------------------------------------------------------ LLM
-    llm: LLMBackendName = Field("transformers", description="LLM backend.")
+    llm: LLMBackendName = Field("ctranslate2", description="LLM backend.")
     llm_model: str | None = Field(
         None, description="Hub id, local path or GGUF file; default: packaged SmolLM2-135M."
     )
@@ -67,8 +67,9 @@ class ServerSettings(BaseModel):
     max_new_tokens: int = Field(128, ge=1, description="Token limit per response.")
     temperature: float = Field(0.0, ge=0.0, description="Sampling temperature (0 = greedy).")
     llm_threads: int | None = Field(
-        None, ge=1, description="Torch CPU threads for the transformers LLM; default: half the cores."
+        None, ge=1, description="CPU threads per local LLM generation; default: half the cores."
     )
+    llm_compute_type: str = Field("int8", description="CTranslate2 compute type of the ctranslate2 LLM.")
     responses_api_reasoning_effort: str | None = Field(None, description="Startup effort.")
     responses_api_disable_thinking: bool = Field(False, description="Send enable_thinking=false.")
 

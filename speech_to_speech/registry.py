@@ -36,6 +36,7 @@ _MODULES: dict[tuple[Kind, str], str] = {
     ("stt", "faster-whisper"): "speech_to_speech.stt.faster_whisper",
     ("stt", "openai"): "speech_to_speech.stt.openai_api",
     ("stt", "scripted"): "speech_to_speech.testing.scripted",
+    ("llm", "ctranslate2"): "speech_to_speech.llm.ctranslate2_lm",
     ("llm", "transformers"): "speech_to_speech.llm.transformers_lm",
     ("llm", "mlx-lm"): "speech_to_speech.llm.mlx_lm",
     ("llm", "chat-completions"): "speech_to_speech.llm.chat_completions",

