@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from speech_to_speech.memory import release_free_memory
 from speech_to_speech.pipeline.unit import PipelineUnit
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,8 @@ class PipelinePool:
                 self._state[unit.index] = "idle"
             else:
                 self._quarantine_locked(unit.index, "did not drain" if not drained else "dead stages")
+                return
+        release_free_memory()  # the session's buffers, freed by now, go back to the system
 
     def _quarantine_locked(self, index: int, why: str) -> None:
         log.warning("pipeline unit %d quarantined (%s); rebuilding", index, why)

@@ -8,6 +8,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.memory import release_free_memory, tune_allocator
 from speech_to_speech.pipeline.builder import PipelineFactory
 from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.realtime.languages import LanguageService
@@ -35,7 +36,9 @@ def build_app(settings: ServerSettings) -> tuple[FastAPI, PipelinePool]:
 
 def run(settings: ServerSettings) -> None:
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    tune_allocator()
     app, pool = build_app(settings)
+    release_free_memory()  # what loading and converting the models freed
     log.info("ready: ws://%s:%d/v1/realtime (%d pipeline(s))", settings.host, settings.port, pool.size)
     try:
         uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
