@@ -78,8 +78,11 @@ def _cache_name(source: str, compute_type: str) -> str:
 
 def converted_for_ct2(source: str, compute_type: str) -> Path:
     """The CTranslate2 model of a transformers folder or hub id, converted once into the cache."""
-    if is_ct2_model(Path(source).expanduser()):
-        return Path(source).expanduser()
+    folder = Path(source).expanduser()
+    if is_ct2_model(folder):
+        return folder
+    if (folder / "model.bin").exists():
+        raise RuntimeError(f"{folder} is a CTranslate2 model without its tokenizer.json beside model.bin")
 
     def convert(folder: Path) -> None:
         from ctranslate2.converters import TransformersConverter

@@ -102,3 +102,9 @@ def test_a_folder_without_tokenizer_json_is_refused(tmp_path: Path) -> None:
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"eos_token": "</s>"}))
     with pytest.raises(RuntimeError, match=r"no tokenizer\.json"):
         LocalTokenizer(tmp_path)
+
+
+def test_a_ct2_folder_without_its_tokenizer_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "model.bin").write_bytes(b"")
+    with pytest.raises(RuntimeError, match=r"without its tokenizer\.json"):
+        converted_for_ct2(str(tmp_path), "int8")
