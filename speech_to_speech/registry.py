@@ -38,6 +38,7 @@ _MODULES: dict[tuple[Kind, str], str] = {
     ("stt", "scripted"): "speech_to_speech.testing.scripted",
     ("llm", "ctranslate2"): "speech_to_speech.llm.ctranslate2_lm",
     ("llm", "transformers"): "speech_to_speech.llm.transformers_lm",
+    ("llm", "llama-cpp"): "speech_to_speech.llm.llama_cpp_lm",
     ("llm", "mlx-lm"): "speech_to_speech.llm.mlx_lm",
     ("llm", "chat-completions"): "speech_to_speech.llm.chat_completions",
     ("llm", "responses-api"): "speech_to_speech.llm.responses_api",

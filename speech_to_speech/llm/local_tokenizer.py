@@ -1,4 +1,4 @@
-"""A model folder's tokenizer and chat template, read without transformers.
+"""A model's chat template and a folder's tokenizer, read without transformers.
 
 ``tokenizer.json`` goes to the ``tokenizers`` library and the chat template
 (``chat_template.jinja`` or the ``chat_template`` key of
@@ -37,6 +37,31 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+class ChatTemplate:
+    """A Jinja2 chat template, rendered in a sandbox with the helpers transformers gives templates."""
+
+    def __init__(self, source: str, bos_token: str | None = None, eos_token: str | None = None) -> None:
+        from jinja2.ext import loopcontrols
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+        environment.filters["tojson"] = lambda value, indent=None: json.dumps(value, indent=indent,
+                                                                              ensure_ascii=False)
+        environment.globals["raise_exception"] = _raise_exception
+        environment.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+        self.chat_template = source
+        self._template = environment.from_string(source)
+        self._specials = {"bos_token": bos_token or "", "eos_token": eos_token or ""}
+
+    def apply_chat_template(
+        self, conversation: list[dict[str, str]], tokenize: bool = False, add_generation_prompt: bool = True
+    ) -> str:
+        if tokenize:
+            raise ValueError("ChatTemplate renders text only")
+        return str(self._template.render(messages=conversation, add_generation_prompt=add_generation_prompt,
+                                         **self._specials))
+
+
 class LocalTokenizer:
     """Encodes prompts, streams decoded text and renders the chat template of one model folder."""
 
@@ -51,7 +76,7 @@ class LocalTokenizer:
         template_file = folder / "chat_template.jinja"
         template = template_file.read_text() if template_file.exists() else config.get("chat_template")
         self.chat_template: str | None = template if isinstance(template, str) else None
-        self._template: Any = None
+        self._template: ChatTemplate | None = None
         self.end_token_ids = self._end_token_ids(folder)
 
     def _end_token_ids(self, folder: Path) -> tuple[int, ...]:
@@ -68,22 +93,12 @@ class LocalTokenizer:
     ) -> str:
         """The prompt text; the signature follows transformers' so ``chat_prompt.render_prompt`` takes either."""
         if tokenize:
-            raise ValueError("LocalTokenizer renders text only; call encode() on it")
+            raise ValueError("LocalTokenizer renders text only; call tokens() on it")
         if self.chat_template is None:
             raise ValueError("this model has no chat template")
         if self._template is None:
-            from jinja2.ext import loopcontrols
-            from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-            environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                                        extensions=[loopcontrols])
-            environment.filters["tojson"] = lambda value, indent=None: json.dumps(value, indent=indent,
-                                                                                  ensure_ascii=False)
-            environment.globals["raise_exception"] = _raise_exception
-            environment.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
-            self._template = environment.from_string(self.chat_template)
-        return str(self._template.render(messages=conversation, add_generation_prompt=add_generation_prompt,
-                                         bos_token=self.bos_token or "", eos_token=self.eos_token or ""))
+            self._template = ChatTemplate(self.chat_template, self.bos_token, self.eos_token)
+        return self._template.apply_chat_template(conversation, add_generation_prompt=add_generation_prompt)
 
     def tokens(self, text: str) -> list[str]:
         """``text`` as token strings (what CTranslate2 takes); special tokens in it are matched, none added."""

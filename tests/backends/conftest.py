@@ -73,15 +73,32 @@ def ct2_lm() -> Any:
     return load_ctranslate2(ServerSettings(num_pipelines=2))
 
 
-@pytest.fixture(params=["ctranslate2", "transformers"])
+@pytest.fixture(scope="session")
+def llama_lm() -> Any:
+    """The llama-cpp backend's model (the packaged Q4_1 GGUF as it is, on llama.cpp)."""
+    from speech_to_speech.llm.llama_cpp_lm import load_llama_cpp
+
+    return load_llama_cpp(ServerSettings(llm="llama-cpp"))
+
+
+@pytest.fixture(params=["ctranslate2", "transformers", "llama-cpp"])
 def local_llm(request: pytest.FixtureRequest) -> tuple[type, Any]:
-    """Each local LLM backend as (handler class, loaded model): the same behaviour is asked of both."""
+    """Each local LLM backend as (handler class, loaded model): the same behaviour is asked of all."""
     from speech_to_speech.llm.ctranslate2_lm import CTranslate2LM
+    from speech_to_speech.llm.llama_cpp_lm import LlamaCppLM
     from speech_to_speech.llm.transformers_lm import TransformersLM
 
     if request.param == "ctranslate2":
         return CTranslate2LM, request.getfixturevalue("ct2_lm")
+    if request.param == "llama-cpp":
+        return LlamaCppLM, request.getfixturevalue("llama_lm")
     return TransformersLM, request.getfixturevalue("lm")
+
+
+@pytest.fixture
+def prompt_template() -> Any:
+    """model -> what it renders chat prompts with: its tokenizer, or the chat template in its GGUF."""
+    return lambda model: getattr(model, "template", None) or model.tokenizer
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""What every local LLM backend does on the packaged SmolLM2-135M: ctranslate2 (default) and transformers."""
+"""What every local LLM backend does on the packaged SmolLM2-135M: ctranslate2 (default), transformers, llama-cpp."""
 
 from __future__ import annotations
 
@@ -71,12 +71,14 @@ def test_cancel_stops_generation_and_its_worker(local_llm: tuple[type, Any], mak
     assert threading.active_count() == threads_before  # the decoding worker ended with the response
 
 
-def test_instructions_replace_the_default_system_prompt(local_llm: tuple[type, Any], make_handler: Any) -> None:
+def test_instructions_replace_the_default_system_prompt(
+    local_llm: tuple[type, Any], make_handler: Any, prompt_template: Any
+) -> None:
     cls, model = local_llm
     settings = ServerSettings()
     request = ask("What is your name?",
                   instructions="You are a helpful assistant named Zorblax. Always say your name.")
-    prompt = render_prompt(model.tokenizer, chat_turns(request, settings))
+    prompt = render_prompt(prompt_template(model), chat_turns(request, settings))
     assert "named Zorblax" in prompt and settings.init_chat_prompt not in prompt
     assert "zorblax" in reply(make_handler(cls, model, settings), request).lower()  # and the model follows them
 
@@ -100,14 +102,14 @@ def test_two_units_can_generate_at_once(local_llm: tuple[type, Any], make_handle
 
 
 def test_tools_render_into_the_prompt_and_parsing_holds_on_the_real_output(
-    local_llm: tuple[type, Any], make_handler: Any
+    local_llm: tuple[type, Any], make_handler: Any, prompt_template: Any
 ) -> None:
     cls, model = local_llm
     weather = {"type": "function", "name": "get_weather", "description": "Current weather for a city.",
                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
     settings = ServerSettings()
     question = ask("What is the weather in Paris right now? Use the tool.", tools=(weather,))
-    prompt = render_prompt(model.tokenizer, chat_turns(question, settings))
+    prompt = render_prompt(prompt_template(model), chat_turns(question, settings))
     assert "def get_weather(city: str):" in prompt and CALL_OPEN in prompt
     parts = list(make_handler(cls, model, settings).generate(question))
     # Whatever the small model writes, call syntax never reaches the spoken text, and any call

@@ -21,6 +21,7 @@ OURS = [
     ("stt", "openai"),
     ("llm", "ctranslate2"),
     ("llm", "transformers"),
+    ("llm", "llama-cpp"),
     ("llm", "mlx-lm"),
     ("tts", "hibari"),
     ("tts", "kokoro"),

@@ -1,0 +1,148 @@
+"""Local LLM on llama.cpp (``llama-cpp-python``): a GGUF model as it is, quantized, streamed by token.
+
+An optional backend (``pip install 'speech-to-speech[llama-cpp]'``). PyPI has
+no binary wheel of llama-cpp-python, so pip builds llama.cpp from source (a
+C++ compiler and CMake, ~4 minutes on 2 cores). A build for the build
+machine's own CPU crashes on CPUs with AMX (as here); build it portable:
+
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \\
+        pip install 'speech-to-speech[llama-cpp]'
+
+``--llm_model`` is a .gguf file or a folder holding one; the default is the
+packaged SmolLM2-135M (Q4_1). One llama.cpp context serves every unit in
+turn: a context holds one sequence, and each extra one would cost ~150 MB
+here (llama-cpp-python loads the model per context). Concurrent sessions
+therefore wait for each other's replies; ``--llm ctranslate2`` (the
+default) decodes them side by side.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from speech_to_speech import registry
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
+from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
+from speech_to_speech.llm.local_tokenizer import ChatTemplate
+from speech_to_speech.llm.tools import split_tool_calls
+from speech_to_speech.llm.weights import gguf_in, packaged_gguf
+from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
+
+CONTEXT_TOKENS = 4096  # chat_size exchanges of spoken turns, with the system prompt and tool stubs
+MISSING = (
+    "the llama-cpp backend needs llama-cpp-python: pip install 'speech-to-speech[llama-cpp]' (it builds "
+    "llama.cpp from source; on CPUs with AMX set CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON "
+    "-DGGML_F16C=ON\" first)"
+)
+
+
+class _PlainTranscript:
+    """What render_prompt gets for a GGUF without a chat template: no template, a plain transcript."""
+
+    chat_template = None
+
+
+@dataclass(frozen=True)
+class LoadedLlama:
+    """The one llama.cpp context every unit uses in turn, and the chat template stored in its GGUF."""
+
+    llm: Any
+    template: ChatTemplate | _PlainTranscript
+    path: Path
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def gguf_path(llm_model: str | None) -> Path:
+    if llm_model is None:
+        return packaged_gguf()
+    path = Path(llm_model).expanduser()
+    if path.is_file() and path.suffix == ".gguf":
+        return path
+    found = gguf_in(path) if path.is_dir() else None
+    if found is None:
+        raise RuntimeError(f"--llm llama-cpp needs a .gguf file or a folder holding one; got {llm_model!r}")
+    return found
+
+
+def _template(llm: Any) -> ChatTemplate | _PlainTranscript:
+    source = llm.metadata.get("tokenizer.chat_template")
+    if not source:
+        return _PlainTranscript()
+
+    def text(token: int) -> str:
+        return str(llm.detokenize([token], special=True).decode("utf-8", errors="replace"))
+
+    return ChatTemplate(source, text(llm.token_bos()), text(llm.token_eos()))
+
+
+def _ends_generation(llm: Any, token: int) -> bool:
+    """EOS or any other end-of-generation token of the model (chat models often have several)."""
+    import llama_cpp
+
+    vocab = getattr(getattr(llm, "_model", None), "vocab", None)  # what Llama's own loop asks, too
+    if vocab is not None:
+        return bool(llama_cpp.llama_vocab_is_eog(vocab, token))
+    return bool(token == llm.token_eos())
+
+
+def load_llama_cpp(settings: ServerSettings) -> LoadedLlama:
+    try:
+        from llama_cpp import Llama
+    except ImportError as error:
+        raise RuntimeError(MISSING) from error
+    if settings.device not in ("cpu", "auto"):
+        raise RuntimeError(f"the llama-cpp backend runs on the CPU here, not {settings.device!r}; use --device cpu")
+    path = gguf_path(settings.llm_model)
+    threads = settings.llm_threads or max(1, (os.cpu_count() or 2) // 2)
+    llm = Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, n_threads=threads, n_threads_batch=threads,
+                verbose=False)
+    return LoadedLlama(llm=llm, template=_template(llm), path=path)
+
+
+@registry.register("llm", "llama-cpp", load_llama_cpp)
+class LlamaCppLM(LLMHandler):
+    """Streams a reply from the shared context; one unit at a time, a stale generation stops at its next token."""
+
+    model: LoadedLlama
+
+    def _sampling(self) -> dict[str, Any]:
+        temperature = self.settings.temperature
+        if temperature <= 0:
+            return {"temp": 0.0, "top_k": 1}
+        return {"temp": temperature}
+
+    def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
+        lm = self.model
+        text = render_prompt(lm.template, chat_turns(request, self.settings))
+        prompt = lm.llm.tokenize(text.encode(), add_bos=False, special=True)
+        limit = request.max_output_tokens or self.settings.max_new_tokens
+        generated: list[int] = []
+        ended = False
+
+        def texts() -> Iterator[str]:
+            nonlocal ended
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span tokens
+            # reset=True still reuses the KV cache for the prompt prefix the context saw last.
+            for token in lm.llm.generate(prompt, reset=True, **self._sampling()):
+                generated.append(token)  # the end token too: it was generated, and counts
+                if _ends_generation(lm.llm, token):
+                    ended = True
+                    return
+                piece = decoder.decode(lm.llm.detokenize([token]))
+                if piece:
+                    yield piece
+                if len(generated) >= limit or self.cancel_scope.is_stale(request.generation):
+                    return
+
+        with lm.lock:
+            yield from split_tool_calls(request, texts())
+        yield TokenUsage(request.response_id, request.generation, len(prompt), len(generated))
+        if not ended and len(generated) >= limit:
+            yield Terminal("incomplete", reason="max_output_tokens")

@@ -1,0 +1,42 @@
+"""llama-cpp LLM (optional extra): the packaged GGUF as it is, its own chat template, clear errors."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
+from speech_to_speech.llm.llama_cpp_lm import LoadedLlama, gguf_path, load_llama_cpp
+from speech_to_speech.llm.weights import packaged_gguf, resolve_source
+from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
+
+pytestmark = pytest.mark.real_models
+
+
+def test_runs_the_packaged_gguf_in_place(llama_lm: LoadedLlama) -> None:
+    assert llama_lm.path == packaged_gguf()  # no conversion, no cache: llama.cpp reads Q4_1 itself
+    assert gguf_path(str(packaged_gguf().parent)) == packaged_gguf()
+
+
+def test_the_gguf_chat_template_renders_like_the_transformers_tokenizer(llama_lm: LoadedLlama) -> None:
+    from transformers import AutoTokenizer
+
+    reference = AutoTokenizer.from_pretrained(resolve_source(None))
+    request = GenerateResponseRequest("r", 0, (ChatMessage("user", "Hi."), ChatMessage("assistant", "Hello!"),
+                                               ChatMessage("user", "What is the capital of France?")))
+    turns = chat_turns(request, ServerSettings())
+    assert render_prompt(llama_lm.template, turns) == render_prompt(reference, turns)
+
+
+def test_a_path_without_a_gguf_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match=r"needs a \.gguf file or a folder holding one"):
+        gguf_path(str(tmp_path))
+
+
+def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # what an environment without the package sees
+    with pytest.raises(RuntimeError, match=r"speech-to-speech\[llama-cpp\].*GGML_NATIVE=OFF"):
+        load_llama_cpp(ServerSettings(llm="llama-cpp"))
