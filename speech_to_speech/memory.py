@@ -1,4 +1,4 @@
-"""Keeping the server's resident memory close to what its models need (glibc only).
+"""Keeping the server's resident memory close to what its models need.
 
 glibc's defaults suit short programs, not a server that loads models once and
 then allocates audio and decoding buffers on a dozen threads: every thread
@@ -7,7 +7,9 @@ process. So: two arenas, and the free pages handed back after loading and
 after each session. Fixed trim/mmap thresholds would hand back more, but
 setting either turns off glibc's adaptive mmap threshold, and every large
 buffer then costs an mmap and page faults: LLM, STT and TTS ran 20-30 %
-slower here with them, so they are not set.
+slower here with them, so they are not set. MKL (inside CTranslate2) would
+keep a buffer cache per thread; it is turned off too (see tune_allocator).
+Off glibc (macOS, musl) the allocator is left alone.
 """
 
 from __future__ import annotations
