@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -67,6 +68,61 @@ class FrameLog(BaseObserver):
             self._recorder.add(data.frame)
 
 
+@dataclasses.dataclass
+class PipecatSession:
+    """A running pipeline around one realtime service: its worker, what it pushed and logged."""
+
+    task: PipelineWorker
+    run: asyncio.Task[Any]
+    recorder: Any
+    speech: Callable[[], Any]
+    audio_chunks: Callable[[Any], Any]
+    complaints: list[str]  # pipecat logs through loguru; warnings and worse land here
+
+    def frames(self, kind: type) -> list[Any]:
+        return [f for f in self.recorder.events if isinstance(f, kind)]
+
+    def spoken_text(self) -> str:
+        return "".join(f.text for f in self.frames(TTSTextFrame))
+
+    async def speak(self, pause: float | None = 0.01) -> None:
+        """The user's utterance as input audio, one chunk every ``pause`` seconds (``None``: at once)."""
+        for piece in self.audio_chunks(self.speech()):
+            await self.task.queue_frame(InputAudioRawFrame(audio=piece, sample_rate=RATE, num_channels=1))
+            if pause is not None:
+                await asyncio.sleep(pause)
+
+
+@contextlib.asynccontextmanager
+async def pipecat_session(
+    llm: OpenAIRealtimeLLMService, context: LLMContext, recorder: Any, speech: Any, audio_chunks: Any
+) -> AsyncIterator[PipecatSession]:
+    """pipecat's example pipeline (context aggregators around ``llm``), run until the block ends."""
+    aggregators = LLMContextAggregatorPair(context)
+    task = PipelineWorker(
+        Pipeline([aggregators.user(), llm, aggregators.assistant()]),
+        params=PipelineParams(audio_in_sample_rate=RATE, audio_out_sample_rate=RATE),
+        observers=[FrameLog(llm, recorder)],
+        idle_timeout_secs=None,
+    )
+    complaints: list[str] = []
+    sink = logger.add(lambda message: complaints.append(message.record["message"]), level="WARNING")
+    try:
+        runner = WorkerRunner(handle_sigint=False)
+        await runner.add_workers(task)
+        run = asyncio.create_task(runner.run())
+        try:
+            yield PipecatSession(task, run, recorder, speech, audio_chunks, complaints)
+        finally:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(task.cancel(), 10)
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(run, 10)
+            run.cancel()
+    finally:
+        logger.remove(sink)
+
+
 async def test_pipecat_openai_realtime_spoken_turns_and_tool_call(
     scripted_server, conversation, speech, audio_chunks, recorder
 ) -> None:
@@ -94,75 +150,43 @@ async def test_pipecat_openai_realtime_spoken_turns_and_tool_call(
     context = LLMContext(
         messages=[{"role": "user", "content": "Say hello."}], tools=ToolsSchema(standard_tools=[weather])
     )
-    aggregators = LLMContextAggregatorPair(context)
-    pipeline = Pipeline([aggregators.user(), llm, aggregators.assistant()])
-    task = PipelineWorker(
-        pipeline,
-        params=PipelineParams(audio_in_sample_rate=RATE, audio_out_sample_rate=RATE),
-        observers=[FrameLog(llm, recorder)],
-        idle_timeout_secs=None,
-    )
-
-    def frames(kind: type) -> list[Any]:
-        return [f for f in recorder.events if isinstance(f, kind)]
-
-    def spoken_text() -> str:
-        return "".join(f.text for f in frames(TTSTextFrame))
-
-    async def speak() -> None:
-        for piece in audio_chunks(speech()):
-            await task.queue_frame(InputAudioRawFrame(audio=piece, sample_rate=RATE, num_channels=1))
-            await asyncio.sleep(0.01)
-
-    complaints: list[str] = []  # pipecat logs through loguru
-    sink = logger.add(lambda message: complaints.append(message.record["message"]), level="WARNING")
-    runner = WorkerRunner(handle_sigint=False)
-    await runner.add_workers(task)
-    run = asyncio.create_task(runner.run())
-    try:
+    async with pipecat_session(llm, context, recorder, speech, audio_chunks) as session:
         # The example's start: the bot greets once the session is set up.
-        await task.queue_frames([LLMRunFrame()])
-        await recorder.wait(lambda: GREETING in spoken_text(), "the greeting", STEP_TIMEOUT)
+        await session.task.queue_frames([LLMRunFrame()])
+        await recorder.wait(lambda: GREETING in session.spoken_text(), "the greeting", STEP_TIMEOUT)
 
         # Turn 1: a spoken question, a spoken answer.
-        await speak()
+        await session.speak()
         await recorder.wait(
-            lambda: [f.text for f in frames(TranscriptionFrame)] == [conversation.first_transcript],
+            lambda: [f.text for f in session.frames(TranscriptionFrame)] == [conversation.first_transcript],
             "the user's transcription",
             STEP_TIMEOUT,
         )
         await recorder.wait(
-            lambda: conversation.first_reply in spoken_text(), "the spoken answer", STEP_TIMEOUT
+            lambda: conversation.first_reply in session.spoken_text(), "the spoken answer", STEP_TIMEOUT
         )
-        assert sum(len(f.audio) for f in frames(TTSAudioRawFrame)) > RATE * 2 * 0.1
+        assert sum(len(f.audio) for f in session.frames(TTSAudioRawFrame)) > RATE * 2 * 0.1
 
         # Turn 2: the reply is a tool call pipecat runs; its result goes back and the answer follows.
-        await speak()
-        await recorder.wait(lambda: frames(FunctionCallResultFrame), "the function call result", STEP_TIMEOUT)
+        await session.speak()
+        await recorder.wait(lambda: session.frames(FunctionCallResultFrame), "the function call result", STEP_TIMEOUT)
         assert calls == [{"city": "Paris"}]
         await recorder.wait(
-            lambda: conversation.tool_reply in spoken_text(), "the follow-up answer", STEP_TIMEOUT
+            lambda: conversation.tool_reply in session.spoken_text(), "the follow-up answer", STEP_TIMEOUT
         )
-        assert spoken_text() == GREETING + conversation.first_reply + conversation.tool_reply
+        assert session.spoken_text() == GREETING + conversation.first_reply + conversation.tool_reply
 
-        assert [f.text for f in frames(TranscriptionFrame)] == conversation.transcripts
-        errors = [f.error for f in frames(ErrorFrame)]
+        assert [f.text for f in session.frames(TranscriptionFrame)] == conversation.transcripts
+        errors = [f.error for f in session.frames(ErrorFrame)]
         assert errors == [], f"pipecat reported errors: {errors}"
-        assert not run.done(), "the pipeline stopped"
-        assert complaints == [], f"pipecat logged complaints: {complaints}"
+        assert not session.run.done(), "the pipeline stopped"
+        assert session.complaints == [], f"pipecat logged complaints: {session.complaints}"
 
         messages = context.get_messages()
         roles = [m.get("role") for m in messages]
         assert "tool" in roles, messages
         tool_message = next(m for m in messages if m.get("role") == "tool")
         assert "sunny, 21 degrees in Paris" in str(tool_message.get("content"))
-    finally:
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task.cancel(), 10)
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(run, 10)
-        run.cancel()
-        logger.remove(sink)
 
 
 async def test_pipecat_openai_realtime_locally_driven_turns(
@@ -184,47 +208,21 @@ async def test_pipecat_openai_realtime_locally_driven_turns(
     async def _created(_llm: Any, _item_id: str, item: Any) -> None:
         items.append((item.type, item.role))
 
-    context = LLMContext(messages=[])
-    aggregators = LLMContextAggregatorPair(context)
-    pipeline = Pipeline([aggregators.user(), llm, aggregators.assistant()])
-    task = PipelineWorker(
-        pipeline,
-        params=PipelineParams(audio_in_sample_rate=RATE, audio_out_sample_rate=RATE),
-        observers=[FrameLog(llm, recorder)],
-        idle_timeout_secs=None,
-    )
-
-    def frames(kind: type) -> list[Any]:
-        return [f for f in recorder.events if isinstance(f, kind)]
-
-    def spoken_text() -> str:
-        return "".join(f.text for f in frames(TTSTextFrame))
-
-    runner = WorkerRunner(handle_sigint=False)
-    await runner.add_workers(task)
-    run = asyncio.create_task(runner.run())
-    try:
-        await task.queue_frames([LLMRunFrame()])
-        await recorder.wait(lambda: GREETING in spoken_text(), "the greeting", STEP_TIMEOUT)
+    async with pipecat_session(llm, LLMContext(messages=[]), recorder, speech, audio_chunks) as session:
+        await session.task.queue_frames([LLMRunFrame()])
+        await recorder.wait(lambda: GREETING in session.spoken_text(), "the greeting", STEP_TIMEOUT)
         # What pipecat's local VAD turn strategy emits around the user's speech.
-        await task.queue_frame(UserStartedSpeakingFrame())
-        for piece in audio_chunks(speech()):
-            await task.queue_frame(InputAudioRawFrame(audio=piece, sample_rate=RATE, num_channels=1))
-        await task.queue_frame(UserStoppedSpeakingFrame())
-        await recorder.wait(lambda: conversation.first_reply in spoken_text(), "the answer", STEP_TIMEOUT)
+        await session.task.queue_frame(UserStartedSpeakingFrame())
+        await session.speak(pause=None)
+        await session.task.queue_frame(UserStoppedSpeakingFrame())
+        await recorder.wait(lambda: conversation.first_reply in session.spoken_text(), "the answer", STEP_TIMEOUT)
         await asyncio.sleep(1.0)
-        assert spoken_text() == GREETING + conversation.first_reply
+        assert session.spoken_text() == GREETING + conversation.first_reply
         # One response per response.create: the greeting's and the answer's, nothing on its own.
         assert items == [("message", "assistant"), ("message", "user"), ("message", "assistant")], items
-        assert [f.text for f in frames(TranscriptionFrame)] == [conversation.first_transcript]
-        errors = [f.error for f in frames(ErrorFrame)]
+        assert [f.text for f in session.frames(TranscriptionFrame)] == [conversation.first_transcript]
+        errors = [f.error for f in session.frames(ErrorFrame)]
         assert errors == [], f"pipecat reported errors: {errors}"
-    finally:
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task.cancel(), 10)
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(run, 10)
-        run.cancel()
 
 
 @pytest.fixture
@@ -242,49 +240,17 @@ async def test_pipecat_openai_realtime_barge_in(story_server, speech, audio_chun
         base_url=story_server.ws_url,
         settings=OpenAIRealtimeLLMService.Settings(model="speech-to-speech"),
     )
-    context = LLMContext(messages=[])
-    aggregators = LLMContextAggregatorPair(context)
-    task = PipelineWorker(
-        Pipeline([aggregators.user(), llm, aggregators.assistant()]),
-        params=PipelineParams(audio_in_sample_rate=RATE, audio_out_sample_rate=RATE),
-        observers=[FrameLog(llm, recorder)],
-        idle_timeout_secs=None,
-    )
-
-    def frames(kind: type) -> list[Any]:
-        return [f for f in recorder.events if isinstance(f, kind)]
-
-    def spoken_text() -> str:
-        return "".join(f.text for f in frames(TTSTextFrame))
-
-    async def speak() -> None:
-        for piece in audio_chunks(speech()):
-            await task.queue_frame(InputAudioRawFrame(audio=piece, sample_rate=RATE, num_channels=1))
-            await asyncio.sleep(0.01)
-
-    complaints: list[str] = []
-    sink = logger.add(lambda message: complaints.append(message.record["message"]), level="WARNING")
-    runner = WorkerRunner(handle_sigint=False)
-    await runner.add_workers(task)
-    run = asyncio.create_task(runner.run())
-    try:
-        await speak()
-        await recorder.wait(lambda: frames(TTSAudioRawFrame), "the story's first audio", STEP_TIMEOUT)
-        await speak()
+    async with pipecat_session(llm, LLMContext(messages=[]), recorder, speech, audio_chunks) as session:
+        await session.speak()
+        await recorder.wait(lambda: session.frames(TTSAudioRawFrame), "the story's first audio", STEP_TIMEOUT)
+        await session.speak()
         await recorder.wait(
-            lambda: "Okay, I will stop." in spoken_text(), "the reply to the barge-in", STEP_TIMEOUT
+            lambda: "Okay, I will stop." in session.spoken_text(), "the reply to the barge-in", STEP_TIMEOUT
         )
-        told = spoken_text().split("Okay, I will stop.")[0]
+        told = session.spoken_text().split("Okay, I will stop.")[0]
         assert STORY.startswith(told) and len(told) < len(STORY), f"the story was not cut: {told!r}"
-        assert [f.text for f in frames(TranscriptionFrame)] == ["Tell me a story.", "Stop, please."]
-        errors = [f.error for f in frames(ErrorFrame)]
+        assert [f.text for f in session.frames(TranscriptionFrame)] == ["Tell me a story.", "Stop, please."]
+        errors = [f.error for f in session.frames(ErrorFrame)]
         assert errors == [], f"pipecat reported errors: {errors}"
-        assert not run.done(), "the pipeline stopped"
-        assert complaints == [], f"pipecat logged complaints: {complaints}"
-    finally:
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task.cancel(), 10)
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(run, 10)
-        run.cancel()
-        logger.remove(sink)
+        assert not session.run.done(), "the pipeline stopped"
+        assert session.complaints == [], f"pipecat logged complaints: {session.complaints}"
