@@ -13,6 +13,8 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -67,44 +69,73 @@ class Generation:
         return self
 
 
+@dataclass
+class Client:
+    """A livekit RealtimeSession on our server, with what it reported: raw server events, errors, generations."""
+
+    session: Any
+    recorder: Any
+    server_events: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[Any] = field(default_factory=list)
+    generations: list[asyncio.Task[Generation]] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.server_events if e.get("type") == kind]
+
+    async def speak(self, pieces: Iterable[bytes]) -> None:
+        """Push the pieces as audio frames, paced like a microphone."""
+        for piece in pieces:
+            self.session.push_audio(rtc.AudioFrame(piece, RATE, 1, len(piece) // 2))
+            await asyncio.sleep(0.01)
+
+    async def generation(self, index: int) -> Generation:
+        """The ``index``-th generation, once created and fully streamed."""
+        await self.recorder.wait(lambda: len(self.generations) > index, f"generation {index + 1}", STEP_TIMEOUT)
+        return await asyncio.wait_for(self.generations[index], STEP_TIMEOUT)
+
+
+@contextlib.asynccontextmanager
+async def livekit_client(server: Any, recorder: Any, **model_options: Any) -> AsyncIterator[Client]:
+    """A ``RealtimeModel`` session against ``server``, its events recorded; closed (quietly) on exit."""
+    model = livekit_openai.realtime.RealtimeModel(
+        model="speech-to-speech",
+        base_url=server.http_url + "/v1",
+        api_key="sk-local-not-checked",
+        **model_options,
+    )
+    session = model.session()
+    client = Client(session, recorder)
+    session.on("openai_server_event_received", client.server_events.append)
+    session.on("openai_server_event_received", recorder.add)
+    session.on("error", client.errors.append)
+    session.on(
+        "generation_created",
+        lambda ev: client.generations.append(asyncio.create_task(Generation(ev).consume())),
+    )
+    try:
+        yield client
+    finally:
+        for task in client.generations:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(session.aclose(), 10)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(model.aclose(), 10)
+
+
 async def test_livekit_realtime_model_spoken_turns_and_tool_call(
     scripted_server, conversation, speech, audio_chunks, recorder, caplog
 ) -> None:
     caplog.set_level(logging.WARNING, logger="livekit")
-    model = livekit_openai.realtime.RealtimeModel(
-        model="speech-to-speech", base_url=scripted_server.http_url + "/v1", api_key="sk-local-not-checked"
-    )
-    session = model.session()
-    server_events: list[dict[str, Any]] = []
-    errors: list[Any] = []
-    generations: list[asyncio.Task[Generation]] = []
-    session.on("openai_server_event_received", server_events.append)
-    session.on("openai_server_event_received", recorder.add)
-    session.on("error", errors.append)
-    session.on(
-        "generation_created", lambda ev: generations.append(asyncio.create_task(Generation(ev).consume()))
-    )
-    transcripts: list[str] = []  # final ones
-    interim: list[str] = []  # the plugin's running concatenation of the transcription deltas
-    session.on(
-        "input_audio_transcription_completed",
-        lambda ev: (transcripts if ev.is_final else interim).append(ev.transcript),
-    )
+    async with livekit_client(scripted_server, recorder) as client:
+        session, of = client.session, client.of
+        transcripts: list[str] = []  # final ones
+        interim: list[str] = []  # the plugin's running concatenation of the transcription deltas
+        session.on(
+            "input_audio_transcription_completed",
+            lambda ev: (transcripts if ev.is_final else interim).append(ev.transcript),
+        )
 
-    def of(kind: str) -> list[dict[str, Any]]:
-        return [e for e in server_events if e.get("type") == kind]
-
-    async def speak() -> None:
-        for piece in audio_chunks(speech()):
-            samples = len(piece) // 2
-            session.push_audio(rtc.AudioFrame(piece, RATE, 1, samples))
-            await asyncio.sleep(0.01)
-
-    async def generation(index: int) -> Generation:
-        await recorder.wait(lambda: len(generations) > index, f"generation {index + 1}", STEP_TIMEOUT)
-        return await asyncio.wait_for(generations[index], STEP_TIMEOUT)
-
-    try:
         await asyncio.wait_for(
             session.update_instructions("You are a helpful voice assistant."), STEP_TIMEOUT
         )
@@ -117,8 +148,8 @@ async def test_livekit_realtime_model_spoken_turns_and_tool_call(
         )
 
         # Turn 1: server VAD ends the turn; a spoken answer streams as one generation.
-        await speak()
-        first = await generation(0)
+        await client.speak(audio_chunks(speech()))
+        first = await client.generation(0)
         assert transcripts[:1] == [conversation.first_transcript]
         assert interim and all(conversation.first_transcript.startswith(t) for t in interim), interim
         assert first.texts == [conversation.first_reply]
@@ -126,8 +157,8 @@ async def test_livekit_realtime_model_spoken_turns_and_tool_call(
         assert not first.event.user_initiated
 
         # Turn 2: the reply is a function call.
-        await speak()
-        second = await generation(1)
+        await client.speak(audio_chunks(speech()))
+        second = await client.generation(1)
         assert transcripts == [conversation.first_transcript, conversation.tool_transcript]
         assert interim[-1] == conversation.tool_transcript  # deltas concatenate to the transcript exactly
         assert [(c.name, json.loads(c.arguments)) for c in second.calls] == [
@@ -144,7 +175,7 @@ async def test_livekit_realtime_model_spoken_turns_and_tool_call(
         await asyncio.wait_for(session.update_chat_ctx(chat_ctx), STEP_TIMEOUT)
         created = await asyncio.wait_for(session.generate_reply(), STEP_TIMEOUT)
         assert created.user_initiated, "response.created did not carry generate_reply()'s metadata"
-        third = await generation(2)
+        third = await client.generation(2)
         assert third.event is created
         assert third.texts == [conversation.tool_reply]
         assert third.audio_samples > 0
@@ -153,45 +184,19 @@ async def test_livekit_realtime_model_spoken_turns_and_tool_call(
         assert [e["response"]["status"] for e in of("response.done")] == ["completed"] * 3
         outputs = [i for i in session.chat_ctx.items if i.type == "function_call_output"]
         assert [o.output for o in outputs] == ["sunny, 21 degrees in Paris"]
-        assert errors == [], f"the plugin reported errors: {errors}"
+        assert client.errors == [], f"the plugin reported errors: {client.errors}"
         complaints = [
             r.getMessage()
             for r in caplog.records
             if r.name.startswith("livekit") and r.levelno >= logging.WARNING
         ]
         assert complaints == [], f"the plugin logged complaints: {complaints}"
-    finally:
-        for task in generations:
-            task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(session.aclose(), 10)
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(model.aclose(), 10)
 
 
 async def test_livekit_realtime_model_manual_turns(scripted_server, conversation, speech, recorder) -> None:
     """``turn_detection=None``: the agent commits the turn and asks for the reply itself, exactly once."""
-    model = livekit_openai.realtime.RealtimeModel(
-        model="speech-to-speech",
-        base_url=scripted_server.http_url + "/v1",
-        api_key="sk-local-not-checked",
-        turn_detection=None,
-    )
-    session = model.session()
-    server_events: list[dict[str, Any]] = []
-    errors: list[Any] = []
-    generations: list[asyncio.Task[Generation]] = []
-    session.on("openai_server_event_received", server_events.append)
-    session.on("openai_server_event_received", recorder.add)
-    session.on("error", errors.append)
-    session.on(
-        "generation_created", lambda ev: generations.append(asyncio.create_task(Generation(ev).consume()))
-    )
-
-    def of(kind: str) -> list[dict[str, Any]]:
-        return [e for e in server_events if e.get("type") == kind]
-
-    try:
+    async with livekit_client(scripted_server, recorder, turn_detection=None) as client:
+        session, of = client.session, client.of
         await asyncio.wait_for(
             session.update_instructions("You are a helpful voice assistant."), STEP_TIMEOUT
         )
@@ -210,23 +215,16 @@ async def test_livekit_realtime_model_manual_turns(scripted_server, conversation
         session.commit_audio()
         created = await asyncio.wait_for(session.generate_reply(), STEP_TIMEOUT)
         assert created.user_initiated
-        reply = await asyncio.wait_for(generations[0], STEP_TIMEOUT)
+        reply = await asyncio.wait_for(client.generations[0], STEP_TIMEOUT)
         assert reply.texts == [conversation.first_reply]
         assert reply.audio_samples > 0
         await recorder.wait(lambda: of("response.done"), "response.done", STEP_TIMEOUT)
         completed = of("conversation.item.input_audio_transcription.completed")
         assert [e["transcript"] for e in completed] == [conversation.first_transcript]
         await asyncio.sleep(1.0)  # nothing more follows on its own
-        assert len(of("response.created")) == 1 and len(generations) == 1
+        assert len(of("response.created")) == 1 and len(client.generations) == 1
         assert of("input_audio_buffer.speech_started") == []  # no server VAD, no VAD events
-        assert errors == [], f"the plugin reported errors: {errors}"
-    finally:
-        for task in generations:
-            task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(session.aclose(), 10)
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(model.aclose(), 10)
+        assert client.errors == [], f"the plugin reported errors: {client.errors}"
 
 
 @pytest.fixture
@@ -237,36 +235,19 @@ def story_server() -> Any:
 
 async def test_livekit_realtime_model_barge_in(story_server, speech, audio_chunks, recorder) -> None:
     """Speech over the answer: its generation ends cut short, then the new turn's generation streams."""
-    model = livekit_openai.realtime.RealtimeModel(
-        model="speech-to-speech", base_url=story_server.http_url + "/v1", api_key="sk-local-not-checked"
-    )
-    session = model.session()
-    server_events: list[dict[str, Any]] = []
-    errors: list[Any] = []
-    generations: list[asyncio.Task[Generation]] = []
-    speech_started: list[Any] = []
-    session.on("openai_server_event_received", server_events.append)
-    session.on("openai_server_event_received", recorder.add)
-    session.on("error", errors.append)
-    session.on("input_speech_started", speech_started.append)
-    session.on(
-        "generation_created", lambda ev: generations.append(asyncio.create_task(Generation(ev).consume()))
-    )
+    async with livekit_client(story_server, recorder) as client:
+        server_events, generations = client.server_events, client.generations
+        speech_started: list[Any] = []
+        client.session.on("input_speech_started", speech_started.append)
 
-    async def speak() -> None:
-        for piece in audio_chunks(speech()):
-            session.push_audio(rtc.AudioFrame(piece, RATE, 1, len(piece) // 2))
-            await asyncio.sleep(0.01)
-
-    try:
         await recorder.wait(lambda: server_events, "session.created", STEP_TIMEOUT)
-        await speak()
+        await client.speak(audio_chunks(speech()))
         await recorder.wait(
             lambda: any(e["type"] == "response.output_audio.delta" for e in server_events),
             "the story's first audio",
             STEP_TIMEOUT,
         )
-        await speak()
+        await client.speak(audio_chunks(speech()))
         story = await asyncio.wait_for(generations[0], STEP_TIMEOUT)
         assert len(story.texts) == 1 and STORY.startswith(story.texts[0]) and len(story.texts[0]) < len(STORY)
         await recorder.wait(lambda: len(generations) > 1, "the second generation", STEP_TIMEOUT)
@@ -278,11 +259,4 @@ async def test_livekit_realtime_model_barge_in(story_server, speech, audio_chunk
             ("cancelled", "turn_detected"),
             ("completed", None),
         ]
-        assert errors == [], f"the plugin reported errors: {errors}"
-    finally:
-        for task in generations:
-            task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(session.aclose(), 10)
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(model.aclose(), 10)
+        assert client.errors == [], f"the plugin reported errors: {client.errors}"
