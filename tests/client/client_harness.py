@@ -50,19 +50,26 @@ def voiced_spans(samples: np.ndarray, rate: int, level: float = 0.05, gap_s: flo
     return [float(e - s) / rate for s, e in zip(starts, ends, strict=True)]
 
 
-class FakeTransport:
-    """A ClientSession with no socket: server events go in, the client events it sent are kept."""
+class SentEvents:
+    """Keeps the client events a component sends, stamped with event ids as a transport would."""
 
-    def __init__(self, tmp_out_rate: int = 24000, **config: Any) -> None:
+    def __init__(self) -> None:
         self.sent: list[Event] = []
-        self.config = RealtimeAudioClientConfig(show_transcript=False, **config)
-        self.playback = Playback(self.config.recv_rate, tmp_out_rate, self.config.jitter_ms)
-        self.session = ClientSession(self.config, self.playback, self._send)
 
     def _send(self, event: Event) -> str:
         event = {"event_id": f"evt_{len(self.sent) + 1}", **event}
         self.sent.append(event)
         return str(event["event_id"])
+
+
+class FakeTransport(SentEvents):
+    """A ClientSession with no socket: server events go in, the client events it sent are kept."""
+
+    def __init__(self, tmp_out_rate: int = 24000, **config: Any) -> None:
+        super().__init__()
+        self.config = RealtimeAudioClientConfig(show_transcript=False, **config)
+        self.playback = Playback(self.config.recv_rate, tmp_out_rate, self.config.jitter_ms)
+        self.session = ClientSession(self.config, self.playback, self._send)
 
     def feed(self, *events: Event) -> None:
         for event in events:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_harness import response_done
+from client_harness import SentEvents, response_done
 
 from speech_to_speech.client import ToolResult
 from speech_to_speech.client.tool_scheduler import ToolCoordinator
@@ -148,15 +148,10 @@ class Gate:
         self.release.setdefault(city, asyncio.Event()).set()
 
 
-class Harness:
+class Harness(SentEvents):
     def __init__(self, executor: Any, default: bool = True) -> None:
-        self.sent: list[Event] = []
+        super().__init__()
         self.tools = ToolCoordinator(ToolCaller(TOOLS, executor, default), self._send)
-
-    def _send(self, event: Event) -> str:
-        event = {"event_id": f"evt_{len(self.sent) + 1}", **event}
-        self.sent.append(event)
-        return str(event["event_id"])
 
     def feed(self, *events: Event) -> None:
         for event in events:
@@ -172,6 +167,13 @@ class Harness:
     def creates(self) -> list[list[str]]:
         return [json.loads(e["response"]["metadata"]["s2s_tool_followup_call_ids"])
                 for e in self.sent if e["type"] == "response.create"]
+
+
+async def answered_call(harness: Harness) -> str:
+    """A Paris weather call in response r1, its output sent; the event id of the follow-up create."""
+    harness.feed(*call_events("r1", 0, "c1", "Paris"), response_done("r1", output=[function_output("c1")]))
+    await harness.settle()
+    return str(harness.sent[-1]["event_id"])
 
 
 def call_events(response_id: str, index: int, call_id: str, city: str, added: bool = True) -> list[Event]:
@@ -234,13 +236,19 @@ async def test_an_origin_that_did_not_complete_cancels_unsubmitted_results(statu
     assert harness.creates() == [] and not harness.tools.busy
 
 
-async def test_the_follow_up_is_held_while_the_user_speaks_until_their_item_is_committed() -> None:
+async def answered_while_the_user_speaks() -> Harness:
+    """A call whose result comes in after the user started speaking (item u2)."""
     gate = Gate()
     harness = Harness(gate)
     harness.feed(*call_events("r1", 0, "c1", "Paris"), response_done("r1", output=[function_output("c1")]),
                  {"type": "input_audio_buffer.speech_started", "item_id": "u2"})
     gate.open("Paris")
     await harness.settle()
+    return harness
+
+
+async def test_the_follow_up_is_held_while_the_user_speaks_until_their_item_is_committed() -> None:
+    harness = await answered_while_the_user_speaks()
     assert harness.outputs() == ["c1"]  # submitted while the user speaks
     assert harness.creates() == []  # but the follow-up waits
     harness.feed({"type": "input_audio_buffer.committed", "item_id": "u2"})
@@ -248,12 +256,7 @@ async def test_the_follow_up_is_held_while_the_user_speaks_until_their_item_is_c
 
 
 async def test_a_completed_answer_that_consumed_the_result_suppresses_the_follow_up() -> None:
-    gate = Gate()
-    harness = Harness(gate)
-    harness.feed(*call_events("r1", 0, "c1", "Paris"), response_done("r1", output=[function_output("c1")]),
-                 {"type": "input_audio_buffer.speech_started", "item_id": "u2"})
-    gate.open("Paris")
-    await harness.settle()
+    harness = await answered_while_the_user_speaks()
     harness.feed({"type": "input_audio_buffer.committed", "item_id": "u2"})
     # The server answered the user (and the result) before our follow-up could be accepted.
     harness.feed({"type": "error", "error": {"code": "conversation_already_has_active_response", "event_id": "evt_2"}},
@@ -287,10 +290,8 @@ async def test_an_empty_completed_answer_does_not_suppress() -> None:
 
 async def test_tool_followup_already_answered_counts_as_done() -> None:
     harness = Harness(weather)
-    harness.feed(*call_events("r1", 0, "c1", "Paris"), response_done("r1", output=[function_output("c1")]))
-    await harness.settle()
+    create_id = await answered_call(harness)
     assert harness.creates() == [["c1"]]
-    create_id = harness.sent[-1]["event_id"]
     harness.feed({"type": "error", "error": {"code": "tool_followup_already_answered", "event_id": create_id}})
     harness.feed({"type": "input_audio_buffer.committed"}, response_done("r9"))
     assert harness.creates() == [["c1"]] and not harness.tools.busy
@@ -298,9 +299,7 @@ async def test_tool_followup_already_answered_counts_as_done() -> None:
 
 async def test_user_input_pending_retries_after_the_transcript() -> None:
     harness = Harness(weather)
-    harness.feed(*call_events("r1", 0, "c1", "Paris"), response_done("r1", output=[function_output("c1")]))
-    await harness.settle()
-    create_id = harness.sent[-1]["event_id"]
+    create_id = await answered_call(harness)
     harness.feed({"type": "error", "error": {"code": "tool_followup_user_input_pending", "event_id": create_id}})
     harness.feed({"type": "input_audio_buffer.committed", "item_id": "u2"})
     assert len(harness.creates()) == 1  # still waiting for the user's transcript
@@ -334,8 +333,7 @@ async def test_close_cancels_outstanding_handlers() -> None:
 
 async def test_an_accepted_follow_up_is_not_sent_again() -> None:
     harness = Harness(weather)
-    harness.feed(*call_events("r1", 0, "c1", "Paris"), response_done("r1", output=[function_output("c1")]))
-    await harness.settle()
+    await answered_call(harness)
     metadata = harness.sent[-1]["response"]["metadata"]
     harness.feed({"type": "response.created", "response": {"id": "r2", "metadata": metadata}},
                  response_done("r2", "cancelled", metadata=metadata), response_done("r3"))
@@ -344,9 +342,7 @@ async def test_an_accepted_follow_up_is_not_sent_again() -> None:
 
 async def test_a_busy_server_gets_the_follow_up_after_its_response_unless_that_answered_it() -> None:
     harness = Harness(weather)
-    harness.feed(*call_events("r1", 0, "c1", "Paris"), response_done("r1", output=[function_output("c1")]))
-    await harness.settle()
-    create_id = harness.sent[-1]["event_id"]
+    create_id = await answered_call(harness)
     # An automatic response started first (it echoes no follow-up metadata) and our create was refused.
     harness.feed({"type": "response.created", "response": {"id": "auto", "metadata": None}},
                  {"type": "error", "error": {"code": "conversation_already_has_active_response",
