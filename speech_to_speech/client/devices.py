@@ -18,14 +18,23 @@ from speech_to_speech.client.playback import Playback, Samples
 log = logging.getLogger(__name__)
 
 
+# Only the microphone and speaker need PortAudio; --input-wav/--output-wav (and `serve`) never import sounddevice.
+FILES_INSTEAD = "or use --input-wav FILE and --output-wav FILE"
+INSTALL_PORTAUDIO = ("install PortAudio (Debian/Ubuntu: sudo apt-get install libportaudio2; "
+                     "macOS: brew install portaudio)")
+
+
 def sounddevice() -> ModuleType:
+    """The sounddevice module, or AudioDeviceError saying in one line what to install."""
     try:
         import sounddevice as sd
-    except (OSError, ImportError) as error:  # OSError: the module is there but libportaudio is not
+    except OSError as error:  # the package is there but the PortAudio library is not
         raise AudioDeviceError(
-            f"audio devices are unavailable: {error} (install PortAudio, e.g. apt-get install libportaudio2; "
-            "or use --input-wav/--output-wav)"
+            f"audio devices are unavailable: {error}; {INSTALL_PORTAUDIO}, {FILES_INSTEAD}"
         ) from None
+    except ImportError as error:
+        raise AudioDeviceError(f"audio devices are unavailable: cannot import sounddevice ({error}); "
+                               f"pip install sounddevice, {FILES_INSTEAD}") from None
     return sd
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from speech_to_speech import cli
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.testing.sound_devices import DEVICES, install_fake_sounddevice, without_portaudio
 
 
 @pytest.fixture
@@ -118,7 +119,23 @@ def test_no_subcommand_prints_help_and_fails(capsys: Any) -> None:
     assert "serve" in capsys.readouterr().err
 
 
-def test_local_without_a_file_needs_audio_devices(capsys: Any) -> None:
-    # A microphone that does not exist is reported before any model loads.
+@pytest.mark.parametrize(("machine", "message"), [
+    ("no such device", "--input-device 999 is not an audio input device"),
+    ("no PortAudio", "sudo apt-get install libportaudio2"),
+])
+def test_local_without_a_file_needs_audio_devices(machine: str, message: str, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: Any) -> None:
+    # Forced either way, whatever this machine has: a missing microphone, or PortAudio itself missing.
+    if machine == "no PortAudio":
+        without_portaudio(monkeypatch)
+    else:
+        install_fake_sounddevice(monkeypatch, DEVICES, default=(0, 1))
+    from speech_to_speech.client import local
+
+    def loopback_server(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("local started its server (and loaded the models) before checking the devices")
+
+    monkeypatch.setattr(local, "loopback_server", loopback_server)
     assert cli.main(["local", "--vad", "scripted", "--input-device", "999"]) == 1
-    assert "input device" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err

@@ -1,11 +1,9 @@
-"""Microphone and speaker code paths with a fake sounddevice module (this machine has no sound card)."""
+"""Microphone and speaker code paths with a fake sounddevice module, so they run on any machine."""
 
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
-import types
 from typing import Any
 
 import numpy as np
@@ -15,11 +13,7 @@ from speech_to_speech.client.devices import Microphone, Speaker, list_devices, r
 from speech_to_speech.client.errors import AudioDeviceError
 from speech_to_speech.client.playback import Playback
 from speech_to_speech.testing.realtime_client import tone
-
-DEVICES = [
-    {"name": "Built-in Microphone", "max_input_channels": 2, "max_output_channels": 0, "default_samplerate": 48000.0},
-    {"name": "USB Headset", "max_input_channels": 1, "max_output_channels": 2, "default_samplerate": 44100.0},
-]
+from speech_to_speech.testing.sound_devices import DEVICES, FakeSoundDevice, install_fake_sounddevice
 
 
 class FakeStream:
@@ -61,19 +55,8 @@ class FakeStream:
 
 
 @pytest.fixture
-def fake_sd(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
-    streams: list[FakeStream] = []
-
-    def stream(**kwargs: Any) -> FakeStream:
-        streams.append(FakeStream(**kwargs))
-        return streams[-1]
-
-    module = types.SimpleNamespace(
-        query_devices=lambda: DEVICES, default=types.SimpleNamespace(device=(0, 1)), InputStream=stream,
-        OutputStream=stream, PortAudioError=RuntimeError, streams=streams,
-    )
-    monkeypatch.setitem(sys.modules, "sounddevice", module)
-    return module
+def fake_sd(monkeypatch: pytest.MonkeyPatch) -> FakeSoundDevice:
+    return install_fake_sounddevice(monkeypatch, DEVICES, default=(0, 1), stream=FakeStream)
 
 
 def test_devices_are_listed_with_the_defaults_marked(fake_sd: Any) -> None:
@@ -98,7 +81,7 @@ def test_devices_resolve_by_default_index_or_name(fake_sd: Any) -> None:
 def test_without_defaults_the_first_capable_device_is_used(fake_sd: Any) -> None:
     fake_sd.default.device = (-1, -1)
     assert resolve_device(None, "output") == (1, 44100)
-    fake_sd.query_devices = lambda: DEVICES[:1]
+    fake_sd.devices = DEVICES[:1]
     with pytest.raises(AudioDeviceError, match="no audio output device found"):
         resolve_device(None, "output")
 

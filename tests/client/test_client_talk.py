@@ -16,8 +16,10 @@ from conftest import ServerFactory
 
 from speech_to_speech import cli
 from speech_to_speech.audio.wav import read_wav
+from speech_to_speech.client import local
 from speech_to_speech.client.cli import client_config
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
+from speech_to_speech.testing.sound_devices import DEVICES, FakeSoundDevice, install_fake_sounddevice, without_portaudio
 
 SCRIPTED_FLAGS = ["--vad", "scripted", "--stt", "scripted", "--llm", "scripted", "--tts", "scripted",
                   "--min_silence_ms", "300", "--speech_pad_ms", "100", "--scripted_tts_ms_per_char", "10"]
@@ -143,34 +145,96 @@ def one_line_error(capsys: Any) -> str:
     return err
 
 
-def test_list_devices_without_a_sound_card(capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    code = cli.main(["talk", "--list-devices"])
-    captured = capsys.readouterr()
-    # With PortAudio installed and no card there is nothing to list; without PortAudio, a one-line reason.
-    assert (code, captured.out.strip()) == (0, "No audio devices found. Use --input-wav FILE and --output-wav FILE "
-                                                "to talk without a sound card.") or (
-        code == 1 and "PortAudio" in captured.err)
-    monkeypatch.setitem(sys.modules, "sounddevice", None)  # as if the package were missing
+# Device errors are forced, never taken from this machine: with a fake sounddevice that finds the devices
+# a test names (none: a machine with PortAudio but no sound card), or with PortAudio failing to load.
+PORTAUDIO_MISSING = ("audio devices are unavailable: PortAudio library not found; install PortAudio "
+                     "(Debian/Ubuntu: sudo apt-get install libportaudio2; macOS: brew install portaudio), "
+                     "or use --input-wav FILE and --output-wav FILE")
+
+
+@pytest.fixture
+def no_sound_card(monkeypatch: pytest.MonkeyPatch) -> FakeSoundDevice:
+    return install_fake_sounddevice(monkeypatch)
+
+
+@pytest.fixture
+def no_portaudio(monkeypatch: pytest.MonkeyPatch) -> None:
+    without_portaudio(monkeypatch)
+
+
+@pytest.fixture
+def models_never_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`local` fails if it gets as far as building its server (and loading the default models)."""
+
+    def loopback_server(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("local started its server before checking the devices")
+
+    monkeypatch.setattr(local, "loopback_server", loopback_server)
+
+
+def test_list_devices_without_a_sound_card(no_sound_card: FakeSoundDevice, capsys: Any) -> None:
+    assert cli.main(["talk", "--list-devices"]) == 0
+    assert capsys.readouterr().out.strip() == ("No audio devices found. Use --input-wav FILE and --output-wav FILE "
+                                               "to talk without a sound card.")
+
+
+def test_list_devices_without_portaudio_says_what_to_install(no_portaudio: None, capsys: Any) -> None:
     assert cli.main(["local", "--list-devices"]) == 1
-    assert "audio devices are unavailable" in one_line_error(capsys)
+    assert one_line_error(capsys) == f"speech-to-speech local: {PORTAUDIO_MISSING}"
 
 
-def test_a_missing_microphone_is_a_clear_error(make_server: ServerFactory, capsys: Any) -> None:
+def test_list_devices_without_the_sounddevice_package(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.setitem(sys.modules, "sounddevice", None)  # as if the package were missing
+    assert cli.main(["talk", "--list-devices"]) == 1
+    err = one_line_error(capsys)
+    assert "cannot import sounddevice" in err and "pip install sounddevice" in err
+
+
+def test_a_missing_microphone_is_a_clear_error(make_server: ServerFactory, no_sound_card: FakeSoundDevice,
+                                               capsys: Any) -> None:
     server = make_server()
     assert cli.main(["talk", "--url", server.ws_url]) == 1
-    assert "no audio input device" in one_line_error(capsys) or "PortAudio" in capsys.readouterr().err
+    assert one_line_error(capsys) == ("speech-to-speech talk: no audio input device found "
+                                      "(see --list-devices, or use --input-wav FILE)")
 
 
-def test_a_device_that_does_not_exist_is_a_clear_error(tmp_path: Path, capsys: Any) -> None:
+def test_the_microphone_without_portaudio_is_a_clear_error(make_server: ServerFactory, no_portaudio: None,
+                                                           capsys: Any) -> None:
+    server = make_server()
+    assert cli.main(["talk", "--url", server.ws_url]) == 1
+    assert one_line_error(capsys) == f"speech-to-speech talk: {PORTAUDIO_MISSING}"
+
+
+def test_a_device_that_does_not_exist_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: Any) -> None:
+    install_fake_sounddevice(monkeypatch, DEVICES, default=(0, 1))
     question = write_turns(tmp_path / "q.wav")
     assert cli.main(["talk", "--input-wav", str(question), "--output-device", "7"]) == 1
-    err = one_line_error(capsys)
-    assert "--output-device 7 is not an audio output device" in err or "PortAudio" in err
+    assert "--output-device 7 is not an audio output device" in one_line_error(capsys)
 
 
-def test_local_reports_a_missing_device_before_loading_models(capsys: Any) -> None:
-    assert cli.main(["local", "--input-device", "999"]) == 1  # the default (real) models are never loaded
-    assert "input device" in one_line_error(capsys)
+def test_local_reports_a_missing_device_before_loading_models(monkeypatch: pytest.MonkeyPatch,
+                                                              models_never_load: None, capsys: Any) -> None:
+    install_fake_sounddevice(monkeypatch, DEVICES, default=(0, 1))
+    assert cli.main(["local", "--input-device", "999"]) == 1
+    assert "--input-device 999 is not an audio input device" in one_line_error(capsys)
+
+
+def test_local_reports_missing_portaudio_before_loading_models(no_portaudio: None, models_never_load: None,
+                                                               capsys: Any) -> None:
+    assert cli.main(["local"]) == 1
+    assert one_line_error(capsys) == f"speech-to-speech local: {PORTAUDIO_MISSING}"
+
+
+def test_files_instead_of_devices_need_no_portaudio(make_server: ServerFactory, no_portaudio: None,
+                                                    tmp_path: Path, capsys: Any) -> None:
+    server = make_server(scripted_replies=["No sound card needed."])
+    assert talk(server.ws_url, write_turns(tmp_path / "q.wav"), tmp_path / "a.wav") == 0
+    assert "Assistant: No sound card needed." in capsys.readouterr().out
+    code = cli.main(["local", *SCRIPTED_FLAGS, "--scripted_replies", "Nor here.",
+                     "--input-wav", str(write_turns(tmp_path / "q2.wav")), "--output-wav", str(tmp_path / "a2.wav")])
+    assert code == 0
+    assert "Assistant: Nor here." in capsys.readouterr().out
 
 
 def test_an_unreachable_server_is_a_clear_error(tmp_path: Path, capsys: Any) -> None:
