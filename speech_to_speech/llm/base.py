@@ -82,10 +82,6 @@ class LLMHandler(BackendHandler):
             input_call_ids=item.input_call_ids,
         )
 
-    def _drop_stale(self, item: Any) -> None:
-        # A request cancelled while queued still closes: the send loop needs its sentinel.
-        self.emit(ResponseDone(item.response_id, item.generation, status="cancelled"))
-
     def on_error(self, item: Any, error: BaseException) -> Iterator[Any]:
         if isinstance(item, GenerateResponseRequest):
             yield ResponseDone(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -91,6 +91,7 @@ class BaseHandler:
             message=f"{type(error).__name__}: {error}",
             generation=getattr(item, "generation", None),
             response_id=getattr(item, "response_id", None),
+            item_id=getattr(item, "item_id", None),
         )
 
     def on_stale(self, item: Any) -> Iterable[Any]:
@@ -136,35 +137,34 @@ class BaseHandler:
     def run(self) -> None:
         while True:
             item = self.queue_in.get()
+            for output in self.outputs(item):
+                self.emit(output)
             if isinstance(item, PipelineEnd):
-                self.emit(item)
                 return
-            if isinstance(item, SessionEnd):
-                self._guarded(self.on_session_end)
-                self.emit(item)
-                continue
-            if not isinstance(item, self.consumes):
-                self.emit(item)
-                continue
-            if self.is_stale(item):
-                self._drop_stale(item)
-                continue
-            self._handle(item)
 
-    def _drop_stale(self, item: Any) -> None:
-        log.debug("%s drops stale %s", self.stage, type(item).__name__)
-        for output in self._guarded_iter(self.on_stale(item)):
-            self.emit(output)
+    def outputs(self, item: Any) -> Iterator[Any]:
+        """Everything one input item turns into, in order, for :meth:`emit`.
 
-    def _handle(self, item: Any) -> None:
-        try:
-            for output in self.process(item):
-                self.emit(output)
-        except Exception as error:  # a stage must survive any model failure
-            self.failures += 1
-            log.exception("%s failed on %s", self.stage, type(item).__name__)
-            for output in self._guarded_iter(self.on_error(item, error)):
-                self.emit(output)
+        Lazy, so that each output is queued as soon as it exists (the thread
+        emits them one by one, and a test scheduler may step through them).
+        """
+        if isinstance(item, PipelineEnd):
+            yield item
+        elif isinstance(item, SessionEnd):
+            self._guarded(self.on_session_end)
+            yield item
+        elif not isinstance(item, self.consumes):
+            yield item
+        elif self.is_stale(item):
+            log.debug("%s drops stale %s", self.stage, type(item).__name__)
+            yield from self._guarded_iter(self.on_stale(item))
+        else:
+            try:
+                yield from self.process(item)
+            except Exception as error:  # a stage must survive any model failure
+                self.failures += 1
+                log.exception("%s failed on %s", self.stage, type(item).__name__)
+                yield from self._guarded_iter(self.on_error(item, error))
 
     def _guarded(self, fn: Any) -> None:
         try:

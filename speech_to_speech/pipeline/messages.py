@@ -43,6 +43,9 @@ class StageError:
     message: str
     generation: int | None = None
     response_id: str | None = None
+    item_id: str | None = None  # the user turn it was working on (STT)
+    # The work will be done again (a speculative pass): nothing the client waits for is lost.
+    retried: bool = False
 
 
 # ---------------------------------------------------------------- input side
@@ -85,9 +88,15 @@ class SpeechStopped:
 
 @dataclass(frozen=True)
 class SpeechResumed:
-    """The user spoke again after a pause that had been taken as a possible end of turn."""
+    """The user spoke again after a pause that had been taken as a possible end of turn.
+
+    ``speculation`` is the number of the speculative utterance it voids (see
+    ``Utterance.speculation``): it may overtake that utterance's transcript,
+    which comes later through the STT.
+    """
 
     item_id: str | None = None
+    speculation: int = 0
 
 
 @dataclass(frozen=True)
@@ -101,10 +110,15 @@ class Utterance:
     # True when the turn was committed by the client (no automatic response).
     manual: bool = False
     vad_end_time: float = 0.0  # time.monotonic() at end of speech
-    # A hypothesis of a turn that may still go on: the speech so far, sent at a pause.
-    speculative: bool = False
+    # A hypothesis of a turn that may still go on: the speech so far, sent at a pause. Numbered
+    # 1, 2, … within its turn; 0 for a turn's real end.
+    speculation: int = 0
     # No speech since this item's last speculative utterance: its transcript still holds.
     reuse_speculation: bool = False
+
+    @property
+    def speculative(self) -> bool:
+        return self.speculation > 0
 
 
 @dataclass(frozen=True)
@@ -119,7 +133,11 @@ class Transcript:
     manual: bool = False
     stt_done_time: float = 0.0
     vad_end_time: float = 0.0
-    speculative: bool = False
+    speculation: int = 0  # of the utterance transcribed (see Utterance.speculation)
+
+    @property
+    def speculative(self) -> bool:
+        return self.speculation > 0
 
 
 @dataclass(frozen=True)
@@ -128,6 +146,7 @@ class SpeculativeTranscript:
 
     item_id: str | None
     transcript: str
+    speculation: int = 1
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,7 @@ class PipelineUnit:
     def begin_session_end(self) -> int:
         """Send the soft-reset sentinel down both branches; returns its token."""
         token = next(_session_tokens)
-        self.cancel_scope.reset()
+        self.cancel_scope.cancel()  # nothing in flight survives the session
         self.chunker.reset()
         self.queues.recv_audio_chunks.put(SessionEnd(token))
         self.queues.lm_request.put(SessionEnd(token))
@@ -153,4 +153,4 @@ class PipelineUnit:
 
     def reset_for_new_session(self) -> None:
         self.config.reset()
-        self.cancel_scope.reset()
+        self.cancel_scope.cancel()  # nothing in flight survives the session

@@ -61,10 +61,20 @@ class Conversation:
     def input_call_ids(self, history: tuple[ChatMessage, ...]) -> tuple[str, ...]:
         return tuple(m.tool_call_id for m in history if m.role == "tool" and m.tool_call_id)
 
-    def history(self, max_turns: int) -> tuple[ChatMessage, ...]:
-        """The model's view: the last ``max_turns`` user turns and what followed them."""
+    def history(self, max_turns: int, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
+        """The model's view: the last ``max_turns`` user turns and what followed them.
+
+        ``heard`` is (item id, words) of a user turn whose transcript is not in
+        yet: it takes that item's place, or comes last if the item is not
+        committed yet (a speculative request asks what the final one will).
+        """
+        items = self._items
+        if heard is not None:
+            item_id, words = heard
+            pending = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": words}]}
+            items = {**items, item_id or "": pending}
         messages: list[ChatMessage] = []
-        for item_id, item in self._items.items():
+        for item_id, item in items.items():
             if item_id in self._excluded:
                 continue
             message = to_chat_message(item)

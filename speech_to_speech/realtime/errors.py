@@ -64,3 +64,9 @@ COMMIT_EMPTY = "input_audio_buffer_commit_empty"
 INVALID_EVENT_FOR_TRANSPORT = "invalid_event_for_transport"
 TOOL_FOLLOWUP_ALREADY_ANSWERED = "tool_followup_already_answered"
 TOOL_FOLLOWUP_USER_INPUT_PENDING = "tool_followup_user_input_pending"
+SERVER_ERROR = "server_error"
+
+
+def stage_failed(stage: str) -> str:
+    """The code of a pipeline stage's failure: ``stt_failed``, ``tts_failed``, ``vad_failed``, …"""
+    return f"{stage}_failed"

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech import ids
-from speech_to_speech.realtime.speculation import Speculation
 
 Event = dict[str, Any]
 
@@ -46,7 +45,12 @@ class ResponseState:
     marks: dict[str, float] = field(default_factory=dict)
     # An automatic response answers one user turn; it may adopt that turn's speculation.
     turn_item_id: str | None = None
-    speculation: Speculation | None = None
+    # response.create's options (empty for an automatic response).
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def owns(self, item: Any) -> bool:
+        """Pipeline output of this response's request: its id, and the generation it was asked in."""
+        return item.response_id == self.id and item.generation == self.generation
 
     @property
     def audio(self) -> bool:

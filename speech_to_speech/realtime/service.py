@@ -13,6 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ from speech_to_speech.pipeline.messages import (
     TranscriptText,
     TTSFirstAudio,
 )
+from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.conversation import Conversation, item_text
@@ -47,8 +49,7 @@ from speech_to_speech.realtime.events import ClientEvent, parse_client_event
 from speech_to_speech.realtime.items import client_item, response_options
 from speech_to_speech.realtime.response import Event, ResponseState
 from speech_to_speech.realtime.session import SessionState
-from speech_to_speech.realtime.speculation import Speculation
-from speech_to_speech.realtime.speculative_responses import SpeculativeResponses
+from speech_to_speech.realtime.speculation import Speculation, SpeculationSlot, same_words
 from speech_to_speech.realtime.tool_results import (
     INPUT_CALL_IDS_KEY,
     ToolResultLedger,
@@ -71,7 +72,7 @@ def encode_marks(marks: dict[str, float]) -> str:
     return json.dumps({name: round((mark + offset) * 1000.0, 1) for name, mark in marks.items() if mark})
 
 
-class RealtimeService(SpeculativeResponses):
+class RealtimeService:
     # Told of every finished response (status, its monotonic stage marks): the server's metrics.
     on_response_finished: Callable[[str, dict[str, float]], None] | None = None
 
@@ -107,10 +108,15 @@ class RealtimeService(SpeculativeResponses):
         self.conversation_id = ids.new_id("conv")
         self.response: ResponseState | None = None
         self.pending_transcriptions: set[str] = set()
-        self.speculation: Speculation | None = None
+        self.failed_transcriptions: set[str] = set()
+        self.speculations = SpeculationSlot(unit.cancel_scope)
         self.user_speaking = False
         self.tool_results = ToolResultLedger()
         self.uncommitted_samples = 0
+
+    @property
+    def config(self) -> RuntimeConfig:
+        return self.unit.config.current
 
     # ------------------------------------------------------------ output
 
@@ -177,7 +183,7 @@ class RealtimeService(SpeculativeResponses):
         if self.uncommitted_samples == 0:
             raise RealtimeError(errors.COMMIT_EMPTY, "The input audio buffer is empty: nothing to commit")
         self.uncommitted_samples = 0
-        self._drop_speculation()
+        self.speculations.drop()
         self.unit.push_audio(self.audio.flush_input())  # the commit's audio, not the next turn's
         item_id = ids.item_id()
         self.unit.commit_input(item_id)
@@ -185,7 +191,7 @@ class RealtimeService(SpeculativeResponses):
 
     def _on_input_audio_buffer_clear(self, event: ClientEvent) -> None:
         self.uncommitted_samples = 0
-        self._drop_speculation()
+        self.speculations.drop()
         self.audio.reset_input()  # what it held belongs to the cleared audio
         self.unit.clear_input()
         self.emit({"type": "input_audio_buffer.cleared"})
@@ -244,7 +250,6 @@ class RealtimeService(SpeculativeResponses):
                     errors.TOOL_FOLLOWUP_USER_INPUT_PENDING,
                     "The user's turn is still open; send the follow-up after their item is committed.",
                 )
-        self.unit.cancel_scope.new_response()
         self._start_response(options)
 
     def _on_response_cancel(self, event: ClientEvent) -> None:
@@ -264,14 +269,14 @@ class RealtimeService(SpeculativeResponses):
     def _start_response(self, options: dict[str, Any], turn_item_id: str | None = None) -> None:
         """Open a response (response.created); it is submitted once its input is transcribed.
 
-        An automatic response to a user turn takes over that turn's speculation, if one runs.
+        An automatic response to a user turn takes over that turn's running speculation
+        (its id and generation); any other speculation is of no use to it and stops.
         """
         config = self.config
-        speculation = self.speculation if turn_item_id and self.speculation else None
-        if speculation is not None and speculation.item_id != turn_item_id:
-            self._drop_speculation()
+        speculation = self.speculations.current
+        if speculation is None or turn_item_id is None or speculation.item_id != turn_item_id:
+            self.speculations.drop()
             speculation = None
-        self.speculation = None
         response = ResponseState(
             id=speculation.response_id if speculation else ids.response_id(),
             generation=speculation.generation if speculation else self.unit.cancel_scope.generation,
@@ -283,36 +288,49 @@ class RealtimeService(SpeculativeResponses):
             max_output_tokens=options.get("max_output_tokens") or self.state.session.get("max_output_tokens", "inf"),
             in_conversation=options.get("conversation", "auto") != "none",
             turn_item_id=turn_item_id,
-            speculation=speculation,
+            options=options,
         )
         response.marks["created"] = time.monotonic()
         self.response = response
-        self.response_options = options
         self.emit(response.created())
         self._submit_when_ready()
 
     def _submit_when_ready(self) -> None:
-        """Send the request once every committed user turn has its transcript."""
+        """Send the request once every committed user turn has its transcript.
+
+        A speculation made for this response is adopted when it asked exactly
+        what the response would ask now; otherwise it stops, and the request
+        goes out in a new generation, so nothing of the speculation (output or
+        terminal) can reach the response.
+        """
         response = self.response
         if response is None or response.submitted or self.pending_transcriptions:
             return
+        speculation = self.speculations.take(response.id)
         turn = self.conversation.get(response.turn_item_id) if response.turn_item_id else None
-        transcript = item_text(turn) if turn is not None else None
-        speculation, response.speculation = response.speculation, None
-        if speculation is not None and transcript is not None and speculation.matches(response.turn_item_id,
-                                                                                       transcript):
-            self._adopt(response, speculation)
-            return
-        self._discard(speculation)
-        response.generation = self.unit.cancel_scope.generation
-        if transcript is not None and not transcript.strip():
+        if turn is not None and not item_text(turn).strip():
+            self.speculations.cancel(speculation)
             self._finish_response("completed")  # nothing was heard: nothing to answer
             return
-        request = self._request(response.id, response.generation, self.response_options,
+        request = self._request(response.id, response.generation, response.options,
                                 self.conversation.history(self.settings.chat_size))
+        if speculation is not None and speculation.answers(request):
+            self._adopt(response, speculation)
+            return
+        self.speculations.cancel(speculation)
+        request = replace(request, generation=self.unit.cancel_scope.generation)
+        response.generation = request.generation
         response.submitted = True
         response.input_call_ids = request.input_call_ids
         self.unit.submit(request)
+
+    def _adopt(self, response: ResponseState, speculation: Speculation) -> None:
+        """The turn asked what the speculation asked: its (held) output is this response's."""
+        response.generation = speculation.generation
+        response.submitted = True
+        response.input_call_ids = speculation.request.input_call_ids
+        for item in speculation.held:
+            self.dispatch_pipeline_item(item)
 
     def _request(self, response_id: str, generation: int, options: dict[str, Any],
                  history: tuple[ChatMessage, ...]) -> GenerateResponseRequest:
@@ -334,11 +352,13 @@ class RealtimeService(SpeculativeResponses):
             metadata=options.get("metadata"),
         )
 
-    def _finish_response(self, status: str, reason: str | None = None, error: str | None = None) -> None:
+    def _finish_response(self, status: str, reason: str | None = None, error: str | None = None, *,
+                         report: bool = True) -> None:
         response, self.response = self.response, None
         if response is None:
             return
-        if status == "failed":
+        self.speculations.cancel(self.speculations.take(response.id))
+        if status == "failed" and report:
             self.emit(errors.error_event("response_failed", error or "the response failed", type="server_error"))
         if self.config.has_extension(TIMINGS_EXTENSION):
             response.metadata = {**(response.metadata or {}), TIMINGS_KEY: encode_marks(response.marks)}
@@ -357,9 +377,6 @@ class RealtimeService(SpeculativeResponses):
         """Steps 3 and 7 of the interruption rules: close, cancel, flush."""
         self._finish_response("cancelled", reason)
         self.unit.cancel_scope.cancel()
-        for item in self.unit.queues.send_audio_chunks.drain():
-            if isinstance(item, ResponseDone):
-                self.unit.cancel_scope.response_done(item.generation)
         self._clear_playback()
 
     def _clear_playback(self) -> None:
@@ -372,13 +389,27 @@ class RealtimeService(SpeculativeResponses):
     # ------------------------------------------------------------ pipeline events
 
     def dispatch_pipeline_item(self, item: Any) -> None:
-        if self._hold(item):
+        """Turn one pipeline item into events; a failure here fails the response, never the session."""
+        if self.speculations.hold(item):
             return
         handler = _DISPATCH.get(type(item))
         if handler is None:
             log.debug("no dispatch for %s", type(item).__name__)
             return
-        handler(self, item)
+        try:
+            handler(self, item)
+        except Exception as error:
+            log.exception("turning %s into events failed", type(item).__name__)
+            self._fail(errors.SERVER_ERROR, f"{type(error).__name__}: {error}", self.response)
+
+    def _fail(self, code: str, message: str, response: ResponseState | None) -> None:
+        """Report a server-side failure and end ``response`` (if still active) with it; the session goes on."""
+        self.emit(errors.error_event(code, message, type="server_error"))
+        if response is None or response is not self.response:
+            return
+        self._finish_response("failed", error=message, report=False)
+        if response.submitted:
+            self.unit.cancel_scope.cancel()  # the rest of its output would have nowhere to go
 
     def _speech_started(self, item: SpeechStarted) -> None:
         self.user_speaking = True
@@ -431,31 +462,67 @@ class RealtimeService(SpeculativeResponses):
         item_id = item.item_id or ids.item_id()
         if item_id not in self.conversation:
             self._user_audio_committed(item_id)
+        self.pending_transcriptions.discard(item_id)  # first: nothing below may leave the turn pending
+        failed = item_id in self.failed_transcriptions
+        self.failed_transcriptions.discard(item_id)
         user_item = self.conversation.get(item_id)
-        assert user_item is not None
+        if user_item is None:  # deleted by the client while it was being transcribed
+            self._submit_when_ready()
+            return
         user_item["content"][0]["transcript"] = item.transcript
-        self.pending_transcriptions.discard(item_id)
-        self.emit({
-            "type": "conversation.item.input_audio_transcription.completed",
-            "item_id": item_id,
-            "content_index": 0,
-            "transcript": item.transcript,
-            "usage": {"type": "duration", "seconds": round(item.audio_seconds, 3)},
-        })
+        if not failed:  # a failed transcription was reported as such (transcription.failed)
+            self.emit({
+                "type": "conversation.item.input_audio_transcription.completed",
+                "item_id": item_id,
+                "content_index": 0,
+                "transcript": item.transcript,
+                "usage": {"type": "duration", "seconds": round(item.audio_seconds, 3)},
+            })
         self.emit({"type": "conversation.item.done", "item": dict(user_item)})
         self._turn_complete(item)
 
     def _turn_complete(self, item: TranscriptionCompleted) -> None:
-        # A speculation not taken over by a response at the turn's end is of no use now.
-        self._drop_speculation()
         response = self.response
         if response is not None and response.turn_item_id == item.item_id:
             if item.vad_end_time:
                 response.marks["vad_end_of_speech"] = item.vad_end_time
             response.marks["stt_done"] = item.stt_done_time
+        else:
+            # No response took this turn's speculation over: it is of no use now.
+            self.speculations.drop()
         # A turn that ends during a response it did not interrupt joins the conversation without
         # an automatic reply, as on OpenAI's server; the client may ask for one.
         self._submit_when_ready()
+
+    def _speculate(self, item: SpeculativeTranscript) -> None:
+        """Start answering the words so far, held off the wire until the turn ends (see speculation)."""
+        if not item.transcript.strip() or self.speculations.is_void(item):
+            return
+        running = self.speculations.current
+        if running is not None and running.item_id == item.item_id and same_words(running.transcript,
+                                                                                   item.transcript):
+            return  # already answering exactly these words
+        response = self.response
+        if response is not None:
+            # Only the response that waits for this very turn's transcript can use it.
+            if response.submitted or response.turn_item_id != item.item_id:
+                return
+            response_id = response.id
+        else:
+            td = self.config.turn_detection
+            if self.pending_transcriptions or td is None or not td.create_response:
+                return
+            response_id = ids.response_id()
+        self.speculations.drop()
+        history = self.conversation.history(self.settings.chat_size, heard=(item.item_id, item.transcript))
+        request = self._request(response_id, self.unit.cancel_scope.generation, {}, history)
+        self.speculations.start(Speculation(item.item_id, item.speculation, request))
+        if response is not None:
+            response.generation = request.generation
+        self.unit.submit(request)
+
+    def _speech_resumed(self, item: SpeechResumed) -> None:
+        self.speculations.void(item.item_id, item.speculation)
 
     def _assistant_text(self, item: TranscriptText) -> None:
         response = self._current(item)
@@ -513,21 +580,35 @@ class RealtimeService(SpeculativeResponses):
             response.marks["tts_first_audio"] = item.time
 
     def _response_done(self, item: ResponseDone) -> None:
-        self.unit.cancel_scope.response_done(item.generation)
+        # The terminal of the response's own request only: a cancelled request of the same id
+        # (a speculation that was not adopted) ends in an older generation.
         response = self.response
-        if response is None or response.id != item.response_id:
-            return
-        self._finish_response(item.status, item.reason, item.error)
+        if response is not None and response.submitted and response.owns(item):
+            self._finish_response(item.status, item.reason, item.error)
 
     def _stage_error(self, item: StageError) -> None:
         log.warning("pipeline stage %s failed: %s", item.stage, item.message)
+        if item.retried:
+            return
+        response = self.response
+        if item.response_id is not None:  # output of a request: its response, unless that was cancelled
+            response = self._current(item)
+            if response is None:
+                return
+        elif response is not None and (response.submitted or response.turn_item_id != item.item_id):
+            response = None  # an input-side failure concerns only the response waiting for that turn
+        code, message = errors.stage_failed(item.stage), f"{item.stage} failed: {item.message}"
+        if item.item_id is not None and item.item_id in self.pending_transcriptions:
+            self.failed_transcriptions.add(item.item_id)
+            self.emit({"type": "conversation.item.input_audio_transcription.failed", "item_id": item.item_id,
+                       "content_index": 0,
+                       "error": {"type": "server_error", "code": code, "message": message, "param": None}})
+        self._fail(code, message, response)
 
     def _current(self, item: Any) -> ResponseState | None:
-        """The active response if ``item`` belongs to it and is not stale."""
+        """The active response if ``item`` is output of its request and not stale."""
         response = self.response
-        if response is None or item.response_id != response.id:
-            return None
-        if self.unit.cancel_scope.is_discardable(item.generation):
+        if response is None or not response.owns(item) or self.unit.cancel_scope.is_stale(item.generation):
             return None
         return response
 

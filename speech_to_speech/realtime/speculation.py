@@ -1,35 +1,123 @@
 """Speculative responses: start answering at a pause, speak only once the turn is over.
 
 When the VAD sees a pause that may end the user's turn, the STT transcribes
-the speech so far and the service sends the LLM a request for it at once.
-Its output is held back, off the wire, until the turn really ends: if the
-final transcript says the same words, the held response becomes the turn's
-response (already generated, or well under way); if the user went on
-speaking or said something else, it is cancelled like any stale output.
+the speech so far and the service asks the LLM for a reply to it at once.
+The reply's output is held back, off the wire, until the turn really ends:
+if the request the turn's response would make is the one the speculation
+made (same history, same words up to casing and punctuation), the held
+output becomes the response's (already generated, or well under way);
+otherwise the speculation is cancelled like any stale output.
+
+There is at most one speculation at a time, and while it runs it is the only
+live request of the unit: it is launched only when no submitted response is
+active, and a response is never submitted while it runs (it adopts it or
+drops it first). So dropping it may cancel the unit's generation without
+touching anything else.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from speech_to_speech.pipeline.cancel_scope import CancelScope
+from speech_to_speech.pipeline.messages import GenerateResponseRequest, SpeculativeTranscript
 from speech_to_speech.pipeline.transcription_notifier import normalize_word
 
 
 @dataclass
 class Speculation:
     item_id: str | None
-    transcript: str
-    response_id: str
-    generation: int
-    input_call_ids: tuple[str, ...] = ()
-    # Pipeline output of the speculative response, in order, not yet on the wire.
+    number: int  # of the speculative utterance within its turn (SpeechResumed voids by number)
+    request: GenerateResponseRequest
+    # Pipeline output of the speculative request, in order, not yet on the wire.
     held: list[Any] = field(default_factory=list)
 
-    def matches(self, item_id: str | None, transcript: str) -> bool:
-        return item_id == self.item_id and same_words(transcript, self.transcript)
+    @property
+    def response_id(self) -> str:
+        return self.request.response_id
+
+    @property
+    def generation(self) -> int:
+        return self.request.generation
+
+    @property
+    def transcript(self) -> str:
+        return self.request.messages[-1].content
+
+    def owns(self, item: Any) -> bool:
+        """Output of this speculative request (the same id may be asked again, in a later generation)."""
+        return getattr(item, "response_id", None) == self.response_id and getattr(
+            item, "generation", None) == self.generation
+
+    def answers(self, request: GenerateResponseRequest) -> bool:
+        """True when ``request`` asks what the speculation asked: its output answers it."""
+        mine, theirs = self.request, request
+        if len(mine.messages) != len(theirs.messages) or not theirs.messages:
+            return False
+        if mine.messages[:-1] != theirs.messages[:-1] or theirs.messages[-1].role != "user":
+            return False
+        if not same_words(mine.messages[-1].content, theirs.messages[-1].content):
+            return False
+        return dataclasses.replace(mine, response_id="", generation=0, messages=()) == dataclasses.replace(
+            theirs, response_id="", generation=0, messages=())
 
 
 def same_words(a: str, b: str) -> bool:
     """Equal up to casing and edge punctuation: what the LLM was asked is what was said."""
     return [normalize_word(w) for w in a.split()] == [normalize_word(w) for w in b.split()]
+
+
+class SpeculationSlot:
+    """The session's one speculation, and which speculative utterances the user voided.
+
+    A ``SpeechResumed`` comes straight from the VAD while the transcript of
+    the speculation it voids still waits in the STT, so it can arrive first:
+    the slot remembers the highest voided number of the current turn and
+    refuses transcripts up to it.
+    """
+
+    def __init__(self, cancel_scope: CancelScope) -> None:
+        self._scope = cancel_scope
+        self.current: Speculation | None = None
+        self._voided: tuple[str | None, int] = (None, 0)
+
+    def void(self, item_id: str | None, number: int) -> None:
+        self._voided = (item_id, number)
+        current = self.current
+        if current is not None and current.item_id == item_id and current.number <= number:
+            self.drop()
+
+    def is_void(self, transcript: SpeculativeTranscript) -> bool:
+        item_id, number = self._voided
+        return transcript.item_id == item_id and transcript.speculation <= number
+
+    def start(self, speculation: Speculation) -> None:
+        self.drop()
+        self.current = speculation
+
+    def take(self, response_id: str) -> Speculation | None:
+        """The speculation made for ``response_id``, leaving the slot empty; None if there is none."""
+        current = self.current
+        if current is None or current.response_id != response_id:
+            return None
+        self.current = None
+        return current
+
+    def drop(self) -> None:
+        """Cancel the running speculation, if any (the user went on, or said something else)."""
+        current, self.current = self.current, None
+        self.cancel(current)
+
+    def cancel(self, speculation: Speculation | None) -> None:
+        if speculation is not None and not self._scope.is_stale(speculation.generation):
+            self._scope.cancel()
+
+    def hold(self, item: Any) -> bool:
+        """Keep the speculation's output off the wire until its turn is confirmed."""
+        current = self.current
+        if current is None or not current.owns(item):
+            return False
+        current.held.append(item)
+        return True

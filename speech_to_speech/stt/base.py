@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from speech_to_speech.pipeline.handler import BackendHandler
-from speech_to_speech.pipeline.messages import FloatAudio, Transcript, Utterance
+from speech_to_speech.pipeline.messages import FloatAudio, StageError, Transcript, Utterance
 
 SAMPLE_RATE = 16000
 MIN_SAMPLES = SAMPLE_RATE // 10
@@ -60,7 +61,8 @@ class STTHandler(BackendHandler):
         text, language = self._text_of(item)
         if item.speculative:
             self._speculation = (item.item_id, text, language)
-            yield Transcript(text=text, final=False, item_id=item.item_id, language=language, speculative=True)
+            yield Transcript(text=text, final=False, item_id=item.item_id, language=language,
+                             speculation=item.speculation)
             return
         if not item.reuse_speculation:
             yield from self.partials(item, text)
@@ -77,7 +79,10 @@ class STTHandler(BackendHandler):
         )
 
     def on_error(self, item: Any, error: BaseException) -> Iterator[Any]:
-        yield from super().on_error(item, error)
+        speculative = isinstance(item, Utterance) and item.speculative
+        for report in super().on_error(item, error):
+            # A failed speculative pass is done again at the turn's end.
+            yield replace(report, retried=True) if speculative and isinstance(report, StageError) else report
         # The turn must still complete so the session does not wait forever.
         if isinstance(item, Utterance) and not item.speculative:
             yield Transcript(

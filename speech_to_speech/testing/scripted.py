@@ -5,7 +5,8 @@
 - ``ScriptedSTT``: returns the given transcripts in turn (cycling), emitting
   word-by-word partial hypotheses first, after an optional delay.
 - ``ScriptedLLM``: streams the given replies word by word with a given delay per
-  token; ``<tool_call>name {json}</tool_call>`` in a reply becomes a tool call;
+  token; ``{heard}`` in a reply stands for the last user message;
+  ``<tool_call>name {json}</tool_call>`` in a reply becomes a tool call;
   ``[[incomplete:reason]]`` / ``[[failed:message]]`` end it with that status.
 - ``ScriptedTTS``: a tone per clause, ``scripted_tts_ms_per_char`` long.
 
@@ -62,9 +63,13 @@ def _no_model(settings: ServerSettings) -> None:
 
 @registry.register("vad", "scripted", _no_model)
 class EnergyVAD(VADHandler):
-    def speech_probability(self, chunk: FloatAudio) -> float:
+    @staticmethod
+    def probability_of(chunk: FloatAudio) -> float:
         rms = float(np.sqrt(np.mean(np.square(chunk)))) if len(chunk) else 0.0
         return min(1.0, rms / ENERGY_FULL_SCALE)
+
+    def speech_probability(self, chunk: FloatAudio) -> float:
+        return self.probability_of(chunk)
 
 
 class _Script:
@@ -83,9 +88,28 @@ def _load_transcripts(settings: ServerSettings) -> _Script:
     return _Script(settings.scripted_transcripts or ["What is the capital of France?"])
 
 
+# In a scripted transcript, " | " separates what is said in successive bursts of speech.
+SEGMENT_SEPARATOR = " | "
+
+
+def voiced_runs(samples: FloatAudio, chunk: int = 512) -> int:
+    """Bursts of speech in ``samples``: runs of chunks the scripted VAD hears, apart by a quiet one."""
+    runs, voiced_before = 0, False
+    for start in range(0, len(samples) - chunk + 1, chunk):
+        voiced = EnergyVAD.probability_of(samples[start : start + chunk]) >= 0.5
+        runs += voiced and not voiced_before
+        voiced_before = voiced
+    return runs
+
+
 @registry.register("stt", "scripted", _load_transcripts)
 class ScriptedSTT(STTHandler):
-    """Each turn gets the next scripted transcript; a speculation of the turn sees the same one."""
+    """Each turn gets the next scripted transcript; a speculation of the turn sees the same one.
+
+    A transcript written in segments ("Tell me | a long story") is heard as
+    far as the audio goes: an utterance with k bursts of speech gets the first
+    k segments, so a speculation at a pause hears less than the whole turn.
+    """
 
     _item: tuple[str | None, str] | None = None
 
@@ -97,7 +121,10 @@ class ScriptedSTT(STTHandler):
         delay = self.settings.scripted_stt_delay_ms / 1000.0
         if delay:
             time.sleep(delay)
-        return self._item[1], "en"
+        segments = self._item[1].split(SEGMENT_SEPARATOR)
+        if len(segments) > 1:
+            segments = segments[: max(1, voiced_runs(item.samples))]
+        return " ".join(segments), "en"
 
     def partials(self, item: Utterance, text: str) -> Iterator[Transcript]:
         words = text.split()
@@ -109,6 +136,8 @@ def _load_replies(settings: ServerSettings) -> _Script:
     return _Script(settings.scripted_replies or ["Paris is the capital of France."])
 
 
+# In a scripted reply, stands for the last user message: the reply shows what the LLM was asked.
+HEARD = "{heard}"
 _TOOL_CALL = re.compile(r"<tool_call>\s*([\w.-]+)\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 _TERMINAL = re.compile(r"\[\[(incomplete|failed):([^\]]*)\]\]")
 _TOKEN = re.compile(r"\S+\s*|\s+")
@@ -117,7 +146,8 @@ _TOKEN = re.compile(r"\S+\s*|\s+")
 @registry.register("llm", "scripted", _load_replies)
 class ScriptedLLM(LLMHandler):
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
-        reply = self.model.next()
+        heard = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        reply = self.model.next().replace(HEARD, heard)
         delay = self.settings.scripted_token_delay_ms / 1000.0
         terminal: Terminal | None = None
         found = _TERMINAL.search(reply)

@@ -84,6 +84,7 @@ class VADHandler(BackendHandler):
         self._manual_buffer: list[AudioChunk] = []
         # A speculative utterance of this turn is out and no speech followed it.
         self._speculated = False
+        self._speculations = 0  # speculative utterances of this turn so far (their numbers)
 
     def on_session_end(self) -> None:
         self._reset_turn()
@@ -129,7 +130,7 @@ class VADHandler(BackendHandler):
                 self._silence_run_ms = 0
                 if self._speculated:
                     self._speculated = False
-                    self.emit_event(SpeechResumed(self._item_id))
+                    self.emit_event(SpeechResumed(self._item_id, self._speculations))
             elif probability < max(threshold - 0.15, 0.01):
                 self._silence_run_ms += CHUNK_MS
             else:
@@ -146,9 +147,10 @@ class VADHandler(BackendHandler):
             # A pause that may end the turn: let the STT (and the response) start now, so that
             # by the end of the silence window the work is done or well under way.
             self._speculated = True
+            self._speculations += 1
             end_ms = _ms(self._speech[-1].offset + VAD_CHUNK)
             yield replace(self._utterance(self._speech, self._item_id, manual=False, end_ms=end_ms),
-                          speculative=True)
+                          speculation=self._speculations)
 
     def _should_speculate(self) -> bool:
         after = self.settings.speculation_silence_ms
@@ -174,6 +176,7 @@ class VADHandler(BackendHandler):
         self._voiced_ms = 0
         self._silence_run_ms = 0
         self._item_id = None
+        self._speculations = 0
         if not started:
             return  # too short to be a turn: a click or a cough
         kept = speech[: max(len(speech) - trailing, 1)]

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.testing.server import RunningServer, running_server
 
 
 @contextmanager
-def scripted(transcripts: list[str], replies: list[str], token_delay_ms: float) -> Iterator[RunningServer]:
+def scripted(transcripts: list[str], replies: list[str], token_delay_ms: float,
+             **overrides: Any) -> Iterator[RunningServer]:
     """A fresh server (so the scripts start from their first entry) with scripted backends."""
     settings = ServerSettings(vad="scripted", stt="scripted", llm="scripted", tts="scripted",
                               scripted_transcripts=transcripts, scripted_replies=replies,
-                              scripted_token_delay_ms=token_delay_ms)
+                              scripted_token_delay_ms=token_delay_ms, **overrides)
     with running_server(settings) as server:
         yield server
 

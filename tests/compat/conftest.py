@@ -36,6 +36,8 @@ class Conversation:
     extra_replies: tuple[str, ...] = ()
     # The scripted LLM's delay per token: long replies stay in progress long enough to interrupt.
     token_delay_ms: float = 5.0
+    # Server settings of a client's test beyond the scripts.
+    server_settings: tuple[tuple[str, Any], ...] = ()
 
     @property
     def transcripts(self) -> list[str]:
@@ -60,7 +62,8 @@ def conversation() -> Conversation:
 
 @pytest.fixture
 def scripted_server(conversation: Conversation) -> Iterator[RunningServer]:
-    with scripted(conversation.transcripts, conversation.replies, conversation.token_delay_ms) as server:
+    with scripted(conversation.transcripts, conversation.replies, conversation.token_delay_ms,
+                  **dict(conversation.server_settings)) as server:
         yield server
 
 

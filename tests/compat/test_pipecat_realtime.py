@@ -52,7 +52,11 @@ GREETING = "Hello, I can hear you."
 @pytest.fixture
 def conversation(conversation: Any) -> Any:
     # pipecat's example has the bot speak first: one more scripted reply before the user's turns.
-    return dataclasses.replace(conversation, greeting=GREETING)
+    # No speculative replies: they make the tool call arrive in the same instant as speech_stopped,
+    # and pipecat 1.14 then sometimes records the tool result while it still thinks the user is
+    # speaking, and never asks for the follow-up (its assistant aggregator does not push an owed
+    # context when the user stops). That race is pipecat's; this test is about the protocol.
+    return dataclasses.replace(conversation, greeting=GREETING, server_settings=(("speculation_silence_ms", 0),))
 
 
 class FrameLog(BaseObserver):

@@ -73,7 +73,6 @@ def test_a_new_response_after_cancel_carries_only_the_new_generation(make_unit: 
     next_of(unit.queues.send_audio_chunks, AudioOutput)
     new_generation = unit.cancel_scope.cancel()
     drain(unit.queues.send_audio_chunks)
-    unit.cancel_scope.new_response()
     unit.submit(request(unit, "resp_new"))
     items = collect(
         unit.queues.send_audio_chunks, lambda i: isinstance(i, ResponseDone) and i.response_id == "resp_new"

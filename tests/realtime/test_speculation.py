@@ -111,3 +111,35 @@ async def test_a_speculation_that_finishes_after_the_turn_still_feeds_its_respon
     assert done["status"] == "completed"
     assert done["id"] == llm_requests[0].response_id
     assert done["output"][0]["content"][0]["transcript"] == "Paris."
+
+
+async def test_a_turn_whose_words_grew_after_a_stale_speculation_is_answered(
+    make_server: ServerFactory, llm_requests: list[GenerateResponseRequest]
+) -> None:
+    # Two bursts of speech: a speculation at the first pause hears "Please tell me" and the turn
+    # says more. The STT is slow: the user speaks again before that speculation's transcript is
+    # in, and the turn ends before the second one is. The LLM is slow too: the stale speculation
+    # is still generating when the turn's real request goes out under the same response id.
+    first, full = "Please tell me", "Please tell me a very long story about a knight."
+    server = make_server(scripted_transcripts=[f"{first} | a very long story about a knight."],
+                         scripted_replies=["You said: {heard} " + "Once upon a time there was a knight. " * 3],
+                         min_silence_ms=300, speculation_silence_ms=64, scripted_stt_delay_ms=300,
+                         scripted_token_delay_ms=40)
+    turn = np.concatenate([silence(0.1, RATE), tone(0.5, RATE), silence(0.2, RATE), tone(0.5, RATE),
+                           silence(1.0, RATE)])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(turn, RATE, chunk_ms=20, pace=1.0)
+        events = await client.collect_until("response.done", timeout=20)
+        events += await client.barrier()
+    kinds = types(events)
+    completed = [e for e in events if e["type"] == "conversation.item.input_audio_transcription.completed"]
+    assert [e["transcript"] for e in completed] == [full]
+    assert kinds.count("response.created") == 1 and kinds.count("response.done") == 1
+    done = events[kinds.index("response.done")]["response"]
+    assert done["status"] == "completed", done["status_details"]
+    spoken = "".join(e["delta"] for e in events if e["type"] == "response.output_audio_transcript.delta")
+    assert spoken.startswith(f"You said: {full} Once upon a time")
+    assert "response.output_audio.delta" in kinds
+    # No speculation on words the user had already gone past was ever sent to the LLM.
+    assert all(r.messages[-1].content == full for r in llm_requests)
