@@ -109,7 +109,9 @@ class LMOutputProcessor(BaseHandler):
         self._buffer = ""
 
     def process(self, item: Any) -> Iterator[Any]:
-        if item.response_id != self._response_id:
+        # A response id may be asked twice (a dropped speculation, then the real request): a part
+        # belongs to the text so far only if its generation matches too.
+        if (item.response_id, item.generation) != (self._response_id, self._generation):
             self._reset(item.response_id, item.generation)
         if isinstance(item, AssistantTextPart):
             text = item.text

@@ -30,7 +30,7 @@ class TTSHandler(BackendHandler):
     consumes = (TTSInput,)
     sample_rate: int = OUTPUT_RATE
 
-    _first_audio_of: str | None = None  # the response whose first audio was marked
+    _first_audio_of: tuple[str, int] | None = None  # the request (response id, generation) marked
 
     def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
         raise NotImplementedError
@@ -51,8 +51,8 @@ class TTSHandler(BackendHandler):
                     return  # a backend may hand over seconds at once: stop within one piece
                 piece = pcm[start : start + MAX_PIECE]
                 piece.flags.writeable = False
-                if self._first_audio_of != item.response_id:
-                    self._first_audio_of = item.response_id
+                if self._first_audio_of != (item.response_id, generation):
+                    self._first_audio_of = (item.response_id, generation)
                     yield TTSFirstAudio(item.response_id, generation, time.monotonic())
                 yield AudioOutput(item.response_id, generation, piece, OUTPUT_RATE)
         if resampler is not None and not self.cancel_scope.is_stale(generation):

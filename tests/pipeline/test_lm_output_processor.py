@@ -153,6 +153,19 @@ def test_a_new_response_starts_with_an_empty_buffer(processor: Processor) -> Non
     assert tts_texts(processor.until_done("b")) == ["Second reply."]
 
 
+def test_a_second_request_of_the_same_response_id_does_not_inherit_the_first_ones_text(
+    processor: Processor,
+) -> None:
+    # A speculative request cancelled mid-sentence whose terminal was lost, then the real request
+    # of the same response in the next generation: its text starts from nothing.
+    processor.feed(*text_parts(["Half a sentence that"]))
+    processor.scope.cancel()
+    processor.feed(AssistantTextPart("r", 1, "The real answer."), ResponseDone("r", 1))
+    items = processor.until_done()
+    assert tts_texts(items) == ["The real answer."]
+    assert {i.generation for i in items if isinstance(i, TTSInput)} == {1}
+
+
 def test_the_first_chunk_may_end_after_a_few_words_before_any_punctuation() -> None:
     ready, rest = split_ready("The weather today is mostly sunny", first=True, first_chunk_words=4)
     assert ready == ["The weather today is "]
