@@ -52,22 +52,40 @@ class Speech:
         return (self.end - self.start) * 1000.0 / self.rate
 
 
-def voiced_bounds(samples: npt.NDArray[Any], rate: int, *, relative_db: float = RELATIVE_DB,
-                  floor: float = ABSOLUTE_FLOOR) -> tuple[int, int] | None:
-    """``(first voiced sample, one past the last)`` by frame energy; None for a silent clip."""
+def voiced_frames(samples: npt.NDArray[Any], rate: int, *, relative_db: float = RELATIVE_DB,
+                  floor: float = ABSOLUTE_FLOOR) -> npt.NDArray[np.bool_]:
+    """Per ``FRAME_MS`` frame (the last one zero-padded): is its RMS within ``relative_db`` of the loudest?"""
     audio = to_float32(np.asarray(samples))
     frame = max(1, rate * FRAME_MS // 1000)
     count = -(-len(audio) // frame)
     if count == 0:
-        return None
+        return np.zeros(0, dtype=np.bool_)
     padded = np.zeros(count * frame, dtype=np.float32)
     padded[: len(audio)] = audio
     rms = np.sqrt(np.mean(np.square(padded.reshape(count, frame)), axis=1))
     threshold = max(floor, float(rms.max()) * 10 ** (relative_db / 20))
-    voiced = np.flatnonzero(rms >= threshold)
+    return np.asarray(rms >= threshold)
+
+
+def voiced_bounds(samples: npt.NDArray[Any], rate: int, *, relative_db: float = RELATIVE_DB,
+                  floor: float = ABSOLUTE_FLOOR) -> tuple[int, int] | None:
+    """``(first voiced sample, one past the last)`` by frame energy; None for a silent clip."""
+    voiced = np.flatnonzero(voiced_frames(samples, rate, relative_db=relative_db, floor=floor))
     if len(voiced) == 0:
         return None
-    return int(voiced[0] * frame), int(min(len(audio), (voiced[-1] + 1) * frame))
+    frame = max(1, rate * FRAME_MS // 1000)
+    return int(voiced[0] * frame), int(min(len(samples), (voiced[-1] + 1) * frame))
+
+
+def longest_pause_ms(samples: npt.NDArray[Any], rate: int) -> float:
+    """The longest run of unvoiced frames between the first voiced frame and the last (0 for none)."""
+    voiced = voiced_frames(samples, rate)
+    inside = voiced[np.argmax(voiced): len(voiced) - np.argmax(voiced[::-1])] if voiced.any() else voiced
+    longest = run = 0
+    for frame_voiced in inside:
+        run = 0 if frame_voiced else run + 1
+        longest = max(longest, run)
+    return float(longest * FRAME_MS)
 
 
 def speech(name: str, text: str, samples: npt.NDArray[Any], rate: int) -> Speech:
@@ -108,11 +126,21 @@ def load_questions(folder: Path | None = None, limit: int | None = None, rate: i
         names = list(QUESTION_TEXTS)[:limit]
         return [speech(name, QUESTION_TEXTS[name], audio, rate)
                 for name, audio in zip(names, synthesize([QUESTION_TEXTS[n] for n in names], rate), strict=True)]
-    texts = {**QUESTION_TEXTS, **_readme_texts(folder)}
+    return load_wavs(folder, limit, rate, QUESTION_TEXTS)
+
+
+def load_wavs(folder: Path, limit: int | None = None, rate: int = RATE,
+              texts: dict[str, str] | None = None) -> list[Speech]:
+    """Every WAV in ``folder`` (name order, the first ``limit``) at ``rate``, with its words.
+
+    The words come from the folder's README table (``| name.wav | words |``),
+    else from ``texts``; a clip without either has none.
+    """
+    known = {**(texts or {}), **_readme_texts(folder)}
     clips = []
-    for path in files[:limit]:
+    for path in sorted(folder.glob("*.wav"))[:limit]:
         samples, _ = read_wav(path, rate)
-        clips.append(speech(path.name, texts.get(path.name, ""), samples, rate))
+        clips.append(speech(path.name, known.get(path.name, ""), samples, rate))
     return clips
 
 

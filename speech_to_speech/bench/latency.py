@@ -9,7 +9,6 @@ timings extension's marks in ``response.done``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 from speech_to_speech.bench import audio
 from speech_to_speech.bench.events import TURN_HOPS, Clock, latency_sample
-from speech_to_speech.bench.mic import PacedMic, ask, session
+from speech_to_speech.bench.mic import ask, live_mic
 from speech_to_speech.bench.stats import summarize_fields
 from speech_to_speech.bench.target import Target
 
@@ -46,8 +45,7 @@ async def ask_once(target: Target, clip: audio.Speech, clock: Clock, config: Lat
 async def ask_fresh(url: str, clip: audio.Speech, clock: Clock, *, chunk_ms: int = 100,
                     timeout_s: float = 120.0) -> dict[str, Any]:
     """Say ``clip`` in a new session at ``url``, wait for the answer's ``response.done``, close: its sample."""
-    async with session(url, timeout=timeout_s) as client, PacedMic(client, clip.rate, chunk_ms) as mic:
-        await asyncio.sleep(LEAD_SILENCE_S)
+    async with live_mic(url, clip.rate, chunk_ms=chunk_ms, timeout=timeout_s, lead_s=LEAD_SILENCE_S) as (client, mic):
         said, turn = await ask(client, mic, clip, timeout_s)
     sample: dict[str, Any] = {"question": clip.name, "speech_ms": round(clip.voiced_ms, 1)}
     if said.last_voiced_sent is None:

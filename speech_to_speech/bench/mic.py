@@ -131,6 +131,19 @@ async def session(url: str, *, timeout: float = 30.0, **session_fields: Any) -> 
         yield client
 
 
+@contextlib.asynccontextmanager
+async def live_mic(url: str, rate: int, *, chunk_ms: int, timeout: float, lead_s: float,
+                   **session_fields: Any) -> AsyncIterator[tuple[RealtimeTestClient, PacedMic]]:
+    """A fresh :func:`session` with a :class:`PacedMic` that has already sent ``lead_s`` of silence.
+
+    What a user's microphone looks like when they start talking: the stream is
+    live before the first word, so the VAD's prefix pad has audio to keep.
+    """
+    async with session(url, timeout=timeout, **session_fields) as client, PacedMic(client, rate, chunk_ms) as mic:
+        await asyncio.sleep(lead_s)
+        yield client, mic
+
+
 async def ask(client: RealtimeTestClient, mic: PacedMic, clip: Speech, timeout: float,
               marks: dict[str, int] | None = None) -> tuple[Said, Turn]:
     """Say ``clip`` and wait for the ``response.done`` of the turn it starts."""
