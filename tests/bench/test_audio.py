@@ -71,3 +71,11 @@ def test_missing_questions_are_synthesised(tmp_path: Path, monkeypatch: pytest.M
     questions = audio.load_questions(tmp_path / "absent", limit=2)
     assert [q.name for q in questions] == ["q1.wav", "q2.wav"]
     assert spoken == [audio.QUESTION_TEXTS["q1.wav"], audio.QUESTION_TEXTS["q2.wav"]]
+
+
+def test_the_longest_pause_is_inside_the_speech_not_around_it() -> None:
+    samples = clip(("silence", 0.6), ("tone", 0.3), ("silence", 0.2), ("tone", 0.2), ("silence", 0.3),
+                   ("tone", 0.3), ("silence", 0.9))
+    assert audio.longest_pause_ms(samples, RATE) == 300.0
+    assert audio.longest_pause_ms(clip(("tone", 0.3)), RATE) == 0.0
+    assert audio.longest_pause_ms(np.zeros(RATE, np.float32), RATE) == 0.0
