@@ -80,7 +80,9 @@ def voiced_bounds(samples: npt.NDArray[Any], rate: int, *, relative_db: float = 
 def longest_pause_ms(samples: npt.NDArray[Any], rate: int) -> float:
     """The longest run of unvoiced frames between the first voiced frame and the last (0 for none)."""
     voiced = voiced_frames(samples, rate)
-    inside = voiced[np.argmax(voiced): len(voiced) - np.argmax(voiced[::-1])] if voiced.any() else voiced
+    if not voiced.any():
+        return 0.0
+    inside = voiced[np.argmax(voiced): len(voiced) - np.argmax(voiced[::-1])]
     longest = run = 0
     for frame_voiced in inside:
         run = 0 if frame_voiced else run + 1
