@@ -1,9 +1,9 @@
-"""``speech-to-speech bench latency|bargein|overhead|capacity|startup|report``: flags, then run and write.
+"""``speech-to-speech bench latency|turns|bargein|overhead|capacity|startup|report``: flags, then run and write.
 
-The four conversation benchmarks take ``--url`` (a running server) or start
+The five conversation benchmarks take ``--url`` (a running server) or start
 one from the ``serve`` flags, over per-benchmark defaults: overhead and
-capacity default to the scripted backends, latency and bargein to the real
-default models. ``startup`` starts its own servers (the real default models
+capacity default to the scripted backends, latency, turns and bargein to the
+real default models. ``startup`` starts its own servers (the real default models
 unless the flags say otherwise), one per measurement.
 """
 
@@ -46,6 +46,8 @@ class Bench:
 BENCHES = {
     "latency": Bench("End of speech -> first audio delta, with the stage breakdown (real models by default).",
                      QUIET),
+    "turns": Bench("Natural spoken requests with pauses: answered, double answers, end of speech -> first "
+                   "audio delta (real models by default).", QUIET),
     "bargein": Bench("Talking over the answer -> response cancelled, and stale audio after it.", QUIET),
     "overhead": Bench("Per-hop server overhead with zero-time scripted handlers.", {**QUIET, **ZERO_DELAYS}),
     "capacity": Bench("Added latency and output underruns of N concurrent sessions (scripted, realistic delays).",
@@ -71,7 +73,7 @@ def _positive(text: str) -> int:
 
 
 def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.ArgumentParser) -> None:
-    bench = commands.add_parser("bench", help="Benchmarks: latency, bargein, overhead, capacity, startup; "
+    bench = commands.add_parser("bench", help="Benchmarks: latency, turns, bargein, overhead, capacity, startup; "
                                               "and their report.")
     kinds = bench.add_subparsers(dest="bench", required=True)
     output = argparse.ArgumentParser(add_help=False)
@@ -99,6 +101,18 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
                                     help="Listen this long after the cancellation for stale audio (default 1000).")
     parsers["bargein"].add_argument("--instructions", default=None,
                                     help="Session instructions (default: ask for long answers; '' keeps the server's).")
+    turns = parsers["turns"]
+    turns.add_argument("--turns", type=_positive, default=None, help="Say the first N requests only.")
+    turns.add_argument("--repeat", type=_positive, default=1, help="Times to say every request (default 1).")
+    turns.add_argument("--warmup", type=int, default=1, help="Uncounted requests first (default 1).")
+    turns.add_argument("--chunk-ms", type=_positive, default=20, help="Microphone chunk (default 20 ms).")
+    turns.add_argument("--settle-s", type=float, default=1.5,
+                       help="A turn is over after this long with no response open and nothing read (default "
+                            "1.5 s): a second answer in that time is seen.")
+    said = turns.add_mutually_exclusive_group()
+    said.add_argument("--corpus", type=Path, default=None, help="The requests (default: the packaged corpus).")
+    said.add_argument("--clips-dir", type=Path, default=None,
+                      help="Say the WAVs of this folder instead of the corpus (words from its README table).")
     parsers["overhead"].add_argument("--turns", type=int, default=30, help="Turns to time (default 30).")
     capacity = parsers["capacity"]
     capacity.add_argument("--sessions", type=_counts, default=(1, 2, 4, 8, 16, 32, 48),
@@ -143,6 +157,11 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
         from speech_to_speech.bench.latency import LatencyConfig
 
         return LatencyConfig(**asked, **timeout, warmup=args.warmup)
+    if name == "turns":
+        from speech_to_speech.bench.turns import TurnsConfig
+
+        return TurnsConfig(repeat=args.repeat, turns=args.turns, corpus=args.corpus, clips_dir=args.clips_dir,
+                           warmup=args.warmup, chunk_ms=args.chunk_ms, settle_s=args.settle_s, **timeout)
     if name == "bargein":
         from speech_to_speech.bench.bargein import LONG_ANSWER, BargeinConfig
 
@@ -161,10 +180,10 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
 
 
 def _runner(name: str) -> Runner:
-    from speech_to_speech.bench import bargein, capacity, latency, overhead
+    from speech_to_speech.bench import bargein, capacity, latency, overhead, turns
 
-    runners: dict[str, Runner] = {"latency": latency.run, "bargein": bargein.run, "overhead": overhead.run,
-                                  "capacity": capacity.run}
+    runners: dict[str, Runner] = {"latency": latency.run, "turns": turns.run, "bargein": bargein.run,
+                                  "overhead": overhead.run, "capacity": capacity.run}
     return runners[name]
 
 
@@ -204,7 +223,11 @@ def run_bench(settings: ServerSettings, args: argparse.Namespace) -> int:
                                samples=samples)
     else:
         with target(args.url, server_settings(name, args, settings), args.server) as server:
-            summary, samples, recorded = asyncio.run(_runner(name)(server, config))
+            try:
+                summary, samples, recorded = asyncio.run(_runner(name)(server, config))
+            except ValueError as error:  # what the flags asked for cannot be run (no clips, too few units)
+                print(f"bench {name}: {error}", file=sys.stderr)
+                return 1
             result = results.write(output, name, target=server, config=recorded, summary=summary, samples=samples)
     print_summary(result)
     logging.getLogger(__name__).info("wrote %s", output)

@@ -10,12 +10,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from speech_to_speech import cli
-from speech_to_speech.bench import capacity, latency, overhead
+from speech_to_speech.audio.wav import write_wav
+from speech_to_speech.bench import capacity, latency, overhead, turns
 from speech_to_speech.bench.cli import server_settings
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.testing.realtime_client import silence, tone
 
 # In-process servers start fastest; the capacity test keeps the default, a child process.
 IN_PROCESS = ["--server", "in-process"]
@@ -53,6 +56,41 @@ def test_bench_latency_writes_its_figures(questions: Path, tmp_path: Path) -> No
     assert [s["question"] for s in result["samples"]] == ["q1.wav", "q1.wav"]
     assert all(s["status"] == "completed" and s["reply"] for s in result["samples"])
     assert result["config"]["questions"] == ["q1.wav"]
+
+
+def spoken(*parts: float) -> np.ndarray:
+    """Tone, silence, tone, … (seconds): a request with pauses, as the scripted VAD hears it."""
+    return np.concatenate([tone(s, 24000) if i % 2 == 0 else silence(s, 24000) for i, s in enumerate(parts)])
+
+
+def test_bench_turns_counts_answers_and_catches_a_double_answer(tmp_path: Path) -> None:
+    clips = tmp_path / "clips"
+    write_wav(clips / "a_pauses.wav", spoken(0.4, 0.15, 0.3, 0.2, 0.4), 24000)  # pauses under min_silence_ms
+    write_wav(clips / "b_split.wav", spoken(0.5, 1.0, 0.5), 24000)  # a pause that ends a turn: two answers
+    (clips / "README.md").write_text("| a_pauses.wav | Um, set a timer. |\n")
+    result = run(["bench", "turns", *IN_PROCESS, *SCRIPTED, "--clips-dir", str(clips), "--warmup", "0",
+                  "--settle-s", "0.5"], tmp_path / "turns.json")
+    assert_common_shape(result, "turns")
+    summary = result["summary"]
+    assert (summary["requests"], summary["answered"], summary["double_answers"], summary["errors"]) == (2, 2, 1, 0)
+    assert summary["unanswered"] == [] and summary["not_completed"] == {}
+    assert_timed(summary[turns.LATENCY], 2)
+    whole, split = result["samples"]
+    assert (whole["request"], whole["text"], whole["answered"], whole["double"]) == ("a_pauses.wav",
+                                                                                     "Um, set a timer.", True, False)
+    assert [r["status"] for r in whole["responses"]] == ["completed"] and whole["responses"][0]["reply"]
+    assert len(whole["heard"]) == 1
+    assert split["double"] and split["audio_responses"] == 2 and len(split["heard"]) == 2
+    assert [c["longest_pause_ms"] for c in result["config"]["clips"]] == [200.0, 1000.0]
+    assert result["config"]["server_turn_settings"] == {"min_silence_ms": 300, "speculation_silence_ms": 64}
+
+
+def test_bench_turns_without_clips_says_so(tmp_path: Path, capsys: Any) -> None:
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["bench", "turns", *IN_PROCESS, *SCRIPTED, "--clips-dir", str(tmp_path / "empty"),
+                     "--output", str(tmp_path / "turns.json")]) == 1
+    assert "no WAV files" in capsys.readouterr().err
+    assert not (tmp_path / "turns.json").exists()
 
 
 def test_bench_capacity_writes_a_level_per_session_count(tmp_path: Path) -> None:

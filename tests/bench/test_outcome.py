@@ -1,0 +1,119 @@
+"""Answered, unanswered and double-answered turns, read from synthetic event logs; and when a turn is over."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import numpy as np
+
+from speech_to_speech.bench.audio import Speech
+from speech_to_speech.bench.mic import Said
+from speech_to_speech.bench.outcome import outcome, quiet
+from speech_to_speech.bench.turns import LATENCY, summarize_turns, turn_sample
+from speech_to_speech.testing.realtime_client import Received
+
+
+def created(rid: str) -> dict[str, Any]:
+    return {"type": "response.created", "response": {"id": rid, "status": "in_progress"}}
+
+
+def delta(rid: str, ms: float = 20.0) -> dict[str, Any]:
+    pcm = np.zeros(int(24000 * ms / 1000), dtype="<i2").tobytes()
+    return {"type": "response.output_audio.delta", "response_id": rid, "delta": base64.b64encode(pcm).decode()}
+
+
+def said(rid: str, text: str) -> dict[str, Any]:
+    return {"type": "response.output_audio_transcript.done", "response_id": rid, "transcript": text}
+
+
+def done(rid: str, status: str = "completed", details: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"type": "response.done", "response": {"id": rid, "status": status, "status_details": details}}
+
+
+def heard(text: str) -> dict[str, Any]:
+    return {"type": "conversation.item.input_audio_transcription.completed", "transcript": text}
+
+
+SPEECH = [{"type": "input_audio_buffer.speech_started"}, {"type": "input_audio_buffer.speech_stopped"}]
+CANCELLED = {"type": "cancelled", "reason": "turn_detected"}
+
+
+def log(*events: dict[str, Any], start: float = 10.0) -> list[Received]:
+    """The events read 0.1 s apart from ``start``."""
+    return [Received(event, start + index / 10) for index, event in enumerate(events)]
+
+
+def test_a_completed_response_with_audio_answers_the_turn() -> None:
+    result = outcome(log(*SPEECH, created("r1"), heard("what time is it"), delta("r1"), delta("r1", 40),
+                         said("r1", "It is noon."), done("r1")))
+    assert result.answered and not result.double
+    assert result.heard == ("what time is it",)
+    answer = result.answer
+    assert answer is not None
+    assert (answer.id, answer.status, answer.transcript, answer.ending) == ("r1", "completed", "It is noon.",
+                                                                            "completed")
+    assert answer.audio_ms == 60.0 and answer.first_audio_at == 10.4  # the first delta's read time
+
+
+def test_a_response_cancelled_before_any_audio_leaves_the_turn_unanswered() -> None:
+    result = outcome(log(*SPEECH, created("r1"), done("r1", "cancelled", CANCELLED)))
+    assert not result.answered and result.answer is None and result.audio_responses == 0
+    (response,) = result.responses
+    assert response.ending == "cancelled: turn_detected"
+
+
+def test_silent_or_failed_responses_do_not_answer_and_say_why() -> None:
+    failed = {"type": "failed", "error": {"type": "server_error", "message": "LLM crashed"}}
+    result = outcome(log(created("r1"), done("r1"), created("r2"), delta("r2"), done("r2", "failed", failed)))
+    assert not result.answered
+    assert [r.ending for r in result.responses] == ["completed", "failed: LLM crashed"]
+    assert result.audio_responses == 1 and not result.double
+
+
+def test_an_incomplete_response_the_user_heard_is_an_answer() -> None:
+    result = outcome(log(created("r1"), delta("r1"), done("r1", "incomplete", {"reason": "max_output_tokens"})))
+    assert result.answered and result.responses[0].ending == "incomplete: max_output_tokens"
+
+
+def test_two_responses_with_audio_are_a_double_answer() -> None:
+    # A false start (cut off by the user going on) and then the real answer: the user heard both.
+    result = outcome(log(*SPEECH, created("r1"), delta("r1"), {"type": "input_audio_buffer.speech_started"},
+                         done("r1", "cancelled", CANCELLED), {"type": "input_audio_buffer.speech_stopped"},
+                         created("r2"), delta("r2"), done("r2")))
+    assert result.double and result.audio_responses == 2
+    assert result.answer is not None and result.answer.id == "r2"  # the cancelled one did not answer
+
+
+def test_a_turn_is_quiet_once_speech_and_responses_closed_and_nothing_came_for_the_settle_time() -> None:
+    answered = log(*SPEECH, created("r1"), delta("r1"), done("r1"))  # last read at 10.4
+    assert not quiet(answered, since=10.0, now=11.0, settle_s=1.0)
+    assert quiet(answered, since=10.0, now=11.4, settle_s=1.0)
+    assert not quiet(answered, since=11.0, now=11.4, settle_s=1.0)  # the request was still being said
+    assert not quiet(answered[:3], since=10.0, now=99.0, settle_s=1.0)  # r1 is still open
+    assert not quiet(answered[:1], since=10.0, now=99.0, settle_s=1.0)  # the user is still speaking
+    assert quiet([], since=10.0, now=11.0, settle_s=1.0)  # nothing heard at all
+
+
+def clip() -> Speech:
+    return Speech("ask.wav", "ask", np.zeros(24000, np.float32), 24000, 2400, 21600)
+
+
+def test_a_sample_times_the_answer_from_the_end_of_speech_and_the_summary_counts_turns() -> None:
+    mic = Said(clip(), sent={"last_voiced": 10.05})
+    answered = turn_sample(clip(), mic, outcome(log(*SPEECH, created("r1"), delta("r1"), done("r1"))), None)
+    assert answered[LATENCY] == 250.0  # first delta read at 10.3
+    assert answered["answered"] and answered["responses"][0]["ending"] == "completed"
+    assert answered["speech_ms"] == 800.0
+    double = turn_sample(clip(), mic, outcome(log(created("r1"), delta("r1"), done("r1", "cancelled", CANCELLED),
+                                                  created("r2"), delta("r2"), done("r2"))), None)
+    unanswered = turn_sample(clip(), mic, outcome(log(created("r1"), done("r1", "cancelled", CANCELLED))),
+                             "the turn was still open")
+    assert LATENCY not in unanswered and unanswered["error"] == "the turn was still open"
+    samples = [{"repeat": 0, **s} for s in (answered, double, unanswered)]
+    summary = summarize_turns(samples)
+    assert (summary["requests"], summary["answered"], summary["double_answers"], summary["errors"]) == (3, 2, 1, 1)
+    assert summary["answered_rate"] == 0.667
+    assert summary["unanswered"] == ["ask.wav (repeat 0)"]
+    assert summary["not_completed"] == {"cancelled: turn_detected": 2}
+    assert summary[LATENCY]["n"] == 2
