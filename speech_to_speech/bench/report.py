@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-ORDER = ("latency", "bargein", "overhead", "capacity", "startup")
+ORDER = ("latency", "turns", "bargein", "overhead", "capacity", "startup")
 TABLED = ("capacity", "startup")  # their own tables, not figure rows
 PLOT_NAME = "benchmarks.png"
 # Labels of the figures a reader looks for; others show under their key.
@@ -69,6 +69,16 @@ def figure_rows(name: str, summary: dict[str, Any]) -> list[str]:
     return [f"| {f'**{name}**' if index == 0 else ''} {row}" for index, row in enumerate(rows)]
 
 
+def turns_rows(summary: dict[str, Any]) -> list[str]:
+    """The rows under the turns latency: requests answered, double answers, responses that ended otherwise."""
+    rows = [f"| | requests answered | {summary['answered']} of {summary['requests']} | | |",
+            f"| | double answers (two responses with audio) | {summary['double_answers']} | | |"]
+    ended = summary.get("not_completed") or {}
+    if ended:
+        rows.append("| | responses not completed | " + ", ".join(f"{k} ×{v}" for k, v in ended.items()) + " | | |")
+    return rows
+
+
 def capacity_rows(summary: dict[str, Any]) -> list[str]:
     rows = []
     for level, stats in sorted(summary["sessions"].items(), key=lambda item: int(item[0])):
@@ -119,6 +129,8 @@ def markdown(results: dict[str, dict[str, Any]], image: str | None = None) -> st
         for name in spoken:
             summary = results[name]["summary"]
             lines += figure_rows(name, summary)
+            if name == "turns":
+                lines += turns_rows(summary)
             if name == "bargein":
                 lines.append(f"| | trials missed (the answer ended first) | {summary['missed']} of "
                              f"{summary['trials']} | | |")
@@ -257,3 +269,5 @@ def print_summary(result: dict[str, Any]) -> None:
         return
     print("| benchmark | figure | p50 (ms) | p95 (ms) | n |")
     print("\n".join(figure_rows(result["benchmark"], result["summary"])))
+    if result["benchmark"] == "turns":
+        print("\n".join(turns_rows(result["summary"])))

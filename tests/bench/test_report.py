@@ -90,3 +90,23 @@ def test_report_without_results_or_markers_fails_cleanly(tmp_path: Path, capsys:
     (tmp_path / "README.md").write_text("no markers here\n")
     assert report.run_report(tmp_path, None, tmp_path / "README.md") == 1
     assert "markers" in capsys.readouterr().err
+
+
+def turns_result(not_completed: dict[str, int]) -> dict[str, Any]:
+    return result("turns", {"end_of_speech_to_first_audio_ms": summarize([600.0, 700.0]), "requests": 3,
+                            "answered": 2, "answered_rate": 0.667, "double_answers": 1, "errors": 0,
+                            "unanswered": ["knight_story (repeat 0)"], "not_completed": not_completed}, [])
+
+
+def test_turns_show_answered_requests_and_double_answers_under_their_latency() -> None:
+    found = {**results(), "turns": turns_result({"cancelled: turn_detected": 2})}
+    text = report.markdown({name: found[name] for name in report.ORDER if name in found})  # as load_results reads
+    lines = text.splitlines()
+    start = lines.index("| **turns** | end of speech → first audio delta | 650 | 695 | 2 |")
+    assert lines[start + 1:start + 4] == [
+        "| | requests answered | 2 of 3 | | |",
+        "| | double answers (two responses with audio) | 1 | | |",
+        "| | responses not completed | cancelled: turn_detected ×2 | | |",
+    ]
+    assert lines[start + 4].startswith("| **bargein**")  # turns sit between latency and bargein
+    assert "responses not completed" not in report.markdown({"turns": turns_result({})})
