@@ -87,12 +87,12 @@ class SpeechStopped:
 
 
 @dataclass(frozen=True)
-class SpeechResumed:
-    """The user spoke again after a pause that had been taken as a possible end of turn.
+class SpeculationVoided:
+    """The speculative utterances of a turn up to number ``speculation`` no longer hold.
 
-    ``speculation`` is the number of the speculative utterance it voids (see
-    ``Utterance.speculation``): it may overtake that utterance's transcript,
-    which comes later through the STT.
+    The user spoke again after the pause, or the turn was cleared or
+    committed under another item id. It comes straight from the VAD, so it
+    may overtake the transcripts of those utterances, which go through the STT.
     """
 
     item_id: str | None = None
@@ -142,7 +142,7 @@ class Transcript:
 
 @dataclass(frozen=True)
 class SpeculativeTranscript:
-    """What the user said up to a pause; the turn may still go on (see SpeechResumed)."""
+    """What the user said up to a pause; the turn may still go on (see SpeculationVoided)."""
 
     item_id: str | None
     transcript: str

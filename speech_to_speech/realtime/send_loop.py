@@ -33,7 +33,7 @@ def detach_wakeup(unit: PipelineUnit) -> None:
     unit.queues.send_audio_chunks.set_listener(None)
 
 
-def _next_item(unit: PipelineUnit) -> Any | None:
+def next_item(unit: PipelineUnit) -> Any | None:
     for source in (unit.queues.text_output, unit.queues.send_audio_chunks):
         try:
             return source.get_nowait()
@@ -46,5 +46,5 @@ async def send_loop(unit: PipelineUnit, service: RealtimeService, wake: asyncio.
     while True:
         await wake.wait()
         wake.clear()
-        while (item := _next_item(unit)) is not None:
+        while (item := next_item(unit)) is not None:
             service.dispatch_pipeline_item(item)

@@ -28,8 +28,8 @@ from speech_to_speech.pipeline.messages import (
     GenerateResponseRequest,
     LLMFirstToken,
     ResponseDone,
+    SpeculationVoided,
     SpeculativeTranscript,
-    SpeechResumed,
     SpeechStarted,
     SpeechStopped,
     StageError,
@@ -157,6 +157,9 @@ class RealtimeService:
             language = self._validate_language(config.language, event.event_id)
             config = config.model_copy(update={"language": language})
         self.unit.config.replace(config)
+        td = config.turn_detection
+        if self.response is None and (td is None or not td.create_response):
+            self.speculations.drop()  # no automatic response will take it over now
         self.emit({"type": "session.updated", "session": self.state.session})
 
     def _on_input_audio_buffer_append(self, event: ClientEvent) -> None:
@@ -521,7 +524,7 @@ class RealtimeService:
             response.generation = request.generation
         self.unit.submit(request)
 
-    def _speech_resumed(self, item: SpeechResumed) -> None:
+    def _speculation_voided(self, item: SpeculationVoided) -> None:
         self.speculations.void(item.item_id, item.speculation)
 
     def _assistant_text(self, item: TranscriptText) -> None:
@@ -628,5 +631,5 @@ _DISPATCH: dict[type, Callable[[RealtimeService, Any], None]] = {
     ResponseDone: RealtimeService._response_done,
     StageError: RealtimeService._stage_error,
     SpeculativeTranscript: RealtimeService._speculate,
-    SpeechResumed: RealtimeService._speech_resumed,
+    SpeculationVoided: RealtimeService._speculation_voided,
 }

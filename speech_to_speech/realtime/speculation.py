@@ -29,7 +29,7 @@ from speech_to_speech.pipeline.transcription_notifier import normalize_word
 @dataclass
 class Speculation:
     item_id: str | None
-    number: int  # of the speculative utterance within its turn (SpeechResumed voids by number)
+    number: int  # of the speculative utterance within its turn (SpeculationVoided voids by number)
     request: GenerateResponseRequest
     # Pipeline output of the speculative request, in order, not yet on the wire.
     held: list[Any] = field(default_factory=list)
@@ -72,7 +72,7 @@ def same_words(a: str, b: str) -> bool:
 class SpeculationSlot:
     """The session's one speculation, and which speculative utterances the user voided.
 
-    A ``SpeechResumed`` comes straight from the VAD while the transcript of
+    A ``SpeculationVoided`` comes straight from the VAD while the transcript of
     the speculation it voids still waits in the STT, so it can arrive first:
     the slot remembers the highest voided number of the current turn and
     refuses transcripts up to it.

@@ -23,7 +23,7 @@ from speech_to_speech.pipeline.messages import (
     ClearInput,
     CommitInput,
     FloatAudio,
-    SpeechResumed,
+    SpeculationVoided,
     SpeechStarted,
     SpeechStopped,
     Utterance,
@@ -94,6 +94,7 @@ class VADHandler(BackendHandler):
 
     def process(self, item: Any) -> Iterator[Any]:
         if isinstance(item, ClearInput):
+            self._void_speculations()
             self._reset_turn()
             return
         if isinstance(item, CommitInput):
@@ -130,7 +131,7 @@ class VADHandler(BackendHandler):
                 self._silence_run_ms = 0
                 if self._speculated:
                     self._speculated = False
-                    self.emit_event(SpeechResumed(self._item_id, self._speculations))
+                    self.emit_event(SpeculationVoided(self._item_id, self._speculations))
             elif probability < max(threshold - 0.15, 0.01):
                 self._silence_run_ms += CHUNK_MS
             else:
@@ -151,6 +152,11 @@ class VADHandler(BackendHandler):
             end_ms = _ms(self._speech[-1].offset + VAD_CHUNK)
             yield replace(self._utterance(self._speech, self._item_id, manual=False, end_ms=end_ms),
                           speculation=self._speculations)
+
+    def _void_speculations(self) -> None:
+        """The turn will not end as itself: what was speculated on it must not be answered."""
+        if self._speculations:
+            self.emit_event(SpeculationVoided(self._item_id, self._speculations))
 
     def _should_speculate(self) -> bool:
         after = self.settings.speculation_silence_ms
@@ -205,6 +211,8 @@ class VADHandler(BackendHandler):
         if self._in_speech:
             chunks, item_id = self._speech, item.item_id or self._item_id
             started = self._started_sent
+            if item_id != self._item_id:
+                self._void_speculations()  # the turn's words are committed under the client's id
             self._reset_turn()
             end_ms = _ms(chunks[-1].offset + VAD_CHUNK)
             if started:

@@ -19,7 +19,7 @@ from speech_to_speech.pipeline.messages import (
     AudioChunk,
     ClearInput,
     CommitInput,
-    SpeechResumed,
+    SpeculationVoided,
     SpeechStarted,
     SpeechStopped,
     Utterance,
@@ -199,19 +199,20 @@ def test_a_pause_yields_one_speculative_utterance_and_the_turn_reuses_it() -> No
     assert speculative.item_id == final.item_id
     # The speculation came after 2 silent chunks (64 ms), long before the end of the turn.
     assert position(out, speculative) < kinds(out).index(SpeechStopped)
-    assert SpeechResumed not in kinds(out)
+    assert SpeculationVoided not in kinds(out)
 
 
 def test_speech_after_the_pause_resumes_the_turn_and_the_final_utterance_is_new() -> None:
     vad = VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=96, speculation_silence_ms=64)
     out = vad.feed(speech(chunks(12))) + vad.feed(silence(chunks(4))) + vad.feed(speech(chunks(8)))
     out += vad.feed(silence(chunks(20)))
-    resumed = [i for i in out if isinstance(i, SpeechResumed)]
+    resumed = [i for i in out if isinstance(i, SpeculationVoided)]
     utterances = [i for i in out if isinstance(i, Utterance)]
     assert len(resumed) == 1
     # One speculation per pause: the first is void once speech resumed; the turn's end reuses
     # the second, which covers all of the speech.
-    assert [u.speculative for u in utterances] == [True, True, False]
+    assert [u.speculation for u in utterances] == [1, 2, 0]
+    assert resumed[0].speculation == 1  # it voids the first, not the one to come
     assert position(out, resumed[0]) < position(out, utterances[1])
     assert utterances[-1].reuse_speculation
     assert resumed[0].item_id == utterances[-1].item_id
@@ -223,3 +224,27 @@ def test_no_speculation_without_automatic_responses() -> None:
     vad.config.update(turn_detection=TurnDetection(create_response=False))
     out = vad.feed(speech(chunks(12))) + vad.feed(silence(chunks(20)))
     assert [u.speculative for u in out if isinstance(u, Utterance)] == [False]
+
+
+def test_clearing_a_turn_voids_its_speculations() -> None:
+    vad = VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=96, speculation_silence_ms=64)
+    out = vad.feed(speech(chunks(12))) + vad.feed(silence(chunks(4)))
+    (speculative,) = [u for u in out if isinstance(u, Utterance)]
+    voided = vad.item(ClearInput())
+    assert voided == [SpeculationVoided(speculative.item_id, 1)]
+    assert vad.feed(silence(chunks(20))) == []  # and the turn is gone
+
+
+def test_committing_a_turn_under_the_clients_id_voids_its_speculations() -> None:
+    vad = VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=96, speculation_silence_ms=64)
+    out = vad.feed(speech(chunks(12))) + vad.feed(silence(chunks(4)))
+    (speculative,) = [u for u in out if isinstance(u, Utterance)]
+    committed = vad.item(CommitInput("item_client"))
+    assert committed[0] == SpeculationVoided(speculative.item_id, 1)
+    (utterance,) = [u for u in committed if isinstance(u, Utterance)]
+    assert utterance.item_id == "item_client" and utterance.manual and not utterance.reuse_speculation
+
+
+def test_a_turn_without_speculations_voids_nothing_when_cleared(vad: VAD) -> None:
+    vad.feed(speech(chunks(12)))
+    assert vad.item(ClearInput()) == []
