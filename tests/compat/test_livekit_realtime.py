@@ -10,25 +10,18 @@ and a dummy API key differ from talking to OpenAI.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from compat_servers import STORY, serving_story
 
-livekit_openai = pytest.importorskip(
-    "livekit.plugins.openai", reason="livekit-plugins-openai is not installed"
-)
+pytest.importorskip("livekit.plugins.openai", reason="livekit-plugins-openai is not installed")
 
-from livekit import rtc  # noqa: E402
-from livekit.agents import llm  # noqa: E402
-
-STEP_TIMEOUT = 20.0
-RATE = 24000
+from livekit import rtc
+from livekit.agents import llm
+from livekit_harness import RATE, STEP_TIMEOUT, livekit_client, stock_model
 
 
 @llm.function_tool
@@ -37,97 +30,11 @@ async def get_weather(city: str) -> str:
     return f"sunny, 21 degrees in {city}"
 
 
-class Generation:
-    """What one ``generation_created`` streamed: message texts, audio, function calls."""
-
-    def __init__(self, event: llm.GenerationCreatedEvent) -> None:
-        self.event = event
-        self.texts: list[str] = []
-        self.audio_samples = 0
-        self.calls: list[llm.FunctionCall] = []
-
-    async def consume(self) -> Generation:
-        async def message(msg: llm.MessageGeneration) -> None:
-            async def text() -> None:
-                parts = [str(piece) async for piece in msg.text_stream]
-                self.texts.append("".join(parts))
-
-            async def audio() -> None:
-                async for frame in msg.audio_stream:
-                    assert frame.sample_rate == RATE
-                    self.audio_samples += frame.samples_per_channel
-
-            await asyncio.gather(text(), audio())
-
-        async def messages() -> None:
-            await asyncio.gather(*[message(m) async for m in self.event.message_stream])
-
-        async def calls() -> None:
-            self.calls.extend([c async for c in self.event.function_stream])
-
-        await asyncio.gather(messages(), calls())
-        return self
-
-
-@dataclass
-class Client:
-    """A livekit RealtimeSession on our server, with what it reported: raw server events, errors, generations."""
-
-    session: Any
-    recorder: Any
-    server_events: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[Any] = field(default_factory=list)
-    generations: list[asyncio.Task[Generation]] = field(default_factory=list)
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in self.server_events if e.get("type") == kind]
-
-    async def speak(self, pieces: Iterable[bytes]) -> None:
-        """Push the pieces as audio frames, paced like a microphone."""
-        for piece in pieces:
-            self.session.push_audio(rtc.AudioFrame(piece, RATE, 1, len(piece) // 2))
-            await asyncio.sleep(0.01)
-
-    async def generation(self, index: int) -> Generation:
-        """The ``index``-th generation, once created and fully streamed."""
-        await self.recorder.wait(lambda: len(self.generations) > index, f"generation {index + 1}", STEP_TIMEOUT)
-        return await asyncio.wait_for(self.generations[index], STEP_TIMEOUT)
-
-
-@contextlib.asynccontextmanager
-async def livekit_client(server: Any, recorder: Any, **model_options: Any) -> AsyncIterator[Client]:
-    """A ``RealtimeModel`` session against ``server``, its events recorded; closed (quietly) on exit."""
-    model = livekit_openai.realtime.RealtimeModel(
-        model="speech-to-speech",
-        base_url=server.http_url + "/v1",
-        api_key="sk-local-not-checked",
-        **model_options,
-    )
-    session = model.session()
-    client = Client(session, recorder)
-    session.on("openai_server_event_received", client.server_events.append)
-    session.on("openai_server_event_received", recorder.add)
-    session.on("error", client.errors.append)
-    session.on(
-        "generation_created",
-        lambda ev: client.generations.append(asyncio.create_task(Generation(ev).consume())),
-    )
-    try:
-        yield client
-    finally:
-        for task in client.generations:
-            task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(session.aclose(), 10)
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(model.aclose(), 10)
-
-
 async def test_livekit_realtime_model_spoken_turns_and_tool_call(
     scripted_server, conversation, speech, audio_chunks, recorder, caplog
 ) -> None:
     caplog.set_level(logging.WARNING, logger="livekit")
-    async with livekit_client(scripted_server, recorder) as client:
+    async with livekit_client(stock_model(scripted_server), recorder) as client:
         session, of = client.session, client.of
         transcripts: list[str] = []  # final ones
         interim: list[str] = []  # the plugin's running concatenation of the transcription deltas
@@ -195,7 +102,7 @@ async def test_livekit_realtime_model_spoken_turns_and_tool_call(
 
 async def test_livekit_realtime_model_manual_turns(scripted_server, conversation, speech, recorder) -> None:
     """``turn_detection=None``: the agent commits the turn and asks for the reply itself, exactly once."""
-    async with livekit_client(scripted_server, recorder, turn_detection=None) as client:
+    async with livekit_client(stock_model(scripted_server, turn_detection=None), recorder) as client:
         session, of = client.session, client.of
         await asyncio.wait_for(
             session.update_instructions("You are a helpful voice assistant."), STEP_TIMEOUT
@@ -235,7 +142,7 @@ def story_server() -> Any:
 
 async def test_livekit_realtime_model_barge_in(story_server, speech, audio_chunks, recorder) -> None:
     """Speech over the answer: its generation ends cut short, then the new turn's generation streams."""
-    async with livekit_client(story_server, recorder) as client:
+    async with livekit_client(stock_model(story_server), recorder) as client:
         server_events, generations = client.server_events, client.generations
         speech_started: list[Any] = []
         client.session.on("input_speech_started", speech_started.append)
