@@ -113,12 +113,17 @@ class Utterance:
     # A hypothesis of a turn that may still go on: the speech so far, sent at a pause. Numbered
     # 1, 2, … within its turn; 0 for a turn's real end.
     speculation: int = 0
-    # No speech since this item's last speculative utterance: its transcript still holds.
-    reuse_speculation: bool = False
+    # The number of this turn's last speculative utterance when no speech followed it: its
+    # transcript still holds for the whole turn (0: transcribe the turn).
+    reuses: int = 0
 
     @property
     def speculative(self) -> bool:
         return self.speculation > 0
+
+    @property
+    def reuse_speculation(self) -> bool:
+        return self.reuses > 0
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,16 @@ class STTHandler(BackendHandler):
 
     A speculative utterance (the speech so far, at a pause) is transcribed
     and remembered; when the turn then ends with no speech after that pause
-    (``reuse_speculation``), its transcript is final at once, so the STT's
-    time is spent inside the VAD's silence window instead of after it.
+    (``reuses`` names it), its transcript is final at once, so the STT's
+    time is spent inside the VAD's silence window instead of after it. A
+    speculative utterance whose turn has a newer utterance waiting already
+    is not transcribed at all: the newer one supersedes it.
     """
 
     stage = "stt"
     consumes = (Utterance,)
-    _speculation: tuple[str | None, str, str | None] | None = None  # (item_id, text, language)
+    # The last speculative pass: (item_id, its number, text, language).
+    _speculation: tuple[str | None, int, str, str | None] | None = None
 
     def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
         """Return (text, detected language) for 16 kHz float32 mono audio."""
@@ -45,22 +48,34 @@ class STTHandler(BackendHandler):
 
     def _text_of(self, item: Utterance) -> tuple[str, str | None]:
         cached = self._speculation
-        if item.reuse_speculation and cached is not None and cached[0] == item.item_id:
-            return cached[1], cached[2]
+        if item.reuse_speculation and cached is not None and cached[:2] == (item.item_id, item.reuses):
+            return cached[2], cached[3]
+        return self.transcribe_utterance(item)
+
+    def transcribe_utterance(self, item: Utterance) -> tuple[str, str | None]:
+        """(text, language) of one utterance; backends needing more than its audio override this."""
         # A commit of (almost) nothing has nothing to transcribe; models may hallucinate on it.
         if len(item.samples) < MIN_SAMPLES:
             return "", None
         text, language = self.transcribe(item.samples, self.language())
         return text.strip(), language
 
+    def _superseded(self, item: Utterance) -> bool:
+        """A newer utterance of the same turn waits behind this speculative one."""
+        with self.queue_in.mutex:
+            waiting = list(self.queue_in.queue)
+        return any(isinstance(other, Utterance) and other.item_id == item.item_id for other in waiting)
+
     def partials(self, item: Utterance, text: str) -> Iterator[Transcript]:
         """Cumulative hypotheses before the final transcript (backends that have them)."""
         return iter(())
 
     def process(self, item: Utterance) -> Iterator[Any]:
+        if item.speculative and self._superseded(item):
+            return
         text, language = self._text_of(item)
         if item.speculative:
-            self._speculation = (item.item_id, text, language)
+            self._speculation = (item.item_id, item.speculation, text, language)
             yield Transcript(text=text, final=False, item_id=item.item_id, language=language,
                              speculation=item.speculation)
             return

@@ -113,9 +113,7 @@ class ScriptedSTT(STTHandler):
 
     _item: tuple[str | None, str] | None = None
 
-    def _text_of(self, item: Utterance) -> tuple[str, str | None]:
-        if item.reuse_speculation and self._speculation is not None and self._speculation[0] == item.item_id:
-            return self._speculation[1], self._speculation[2]
+    def transcribe_utterance(self, item: Utterance) -> tuple[str, str | None]:
         if self._item is None or self._item[0] != item.item_id or item.item_id is None:
             self._item = (item.item_id, self.model.next())
         delay = self.settings.scripted_stt_delay_ms / 1000.0

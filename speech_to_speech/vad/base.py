@@ -174,6 +174,7 @@ class VADHandler(BackendHandler):
     def _end_turn(self, manual: bool) -> Iterator[Any]:
         speech, started, item_id = self._speech, self._started_sent, self._item_id
         speculated, self._speculated = self._speculated, False
+        reuses = self._speculations if speculated else 0
         # Keep only a pad's worth of the trailing silence, so the last word stays whole.
         trailing = max(0, self._silence_run_ms - self._pad_ms()) // CHUNK_MS
         self._in_speech = False
@@ -188,7 +189,7 @@ class VADHandler(BackendHandler):
         kept = speech[: max(len(speech) - trailing, 1)]
         end_ms = _ms(kept[-1].offset + VAD_CHUNK)
         self.emit_event(SpeechStopped(end_ms, item_id=item_id))
-        yield replace(self._utterance(kept, item_id, manual=manual, end_ms=end_ms), reuse_speculation=speculated)
+        yield replace(self._utterance(kept, item_id, manual=manual, end_ms=end_ms), reuses=reuses)
 
     def _utterance(self, chunks: list[AudioChunk], item_id: str | None, *, manual: bool, end_ms: int) -> Utterance:
         samples = np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0, np.float32)

@@ -60,17 +60,20 @@ class UnencodableAudioTTS(ScriptedTTS):
 @registry.register("stt", "test-first-pass-fails",
                    lambda settings: FailsFirst(registry.get("stt", "scripted").load(settings)))
 class FirstPassFailsSTT(ScriptedSTT):
-    def _text_of(self, item: Utterance) -> tuple[str, str | None]:
+    def transcribe_utterance(self, item: Utterance) -> tuple[str, str | None]:
         if self.model.first_call():
             raise RuntimeError("the decoder crashed")
-        return super()._text_of(item)
+        return super().transcribe_utterance(item)
 
 
-async def _two_turns(server_url: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Speak a turn, collect until its response.done; then another: (first turn's events, second's)."""
+async def _two_turns(server_url: str, pace: float | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Speak a turn, collect until its response.done; then another: (first turn's events, second's).
+
+    ``pace``: the first turn's audio streams in real time (1.0), so its pause is a pause to the server.
+    """
     async with RealtimeTestClient.connect(server_url) as client:
         await client.wait_for("session.created")
-        await client.append_audio(spoken_turn(RATE), RATE)
+        await client.append_audio(spoken_turn(RATE), RATE, chunk_ms=20, pace=pace)
         first = await client.collect_until("response.done")
         first += await client.barrier()
         await client.append_audio(spoken_turn(RATE), RATE)
@@ -130,7 +133,7 @@ async def test_a_failed_speculative_pass_is_redone_at_the_turns_end_without_an_e
 ) -> None:
     server = make_server(stt="test-first-pass-fails", scripted_replies=["Paris."],
                          scripted_transcripts=["What is the capital of France?"])
-    first, _ = await _two_turns(server.ws_url)
+    first, _ = await _two_turns(server.ws_url, pace=1.0)
     assert "error" not in types(first)
     completed = [e for e in first if e["type"] == "conversation.item.input_audio_transcription.completed"]
     assert [e["transcript"] for e in completed] == ["What is the capital of France?"]

@@ -70,7 +70,7 @@ class HeardSTT(STTHandler):
 
     def _text_of(self, item: Utterance) -> tuple[str, str | None]:
         if item.reuse_speculation and self.model(FINAL_PASS) == "again":
-            item = replace(item, reuse_speculation=False)
+            item = replace(item, reuses=0)
         return super()._text_of(item)
 
     def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:

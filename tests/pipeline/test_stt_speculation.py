@@ -1,0 +1,79 @@
+"""The STT's speculative passes: a superseded pass is skipped, and a turn reuses only the pass it names."""
+
+from __future__ import annotations
+
+import queue
+from typing import Any
+
+import numpy as np
+
+from speech_to_speech.pipeline.cancel_scope import CancelScope
+from speech_to_speech.pipeline.handler import HandlerContext
+from speech_to_speech.pipeline.messages import FloatAudio, Transcript, Utterance
+from speech_to_speech.pipeline.session_config import ConfigHolder
+from speech_to_speech.stt.base import STTHandler
+from speech_to_speech.testing.engine import scripted_settings, speech
+
+
+class CountingSTT(STTHandler):
+    """Hears how long the audio is, and counts its passes."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.passes = 0
+
+    def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
+        self.passes += 1
+        return f"{len(samples)} samples", "en"
+
+
+def stt() -> CountingSTT:
+    context = HandlerContext(CancelScope(), ConfigHolder())
+    return CountingSTT(context, queue.Queue(), queue.Queue(), model=None, settings=scripted_settings())
+
+
+def utterance(seconds: float, *, speculation: int = 0, reuses: int = 0, item_id: str = "item_1") -> Utterance:
+    return Utterance(speech(seconds), 0, int(seconds * 1000), item_id=item_id, speculation=speculation,
+                     reuses=reuses)
+
+
+def run(handler: CountingSTT, *items: Utterance) -> list[Transcript]:
+    """Queue ``items`` as the VAD would, then let the STT take them one by one."""
+    for item in items:
+        handler.queue_in.put(item)
+    out: list[Transcript] = []
+    while not handler.queue_in.empty():
+        out += [o for o in handler.outputs(handler.queue_in.get_nowait()) if isinstance(o, Transcript)]
+    return out
+
+
+def test_a_speculative_pass_with_a_newer_one_of_its_turn_waiting_is_skipped() -> None:
+    handler = stt()
+    out = run(handler, utterance(1.0, speculation=1), utterance(1.5, speculation=2))
+    assert [(t.speculation, t.text) for t in out] == [(2, "24000 samples")]
+    assert handler.passes == 1
+
+
+def test_the_turns_end_reuses_the_pass_it_names() -> None:
+    handler = stt()
+    out = run(handler, utterance(1.0, speculation=1))
+    out += run(handler, utterance(1.2, reuses=1))
+    assert [(t.final, t.text) for t in out] == [(False, "16000 samples"), (True, "16000 samples")]
+    assert handler.passes == 1
+
+
+def test_a_turn_whose_last_speculation_was_skipped_is_transcribed_whole() -> None:
+    # The turn ended while its second speculation still waited: that one is superseded, and the
+    # first pass (shorter audio) must not be taken for the turn's words.
+    handler = stt()
+    out = run(handler, utterance(1.0, speculation=1))
+    out += run(handler, utterance(1.5, speculation=2), utterance(1.6, reuses=2))
+    assert [(t.final, t.text) for t in out] == [(False, "16000 samples"), (True, "25600 samples")]
+    assert handler.passes == 2
+
+
+def test_other_turns_do_not_supersede_a_speculation() -> None:
+    handler = stt()
+    out = run(handler, utterance(1.0, speculation=1), utterance(0.5, item_id="item_2"))
+    assert [t.item_id for t in out] == ["item_1", "item_2"]
+    assert np.array_equal([t.final for t in out], [False, True])
