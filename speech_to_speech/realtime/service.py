@@ -64,12 +64,29 @@ log = logging.getLogger(__name__)
 SNAPSHOT_EXTENSION = "speech_to_speech.input_audio_transcription.snapshot"
 TIMINGS_EXTENSION = "speech_to_speech.timings"
 TIMINGS_KEY = "s2s_timings"
+# A stage's failures that concern no response or turn reach the client at most this often.
+STAGE_ERROR_INTERVAL_S = 5.0
 
 
 def encode_marks(marks: dict[str, float]) -> str:
     """Monotonic stage marks as a JSON object of Unix epoch milliseconds (metadata values are strings)."""
     offset = time.time() - time.monotonic()
     return json.dumps({name: round((mark + offset) * 1000.0, 1) for name, mark in marks.items() if mark})
+
+
+class Throttle:
+    """Says, per key, whether an event is due: the first one, then one per ``interval_s``."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._last: dict[str, float] = {}
+
+    def due(self, key: str) -> bool:
+        now = time.monotonic()
+        if now - self._last.get(key, -self.interval_s) < self.interval_s:
+            return False
+        self._last[key] = now
+        return True
 
 
 class RealtimeService:
@@ -109,6 +126,7 @@ class RealtimeService:
         self.response: ResponseState | None = None
         self.pending_transcriptions: set[str] = set()
         self.failed_transcriptions: set[str] = set()
+        self._stage_errors = Throttle(STAGE_ERROR_INTERVAL_S)
         self.speculations = SpeculationSlot(unit.cancel_scope)
         self.user_speaking = False
         self.tool_results = ToolResultLedger()
@@ -598,14 +616,18 @@ class RealtimeService:
             response = self._current(item)
             if response is None:
                 return
-        elif response is not None and (response.submitted or response.turn_item_id != item.item_id):
+        elif response is not None and (response.submitted or item.item_id is None
+                                       or response.turn_item_id != item.item_id):
             response = None  # an input-side failure concerns only the response waiting for that turn
         code, message = errors.stage_failed(item.stage), f"{item.stage} failed: {item.message}"
-        if item.item_id is not None and item.item_id in self.pending_transcriptions:
-            self.failed_transcriptions.add(item.item_id)
-            self.emit({"type": "conversation.item.input_audio_transcription.failed", "item_id": item.item_id,
+        turn = item.item_id if item.item_id in self.pending_transcriptions else None
+        if turn is not None:
+            self.failed_transcriptions.add(turn)
+            self.emit({"type": "conversation.item.input_audio_transcription.failed", "item_id": turn,
                        "content_index": 0,
                        "error": {"type": "server_error", "code": code, "message": message, "param": None}})
+        elif response is None and not self._stage_errors.due(item.stage):
+            return  # a stage failing on every chunk (the VAD, say) is reported now and then, not each time
         self._fail(code, message, response)
 
     def _current(self, item: Any) -> ResponseState | None:

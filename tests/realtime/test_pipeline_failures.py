@@ -17,7 +17,7 @@ import numpy.typing as npt
 from speech_to_speech import registry
 from speech_to_speech.pipeline.messages import AudioOutput, TTSInput, Utterance
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, types
-from speech_to_speech.testing.scripted import ScriptedSTT, ScriptedTTS
+from speech_to_speech.testing.scripted import EnergyVAD, ScriptedSTT, ScriptedTTS
 
 from .conftest import ServerFactory
 
@@ -64,6 +64,12 @@ class FirstPassFailsSTT(ScriptedSTT):
         if self.model.first_call():
             raise RuntimeError("the decoder crashed")
         return super().transcribe_utterance(item)
+
+
+@registry.register("vad", "test-always-fails", lambda settings: None)
+class AlwaysFailsVAD(EnergyVAD):
+    def speech_probability(self, chunk: Any) -> float:
+        raise RuntimeError("the VAD model is corrupt")
 
 
 async def _two_turns(server_url: str, pace: float | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -138,3 +144,21 @@ async def test_a_failed_speculative_pass_is_redone_at_the_turns_end_without_an_e
     completed = [e for e in first if e["type"] == "conversation.item.input_audio_transcription.completed"]
     assert [e["transcript"] for e in completed] == ["What is the capital of France?"]
     _assert_answered(first, "Paris.")
+
+
+async def test_a_stage_failing_on_every_chunk_is_reported_once_and_the_session_goes_on(
+    make_server: ServerFactory,
+) -> None:
+    server = make_server(vad="test-always-fails", scripted_replies=["Paris."])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(spoken_turn(RATE), RATE)  # about 60 VAD chunks, each one failing
+        error = await client.wait_for("error")
+        events = await client.barrier()
+        await client.send("conversation.item.create", item={
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": "Capital of France?"}]})
+        await client.send("response.create")
+        events += await client.collect_until("response.done")
+    assert (error["error"]["type"], error["error"]["code"]) == ("server_error", "vad_failed")
+    assert "error" not in types(events)  # the first one was the only one
+    _assert_answered(events, "Paris.")
