@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import pytest
 
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence, spoken_turn, tone, types
+from speech_to_speech.testing.scripted import ScriptedLLM
 
 from .conftest import ServerFactory
 
@@ -143,3 +147,35 @@ async def test_a_turn_whose_words_grew_after_a_stale_speculation_is_answered(
     assert "response.output_audio.delta" in kinds
     # No speculation on words the user had already gone past was ever sent to the LLM.
     assert all(r.messages[-1].content == full for r in llm_requests)
+
+
+async def test_a_response_the_client_asks_for_during_a_pause_stops_the_speculation(
+    make_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The speculation's reply is long and slow; the client's own response.create during the pause
+    # must stop it at once rather than leave the LLM busy with it for seconds.
+    tokens: list[int] = []  # parts each request's generation yielded before it was stopped
+    original = ScriptedLLM.generate
+
+    def generate(self: ScriptedLLM, request: GenerateResponseRequest) -> Any:
+        tokens.append(0)
+        index = len(tokens) - 1
+        for part in original(self, request):
+            tokens[index] += 1
+            yield part
+
+    monkeypatch.setattr(ScriptedLLM, "generate", generate)
+    long_reply = " ".join(["word"] * 40) + "."
+    server = make_server(scripted_transcripts=[TRANSCRIPT], scripted_replies=[long_reply, "Asked for."],
+                         min_silence_ms=400, scripted_token_delay_ms=40)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(np.concatenate([silence(0.1, RATE), tone(0.5, RATE), silence(0.2, RATE)]),
+                                  RATE, chunk_ms=20, pace=1.0)  # the speculation starts in this pause
+        await client.send("response.create", response={"metadata": {"asked": "yes"}})
+        await client.append_audio(silence(0.6, RATE), RATE, chunk_ms=20, pace=1.0)
+        events = await client.collect_until("response.done", timeout=20)
+    done = events[-1]["response"]
+    assert done["metadata"] == {"asked": "yes"} and done["status"] == "completed"
+    assert done["output"][0]["content"][0]["transcript"] == "Asked for."
+    assert tokens[0] < 20  # of the speculation's 41 tokens: stopped, not run out
