@@ -47,6 +47,7 @@ from speech_to_speech.realtime.conversation import Conversation, item_text
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import ClientEvent, parse_client_event
 from speech_to_speech.realtime.items import client_item, response_options
+from speech_to_speech.realtime.playback import Playback
 from speech_to_speech.realtime.response import Event, ResponseState
 from speech_to_speech.realtime.session import SessionState
 from speech_to_speech.realtime.speculation import Speculation, SpeculationSlot, same_words
@@ -121,6 +122,8 @@ class RealtimeService:
         )
         unit.config.replace(self.state.runtime_config())
         self.conversation = Conversation()
+        # What the user heard of each assistant item; with a media track, also what it played.
+        self.playback = Playback(self.conversation, self.emit, media)
         self.audio = WireAudio(lambda: self.state.input_format, lambda: self.state.output_format)
         self.conversation_id = ids.new_id("conv")
         self.response: ResponseState | None = None
@@ -236,8 +239,8 @@ class RealtimeService:
         self.emit({"type": "conversation.item.retrieved", "item": self.conversation.snapshot(item_id)})
 
     def _on_conversation_item_truncate(self, event: ClientEvent) -> None:
-        # Playback is the client's; cancelling already discards unplayed output. Accept silently.
-        self._existing_item(event)
+        item_id = self._existing_item(event)
+        self.playback.truncate(item_id, event.data.get("content_index"), event.data.get("audio_end_ms"))
 
     def _on_conversation_item_delete(self, event: ClientEvent) -> None:
         item_id = self._existing_item(event)
@@ -283,7 +286,10 @@ class RealtimeService:
         if self.audio_in_events:
             raise RealtimeError(errors.INVALID_EVENT_FOR_TRANSPORT,
                                 "output_audio_buffer.clear is only used with WebRTC")
-        self._clear_playback()
+        if self.response is not None:  # stop generating the audio too, as OpenAI's server does
+            self._cancel_response("client_cancelled", requested=True)
+        else:
+            self._clear_playback(requested=True)
 
     # ------------------------------------------------------------ responses
 
@@ -389,20 +395,21 @@ class RealtimeService:
                                  INPUT_CALL_IDS_KEY: encode_call_ids(response.input_call_ids)}
         self._end_output_audio(response, status)
         self.emit_all(response.finish(status, reason, error))
+        self.playback.response_ended(response.id)
         if self.on_response_finished is not None:
             self.on_response_finished(status, response.marks)
         if status in ("incomplete", "failed"):
             self.conversation.exclude([item["id"] for item in response.output])
 
-    def _cancel_response(self, reason: str) -> None:
+    def _cancel_response(self, reason: str, *, requested: bool = False) -> None:
         """Steps 3 and 7 of the interruption rules: close, cancel, flush."""
         self._finish_response("cancelled", reason)
         self.unit.cancel_scope.cancel()
-        self._clear_playback()
+        self._clear_playback(requested=requested)
 
-    def _clear_playback(self) -> None:
-        if self.media is not None:
-            self.media.clear()
+    def _clear_playback(self, *, requested: bool = False) -> None:
+        """Drop unplayed audio from the media track (if any); its items are cut at what was played."""
+        self.playback.clear(requested=requested)
 
     def _previous_item_id(self) -> str | None:
         return self.conversation.last_id
@@ -437,6 +444,8 @@ class RealtimeService:
         interrupt = item.interrupt_response and self.config.interrupt_response_enabled
         if self.response is not None and interrupt:
             self._cancel_response("turn_detected")
+        elif interrupt:
+            self._clear_playback()  # a finished response may still be playing on the media track
         self.emit({"type": "input_audio_buffer.speech_started", "audio_start_ms": item.audio_start_ms,
                    "item_id": item.item_id})
 
@@ -564,9 +573,9 @@ class RealtimeService:
             self.conversation.add(message.item)
         self.emit_all(events)
         response.marks.setdefault("first_audio_sent", time.monotonic())
+        self.playback.produced(response.id, message.item["id"], item.samples)
         if self.media is not None:
-            self.media.play(item.samples)
-            return
+            return  # the track plays it
         self.emit(response.audio_delta(message, self.audio.encode_output(item.samples)))
 
     def _end_output_audio(self, response: ResponseState, status: str) -> None:

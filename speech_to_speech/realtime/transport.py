@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from fastapi import WebSocket
@@ -24,6 +25,9 @@ class MediaTrack(Protocol):
 
     def clear(self) -> None:
         """Drop what is queued and not yet played (barge-in, cancel, output_audio_buffer.clear)."""
+
+    def set_play_listener(self, listener: Callable[[int], None] | None) -> None:
+        """Call ``listener(n)`` (on the event loop) as ``n`` more queued samples are played out."""
 
 
 class Transport(ABC):
