@@ -110,16 +110,7 @@ class RealtimeService:
         self.media = media
         self.audio_in_events = media is None
         self._validate_language = validate_language
-        self.state = SessionState(
-            model="speech-to-speech",
-            instructions=settings.init_chat_prompt,
-            voice=settings.tts_voice or "alloy",
-            startup_reasoning=settings.responses_api_reasoning_effort,
-            vad_threshold=settings.thresh,
-            silence_ms=settings.min_silence_ms,
-            prefix_ms=settings.speech_pad_ms,
-            transcription_model=settings.stt_model or settings.stt,
-        )
+        self.state = SessionState.for_server(settings)
         unit.config.replace(self.state.runtime_config())
         self.conversation = Conversation()
         # What the user heard of each assistant item; with a media track, also what it played.
@@ -172,16 +163,19 @@ class RealtimeService:
                                          type="server_error", event_id=event_id))
 
     def _on_session_update(self, event: ClientEvent) -> None:
-        session = event.data.get("session")
-        config = self.state.apply_update(session, event.event_id)
+        self.configure(event.data.get("session"), event.event_id)
+        self.emit({"type": "session.updated", "session": self.state.session})
+
+    def configure(self, session: Any, event_id: str | None = None) -> None:
+        """Apply a session patch (a session.update, or the session a WebRTC call opens with); raises RealtimeError."""
+        config = self.state.apply_update(session, event_id)
         if self._validate_language is not None:
-            language = self._validate_language(config.language, event.event_id)
+            language = self._validate_language(config.language, event_id)
             config = config.model_copy(update={"language": language})
         self.unit.config.replace(config)
         td = config.turn_detection
         if self.response is None and (td is None or not td.create_response):
             self.speculations.drop()  # no automatic response will take it over now
-        self.emit({"type": "session.updated", "session": self.state.session})
 
     def _on_input_audio_buffer_append(self, event: ClientEvent) -> None:
         if not self.audio_in_events:

@@ -9,13 +9,16 @@ pipeline reads. A rejected update changes nothing.
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from speech_to_speech import ids
 from speech_to_speech.pipeline.session_config import RuntimeConfig, TurnDetection
 from speech_to_speech.realtime.errors import INVALID_REQUEST, INVALID_SESSION_TYPE, RealtimeError
+
+if TYPE_CHECKING:
+    from speech_to_speech.config import ServerSettings
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 INPUT_RATE_DEFAULT = 24000
@@ -171,6 +174,20 @@ class SessionState:
         self._default_instructions = instructions
         self._vad_defaults = {"threshold": vad_threshold, "prefix_padding_ms": prefix_ms,
                               "silence_duration_ms": silence_ms, "idle_timeout_ms": None}
+
+    @classmethod
+    def for_server(cls, settings: ServerSettings) -> SessionState:
+        """A new session with the server's defaults (its prompt, voice, VAD and STT settings)."""
+        return cls(
+            model="speech-to-speech",
+            instructions=settings.init_chat_prompt,
+            voice=settings.tts_voice or "alloy",
+            startup_reasoning=settings.responses_api_reasoning_effort,
+            vad_threshold=settings.thresh,
+            silence_ms=settings.min_silence_ms,
+            prefix_ms=settings.speech_pad_ms,
+            transcription_model=settings.stt_model or settings.stt,
+        )
 
     # ------------------------------------------------------------ update
 

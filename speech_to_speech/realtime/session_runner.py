@@ -34,9 +34,9 @@ async def _write_loop(transport: Transport, outgoing: asyncio.Queue[dict[str, An
         await transport.send_event(event)
 
 
-async def _claim(pool: PipelinePool, drain_timeout_s: float) -> PipelineUnit | None:
+async def claim_unit(pool: PipelinePool, settings: ServerSettings) -> PipelineUnit | None:
     """A free unit; a client that reconnects at once may wait for its old unit to finish draining."""
-    deadline = time.monotonic() + drain_timeout_s
+    deadline = time.monotonic() + settings.release_timeout_s
     while (unit := pool.claim()) is None:
         if time.monotonic() > deadline or not any(s.state == "draining" for s in pool.status()):
             return None
@@ -53,9 +53,15 @@ async def serve_session(
     validate_language: Callable[[str | None, str | None], str | None] | None = None,
     on_service: Callable[[RealtimeService], None] | None = None,
     metrics: ServerMetrics | None = None,
+    unit: PipelineUnit | None = None,
 ) -> None:
-    """Serve client events from ``incoming`` until it ends or the transport fails."""
-    unit = await _claim(pool, settings.release_timeout_s)
+    """Serve client events from ``incoming`` until it ends or the transport fails.
+
+    ``unit``: one the caller already claimed (WebRTC claims before it answers the
+    offer); released here at the end like a unit claimed here.
+    """
+    if unit is None:
+        unit = await claim_unit(pool, settings)
     if unit is None:
         rejection = {
             "event_id": ids.event_id(),
