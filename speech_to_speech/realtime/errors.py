@@ -65,6 +65,10 @@ INVALID_EVENT_FOR_TRANSPORT = "invalid_event_for_transport"
 TOOL_FOLLOWUP_ALREADY_ANSWERED = "tool_followup_already_answered"
 TOOL_FOLLOWUP_USER_INPUT_PENDING = "tool_followup_user_input_pending"
 SERVER_ERROR = "server_error"
+# POST /v1/realtime/calls (WebRTC), answered over HTTP.
+INVALID_SDP = "invalid_sdp"
+WEBRTC_UNAVAILABLE = "webrtc_unavailable"
+CALL_NOT_FOUND = "call_not_found"
 
 
 def stage_failed(stage: str) -> str:

@@ -16,6 +16,7 @@ from speech_to_speech.realtime.languages import LanguageService
 from speech_to_speech.realtime.metrics import CONTENT_TYPE, ServerMetrics
 from speech_to_speech.realtime.session_runner import serve_session
 from speech_to_speech.realtime.transport import WebSocketTransport
+from speech_to_speech.realtime.webrtc import add_webrtc_routes
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,9 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
     @app.get("/v1/realtime/capabilities")
     def capabilities() -> dict[str, Any]:
         return languages.capabilities(pool.size)
+
+    # WebRTC: POST /v1/realtime/calls (aiortc is imported at the first call).
+    add_webrtc_routes(app, pool, settings, languages, metrics)
 
     @app.websocket("/v1/realtime")
     async def realtime(websocket: WebSocket) -> None:
