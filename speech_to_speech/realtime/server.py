@@ -13,12 +13,14 @@ from speech_to_speech.pipeline.builder import PipelineFactory
 from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.realtime.languages import LanguageService
 from speech_to_speech.realtime.router import create_app
+from speech_to_speech.realtime.webrtc import ice_servers_from_env
 
 log = logging.getLogger("speech_to_speech")
 
 
 def build_app(settings: ServerSettings) -> tuple[FastAPI, PipelinePool]:
     """Load every model once, build ``num_pipelines`` units, and the FastAPI app over them."""
+    ice_servers_from_env()  # a bad SPEECH_TO_SPEECH_ICE_SERVERS stops startup before any model loads
     factory = PipelineFactory(settings)
     pool = PipelinePool(settings.num_pipelines, factory.build_unit, settings.release_timeout_s)
     first = pool.units()[0]
