@@ -1,6 +1,7 @@
 # Setup and run in one command each, on Linux with Python 3.11:
 #   make serve   create .venv, install the offline default stack, start the server
 #   make test    the same setup plus the dev tools, then ruff, mypy and pytest
+#   make demo    rebuild the browser demo (demo/ -> speech_to_speech/demo_static/) with npm
 # Installs are stamped: a second run only reinstalls when pyproject.toml changed.
 
 PYTHON ?= python3.11
@@ -35,7 +36,14 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 DEV_STAMP := $(VENV)/.installed-dev
 NODE_STAMP := $(NODE_TESTS_DIR)/node_modules/.installed
 
-.PHONY: serve test install install-dev node-deps lint typecheck unit-tests clean
+# The browser demo: demo/ (TypeScript, npm) is built into speech_to_speech/demo_static/, committed
+# as package data and served at /demo. `make test` installs demo's npm packages too, so a test can
+# rebuild it and compare with the committed bundle. The browser tests need Chromium
+# (sudo apt-get install chromium); without it they are skipped with a line that says so.
+DEMO_DIR ?= demo
+DEMO_STAMP := $(DEMO_DIR)/node_modules/.installed
+
+.PHONY: serve test install install-dev node-deps demo lint typecheck unit-tests clean
 
 serve: install
 	$(BIN)/speech-to-speech serve $(SERVE_ARGS)
@@ -69,11 +77,18 @@ $(DEV_STAMP): $(RUNTIME_STAMP) Makefile
 	touch $@
 
 NODE_PACKAGE := $(wildcard $(NODE_TESTS_DIR)/package.json)
-node-deps: $(if $(NODE_PACKAGE),$(NODE_STAMP))
+node-deps: $(if $(NODE_PACKAGE),$(NODE_STAMP)) $(DEMO_STAMP)
 
 $(NODE_STAMP): $(NODE_PACKAGE) $(wildcard $(NODE_TESTS_DIR)/package-lock.json)
 	cd $(NODE_TESTS_DIR) && npm ci
 	touch $@
 
+demo: $(DEMO_STAMP)
+	cd $(DEMO_DIR) && npm run build
+
+$(DEMO_STAMP): $(DEMO_DIR)/package.json $(DEMO_DIR)/package-lock.json
+	cd $(DEMO_DIR) && npm ci
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(NODE_TESTS_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(NODE_TESTS_DIR)/node_modules $(DEMO_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache

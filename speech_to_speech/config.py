@@ -27,6 +27,7 @@ class ServerSettings(BaseModel):
     log_level: str = Field("info", description="Logging level.")
     device: Device = Field("cpu", description="Device of the models that can use one (torch, CTranslate2).")
     release_timeout_s: float = Field(5.0, description="How long a released unit may take to drain.")
+    demo: bool = Field(True, description="Serve the browser demo page at /demo.")
 
     # ------------------------------------------------------------ VAD
     vad: str = Field("silero", description="VAD backend.")

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, Response
 from speech_to_speech import __version__
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
+from speech_to_speech.realtime.demo import mount_demo
 from speech_to_speech.realtime.languages import LanguageService
 from speech_to_speech.realtime.metrics import CONTENT_TYPE, ServerMetrics
 from speech_to_speech.realtime.session_runner import serve_session
@@ -99,4 +100,5 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
             metrics=metrics,
         )
 
+    app.state.demo = settings.demo and mount_demo(app)
     return app

@@ -42,6 +42,10 @@ def run(settings: ServerSettings) -> None:
     app, pool = build_app(settings)
     release_free_memory()  # what loading and converting the models freed
     log.info("ready: ws://%s:%d/v1/realtime (%d pipeline(s))", settings.host, settings.port, pool.size)
+    if app.state.demo:
+        # Browsers give the microphone to https pages and to localhost only: name the local address.
+        host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+        log.info("demo:  http://%s:%d/demo", host, settings.port)
     try:
         uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
                     ws_max_size=16 * 1024 * 1024)
