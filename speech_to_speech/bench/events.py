@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from speech_to_speech.protocol import TIMINGS_KEY
 from speech_to_speech.realtime.metrics import STAGE_HOPS
-from speech_to_speech.realtime.service import TIMINGS_KEY
 from speech_to_speech.testing.realtime_client import Event, Received
 
 OUTPUT_RATE = 24000  # the session's default output: PCM16 at 24 kHz

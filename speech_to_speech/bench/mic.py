@@ -20,7 +20,7 @@ import numpy as np
 
 from speech_to_speech.bench.audio import Speech
 from speech_to_speech.bench.events import Turn, response_id, turn
-from speech_to_speech.realtime.service import TIMINGS_EXTENSION
+from speech_to_speech.protocol import TIMINGS_EXTENSION
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, encode_audio
 
 FINISHED = "finished"  # the mark of a clip's last sample

@@ -12,8 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from speech_to_speech.protocol import SNAPSHOT_EXTENSION
+
 DEFAULT_URL = "ws://127.0.0.1:8765/v1/realtime"
-SNAPSHOT_EXTENSION = "speech_to_speech.input_audio_transcription.snapshot"
 
 
 class RealtimeAudioClientConfig(BaseModel):

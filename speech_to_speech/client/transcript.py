@@ -20,7 +20,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from speech_to_speech.client.config import SNAPSHOT_EXTENSION
+from speech_to_speech.protocol import SNAPSHOT_EXTENSION
 
 Event = dict[str, Any]
 

@@ -3,24 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from speech_to_speech.realtime.errors import UNKNOWN_OR_INVALID_EVENT, RealtimeError
-
-CLIENT_EVENT_TYPES = frozenset({
-    "session.update",
-    "input_audio_buffer.append",
-    "input_audio_buffer.commit",
-    "input_audio_buffer.clear",
-    "conversation.item.create",
-    "conversation.item.retrieve",
-    "conversation.item.truncate",
-    "conversation.item.delete",
-    "response.create",
-    "response.cancel",
-    "output_audio_buffer.clear",
-})
 
 
 @dataclass(frozen=True)
@@ -30,7 +17,8 @@ class ClientEvent:
     data: dict[str, Any]
 
 
-def parse_client_event(raw: str | bytes | dict[str, Any]) -> ClientEvent:
+def parse_client_event(raw: str | bytes | dict[str, Any], known: Collection[str]) -> ClientEvent:
+    """The envelope of a client event whose type is one of ``known``, or a protocol error."""
     if isinstance(raw, dict):
         data = raw
     else:
@@ -45,7 +33,7 @@ def parse_client_event(raw: str | bytes | dict[str, Any]) -> ClientEvent:
     kind = data.get("type")
     if not isinstance(kind, str):
         raise RealtimeError(UNKNOWN_OR_INVALID_EVENT, "The event has no 'type'", event_id=event_id)
-    if kind not in CLIENT_EVENT_TYPES:
+    if kind not in known:
         raise RealtimeError(
             UNKNOWN_OR_INVALID_EVENT, f"Unknown or unsupported event type {kind!r}", param="type", event_id=event_id
         )

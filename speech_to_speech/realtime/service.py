@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from speech_to_speech import ids
-from speech_to_speech.audio import codecs
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import (
     AssistantToolCallPart,
@@ -42,11 +41,12 @@ from speech_to_speech.pipeline.messages import (
 )
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.pipeline.unit import PipelineUnit
+from speech_to_speech.protocol import SNAPSHOT_EXTENSION, TIMINGS_EXTENSION, TIMINGS_KEY
 from speech_to_speech.realtime import errors
+from speech_to_speech.realtime.client_events import CLIENT_EVENTS
 from speech_to_speech.realtime.conversation import Conversation, item_text
 from speech_to_speech.realtime.errors import RealtimeError
-from speech_to_speech.realtime.events import ClientEvent, parse_client_event
-from speech_to_speech.realtime.items import client_item, response_options
+from speech_to_speech.realtime.events import parse_client_event
 from speech_to_speech.realtime.playback import Playback
 from speech_to_speech.realtime.response import Event, ResponseState
 from speech_to_speech.realtime.session import SessionState
@@ -55,16 +55,12 @@ from speech_to_speech.realtime.tool_results import (
     INPUT_CALL_IDS_KEY,
     ToolResultLedger,
     encode_call_ids,
-    followup_call_ids,
 )
 from speech_to_speech.realtime.transport import MediaTrack
 from speech_to_speech.realtime.wire_audio import WireAudio
 
 log = logging.getLogger(__name__)
 
-SNAPSHOT_EXTENSION = "speech_to_speech.input_audio_transcription.snapshot"
-TIMINGS_EXTENSION = "speech_to_speech.timings"
-TIMINGS_KEY = "s2s_timings"
 # A stage's failures that concern no response or turn reach the client at most this often.
 STAGE_ERROR_INTERVAL_S = 5.0
 
@@ -149,10 +145,9 @@ class RealtimeService:
     def handle_client_event(self, raw: str | bytes | dict[str, Any]) -> None:
         event_id: str | None = None
         try:
-            event = parse_client_event(raw)
+            event = parse_client_event(raw, CLIENT_EVENTS)
             event_id = event.event_id
-            handler = getattr(self, "_on_" + event.type.replace(".", "_"))
-            handler(event)
+            CLIENT_EVENTS[event.type](self, event)
         except RealtimeError as error:
             if error.event_id is None:
                 error.event_id = event_id
@@ -161,10 +156,6 @@ class RealtimeService:
             log.exception("client event failed")
             self.emit(errors.error_event("server_error", f"{type(error).__name__}: {error}",
                                          type="server_error", event_id=event_id))
-
-    def _on_session_update(self, event: ClientEvent) -> None:
-        self.configure(event.data.get("session"), event.event_id)
-        self.emit({"type": "session.updated", "session": self.state.session})
 
     def configure(self, session: Any, event_id: str | None = None) -> None:
         """Apply a session patch (a session.update, or the session a WebRTC call opens with); raises RealtimeError."""
@@ -177,27 +168,13 @@ class RealtimeService:
         if self.response is None and (td is None or not td.create_response):
             self.speculations.drop()  # no automatic response will take it over now
 
-    def _on_input_audio_buffer_append(self, event: ClientEvent) -> None:
-        if not self.audio_in_events:
-            raise RealtimeError(
-                errors.INVALID_EVENT_FOR_TRANSPORT,
-                "input_audio_buffer.append is not used on this transport: audio arrives on the media track",
-            )
-        audio = event.data.get("audio")
-        if not isinstance(audio, str):
-            raise RealtimeError(errors.INVALID_REQUEST, "'audio' must be a base64 string", param="audio")
-        try:
-            samples = self.audio.decode_input(audio)
-        except codecs.AudioDecodeError as error:
-            raise RealtimeError(errors.INVALID_REQUEST, str(error), param="audio") from None
-        self.push_input(samples)
-
     def push_input(self, samples_16k: np.ndarray) -> None:
         """16 kHz float32 user audio from any transport."""
         self.uncommitted_samples += len(samples_16k)
         self.unit.push_audio(samples_16k)
 
-    def _on_input_audio_buffer_commit(self, event: ClientEvent) -> None:
+    def commit_input(self) -> str:
+        """End the user's turn with the audio sent so far (input_audio_buffer.commit): its item id."""
         if self.uncommitted_samples == 0:
             raise RealtimeError(errors.COMMIT_EMPTY, "The input audio buffer is empty: nothing to commit")
         self.uncommitted_samples = 0
@@ -205,89 +182,20 @@ class RealtimeService:
         self.unit.push_audio(self.audio.flush_input())  # the commit's audio, not the next turn's
         item_id = ids.item_id()
         self.unit.commit_input(item_id)
-        self._user_audio_committed(item_id)
+        self.commit_user_audio(item_id)
+        return item_id
 
-    def _on_input_audio_buffer_clear(self, event: ClientEvent) -> None:
+    def clear_input(self) -> None:
+        """Drop the audio sent since the last turn (input_audio_buffer.clear)."""
         self.uncommitted_samples = 0
         self.speculations.drop()
         self.audio.reset_input()  # what it held belongs to the cleared audio
         self.unit.clear_input()
         self.emit({"type": "input_audio_buffer.cleared"})
 
-    def _on_conversation_item_create(self, event: ClientEvent) -> None:
-        item = client_item(event.data.get("item"), event.event_id)
-        previous = event.data.get("previous_item_id")
-        if previous not in (None, "root") and previous not in self.conversation:
-            raise RealtimeError(errors.ITEM_NOT_FOUND, f"previous_item_id {previous!r} does not exist",
-                                type="invalid_request_error", param="previous_item_id")
-        if item["id"] in self.conversation:
-            raise RealtimeError(errors.INVALID_REQUEST, f"an item with id {item['id']!r} already exists",
-                                param="item.id")
-        before = self.conversation.add(item, None if previous in (None, "root") else previous)
-        self.emit({"type": "conversation.item.created", "previous_item_id": before, "item": item})
-        self.emit({"type": "conversation.item.added", "previous_item_id": before, "item": item})
-        self.emit({"type": "conversation.item.done", "previous_item_id": before, "item": item})
-
-    def _on_conversation_item_retrieve(self, event: ClientEvent) -> None:
-        item_id = self._existing_item(event)
-        self.emit({"type": "conversation.item.retrieved", "item": self.conversation.snapshot(item_id)})
-
-    def _on_conversation_item_truncate(self, event: ClientEvent) -> None:
-        item_id = self._existing_item(event)
-        self.playback.truncate(item_id, event.data.get("content_index"), event.data.get("audio_end_ms"))
-
-    def _on_conversation_item_delete(self, event: ClientEvent) -> None:
-        item_id = self._existing_item(event)
-        self.conversation.delete(item_id)
-        self.emit({"type": "conversation.item.deleted", "item_id": item_id})
-
-    def _existing_item(self, event: ClientEvent) -> str:
-        item_id = event.data.get("item_id")
-        if not isinstance(item_id, str) or item_id not in self.conversation:
-            raise RealtimeError(errors.ITEM_NOT_FOUND, f"Item with item_id {item_id!r} not found",
-                                param="item_id")
-        return item_id
-
-    def _on_response_create(self, event: ClientEvent) -> None:
-        if self.response is not None:
-            raise RealtimeError(
-                errors.ACTIVE_RESPONSE,
-                f"Conversation already has an active response in progress: {self.response.id}. "
-                "Wait until the response is finished before creating a new one.",
-            )
-        options = response_options(event.data.get("response"), event.event_id)
-        followup = followup_call_ids(options.get("metadata"))
-        if followup:
-            if self.tool_results.all_answered(followup):
-                raise RealtimeError(
-                    errors.TOOL_FOLLOWUP_ALREADY_ANSWERED,
-                    "A completed answer already included these tool results; no follow-up is needed.",
-                )
-            if self.user_speaking or self.pending_transcriptions:
-                raise RealtimeError(
-                    errors.TOOL_FOLLOWUP_USER_INPUT_PENDING,
-                    "The user's turn is still open; send the follow-up after their item is committed.",
-                )
-        self._start_response(options)
-
-    def _on_response_cancel(self, event: ClientEvent) -> None:
-        wanted = event.data.get("response_id")
-        if self.response is None or (wanted and wanted != self.response.id):
-            return  # nothing active: a no-op, and no discard flag left behind
-        self._cancel_response("client_cancelled")
-
-    def _on_output_audio_buffer_clear(self, event: ClientEvent) -> None:
-        if self.audio_in_events:
-            raise RealtimeError(errors.INVALID_EVENT_FOR_TRANSPORT,
-                                "output_audio_buffer.clear is only used with WebRTC")
-        if self.response is not None:  # stop generating the audio too, as OpenAI's server does
-            self._cancel_response("client_cancelled", requested=True)
-        else:
-            self._clear_playback(requested=True)
-
     # ------------------------------------------------------------ responses
 
-    def _start_response(self, options: dict[str, Any], turn_item_id: str | None = None) -> None:
+    def start_response(self, options: dict[str, Any], turn_item_id: str | None = None) -> None:
         """Open a response (response.created); it is submitted once its input is transcribed.
 
         An automatic response to a user turn takes over that turn's running speculation
@@ -395,13 +303,13 @@ class RealtimeService:
         if status in ("incomplete", "failed"):
             self.conversation.exclude([item["id"] for item in response.output])
 
-    def _cancel_response(self, reason: str, *, requested: bool = False) -> None:
+    def cancel_response(self, reason: str, *, requested: bool = False) -> None:
         """Steps 3 and 7 of the interruption rules: close, cancel, flush."""
         self._finish_response("cancelled", reason)
         self.unit.cancel_scope.cancel()
-        self._clear_playback(requested=requested)
+        self.clear_playback(requested=requested)
 
-    def _clear_playback(self, *, requested: bool = False) -> None:
+    def clear_playback(self, *, requested: bool = False) -> None:
         """Drop unplayed audio from the media track (if any); its items are cut at what was played."""
         self.playback.clear(requested=requested)
 
@@ -437,9 +345,9 @@ class RealtimeService:
         self.user_speaking = True
         interrupt = item.interrupt_response and self.config.interrupt_response_enabled
         if self.response is not None and interrupt:
-            self._cancel_response("turn_detected")
+            self.cancel_response("turn_detected")
         elif interrupt:
-            self._clear_playback()  # a finished response may still be playing on the media track
+            self.clear_playback()  # a finished response may still be playing on the media track
         self.emit({"type": "input_audio_buffer.speech_started", "audio_start_ms": item.audio_start_ms,
                    "item_id": item.item_id})
 
@@ -449,14 +357,14 @@ class RealtimeService:
         self.user_speaking = False
         self.uncommitted_samples = 0
         if item.item_id is not None and item.item_id not in self.conversation:
-            self._user_audio_committed(item.item_id)
+            self.commit_user_audio(item.item_id)
             td = self.config.turn_detection
             # As OpenAI's server does, the automatic response opens with the commit; it is
             # submitted once the turn's transcript is in (and adopts a matching speculation).
             if self.response is None and td is not None and td.create_response:
-                self._start_response({}, turn_item_id=item.item_id)
+                self.start_response({}, turn_item_id=item.item_id)
 
-    def _user_audio_committed(self, item_id: str) -> None:
+    def commit_user_audio(self, item_id: str) -> None:
         previous = self._previous_item_id()
         user_item = {
             "id": item_id,
@@ -485,7 +393,7 @@ class RealtimeService:
     def _transcription_completed(self, item: TranscriptionCompleted) -> None:
         item_id = item.item_id or ids.item_id()
         if item_id not in self.conversation:
-            self._user_audio_committed(item_id)
+            self.commit_user_audio(item_id)
         self.pending_transcriptions.discard(item_id)  # first: nothing below may leave the turn pending
         failed = item_id in self.failed_transcriptions
         self.failed_transcriptions.discard(item_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
-from speech_to_speech.realtime.service import SNAPSHOT_EXTENSION
+from speech_to_speech.protocol import SNAPSHOT_EXTENSION
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, types
 
 from .conftest import ServerFactory

@@ -1,0 +1,17 @@
+"""Names of our extensions to the Realtime protocol, shared by the server, the client and the benches.
+
+A client opts in with ``session.update``'s ``session.extensions``:
+
+- ``speech_to_speech.input_audio_transcription.snapshot``: besides the
+  append-only transcription deltas, a replaceable snapshot of the user's
+  words so far (an event of that type, with ``item_id`` and ``transcript``).
+- ``speech_to_speech.timings``: every ``response.done`` carries the server's
+  stage marks (Unix epoch milliseconds, as a JSON object) in its metadata
+  under ``s2s_timings``.
+"""
+
+from __future__ import annotations
+
+SNAPSHOT_EXTENSION = "speech_to_speech.input_audio_transcription.snapshot"
+TIMINGS_EXTENSION = "speech_to_speech.timings"
+TIMINGS_KEY = "s2s_timings"

@@ -1,0 +1,143 @@
+"""What each client event asks of a session: its checks, and the service operation it maps to.
+
+One function per client event type, in :data:`CLIENT_EVENTS`;
+``RealtimeService.handle_client_event`` parses an event and calls the one
+for its type. A rejected event raises :class:`RealtimeError`, which the
+service turns into an ``error`` event carrying the client's ``event_id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from speech_to_speech.audio import codecs
+from speech_to_speech.realtime import errors
+from speech_to_speech.realtime.errors import RealtimeError
+from speech_to_speech.realtime.events import ClientEvent
+from speech_to_speech.realtime.items import client_item, response_options
+from speech_to_speech.realtime.tool_results import followup_call_ids
+
+if TYPE_CHECKING:
+    from speech_to_speech.realtime.service import RealtimeService
+
+
+def session_update(service: RealtimeService, event: ClientEvent) -> None:
+    service.configure(event.data.get("session"), event.event_id)
+    service.emit({"type": "session.updated", "session": service.state.session})
+
+
+def input_audio_buffer_append(service: RealtimeService, event: ClientEvent) -> None:
+    if not service.audio_in_events:
+        raise RealtimeError(
+            errors.INVALID_EVENT_FOR_TRANSPORT,
+            "input_audio_buffer.append is not used on this transport: audio arrives on the media track",
+        )
+    audio = event.data.get("audio")
+    if not isinstance(audio, str):
+        raise RealtimeError(errors.INVALID_REQUEST, "'audio' must be a base64 string", param="audio")
+    try:
+        samples = service.audio.decode_input(audio)
+    except codecs.AudioDecodeError as error:
+        raise RealtimeError(errors.INVALID_REQUEST, str(error), param="audio") from None
+    service.push_input(samples)
+
+
+def input_audio_buffer_commit(service: RealtimeService, event: ClientEvent) -> None:
+    service.commit_input()
+
+
+def input_audio_buffer_clear(service: RealtimeService, event: ClientEvent) -> None:
+    service.clear_input()
+
+
+def conversation_item_create(service: RealtimeService, event: ClientEvent) -> None:
+    conversation = service.conversation
+    item = client_item(event.data.get("item"), event.event_id)
+    previous = event.data.get("previous_item_id")
+    if previous not in (None, "root") and previous not in conversation:
+        raise RealtimeError(errors.ITEM_NOT_FOUND, f"previous_item_id {previous!r} does not exist",
+                            type="invalid_request_error", param="previous_item_id")
+    if item["id"] in conversation:
+        raise RealtimeError(errors.INVALID_REQUEST, f"an item with id {item['id']!r} already exists",
+                            param="item.id")
+    before = conversation.add(item, None if previous in (None, "root") else previous)
+    for kind in ("conversation.item.created", "conversation.item.added", "conversation.item.done"):
+        service.emit({"type": kind, "previous_item_id": before, "item": item})
+
+
+def conversation_item_retrieve(service: RealtimeService, event: ClientEvent) -> None:
+    item_id = _existing_item(service, event)
+    service.emit({"type": "conversation.item.retrieved", "item": service.conversation.snapshot(item_id)})
+
+
+def conversation_item_truncate(service: RealtimeService, event: ClientEvent) -> None:
+    item_id = _existing_item(service, event)
+    service.playback.truncate(item_id, event.data.get("content_index"), event.data.get("audio_end_ms"))
+
+
+def conversation_item_delete(service: RealtimeService, event: ClientEvent) -> None:
+    item_id = _existing_item(service, event)
+    service.conversation.delete(item_id)
+    service.emit({"type": "conversation.item.deleted", "item_id": item_id})
+
+
+def _existing_item(service: RealtimeService, event: ClientEvent) -> str:
+    item_id = event.data.get("item_id")
+    if not isinstance(item_id, str) or item_id not in service.conversation:
+        raise RealtimeError(errors.ITEM_NOT_FOUND, f"Item with item_id {item_id!r} not found", param="item_id")
+    return item_id
+
+
+def response_create(service: RealtimeService, event: ClientEvent) -> None:
+    if service.response is not None:
+        raise RealtimeError(
+            errors.ACTIVE_RESPONSE,
+            f"Conversation already has an active response in progress: {service.response.id}. "
+            "Wait until the response is finished before creating a new one.",
+        )
+    options = response_options(event.data.get("response"), event.event_id)
+    followup = followup_call_ids(options.get("metadata"))
+    if followup:
+        if service.tool_results.all_answered(followup):
+            raise RealtimeError(
+                errors.TOOL_FOLLOWUP_ALREADY_ANSWERED,
+                "A completed answer already included these tool results; no follow-up is needed.",
+            )
+        if service.user_speaking or service.pending_transcriptions:
+            raise RealtimeError(
+                errors.TOOL_FOLLOWUP_USER_INPUT_PENDING,
+                "The user's turn is still open; send the follow-up after their item is committed.",
+            )
+    service.start_response(options)
+
+
+def response_cancel(service: RealtimeService, event: ClientEvent) -> None:
+    wanted = event.data.get("response_id")
+    if service.response is None or (wanted and wanted != service.response.id):
+        return  # nothing active: a no-op (a running speculation is not the client's to cancel)
+    service.cancel_response("client_cancelled")
+
+
+def output_audio_buffer_clear(service: RealtimeService, event: ClientEvent) -> None:
+    if service.audio_in_events:
+        raise RealtimeError(errors.INVALID_EVENT_FOR_TRANSPORT, "output_audio_buffer.clear is only used with WebRTC")
+    if service.response is not None:  # stop generating the audio too, as OpenAI's server does
+        service.cancel_response("client_cancelled", requested=True)
+    else:
+        service.clear_playback(requested=True)
+
+
+CLIENT_EVENTS: dict[str, Callable[[RealtimeService, ClientEvent], None]] = {
+    "session.update": session_update,
+    "input_audio_buffer.append": input_audio_buffer_append,
+    "input_audio_buffer.commit": input_audio_buffer_commit,
+    "input_audio_buffer.clear": input_audio_buffer_clear,
+    "conversation.item.create": conversation_item_create,
+    "conversation.item.retrieve": conversation_item_retrieve,
+    "conversation.item.truncate": conversation_item_truncate,
+    "conversation.item.delete": conversation_item_delete,
+    "response.create": response_create,
+    "response.cancel": response_cancel,
+    "output_audio_buffer.clear": output_audio_buffer_clear,
+}
