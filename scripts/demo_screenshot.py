@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import wave
 from pathlib import Path
 
-import numpy as np
-
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.testing.chromium import WEBRTC_LOOPBACK_FLAGS, chromium, fake_microphone_flags
-from speech_to_speech.testing.scripted import FAST_SCRIPTED, tone
+from speech_to_speech.testing.chromium import (
+    WEBRTC_LOOPBACK_FLAGS,
+    chromium,
+    fake_microphone_flags,
+    write_question_wav,
+)
+from speech_to_speech.testing.scripted import FAST_SCRIPTED
 from speech_to_speech.testing.server import running_server
 
 TRANSCRIPTS = [
@@ -32,17 +34,6 @@ REPLIES = [
     "Your clock says it is time for a demo.",
     "Nowhere else: speech recognition, the language model and the voice all run locally.",
 ]
-
-
-def microphone(path: Path, rate: int = 48000) -> Path:
-    """A question every 6.2 s: 0.4 s of silence, 0.8 s of tone, 5 s of silence (looped by Chromium)."""
-    audio = np.concatenate([np.zeros(int(0.4 * rate)), tone(0.8, rate, level=0.5), np.zeros(int(5.0 * rate))])
-    with wave.open(str(path), "wb") as wav:
-        wav.setnchannels(1)
-        wav.setsampwidth(2)
-        wav.setframerate(rate)
-        wav.writeframes((np.clip(audio, -1.0, 1.0) * 32767).astype("<i2").tobytes())
-    return path
 
 
 def main() -> None:
@@ -61,7 +52,9 @@ def main() -> None:
         "min_silence_ms": 500,
     })
     with tempfile.TemporaryDirectory() as scratch, running_server(settings) as server:
-        flags = [*WEBRTC_LOOPBACK_FLAGS, *fake_microphone_flags(microphone(Path(scratch) / "mic.wav"))]
+        # A question every 6.2 s (Chromium loops the file).
+        microphone = write_question_wav(Path(scratch) / "mic.wav", pause_after_s=5.0)
+        flags = [*WEBRTC_LOOPBACK_FLAGS, *fake_microphone_flags(microphone)]
         with chromium(flags, window=(960, 960)) as page:
             page.open(f"{server.http_url}/demo?autoconnect=1&transport={args.transport}")
             stats = "JSON.stringify(window.__demoStats)"

@@ -24,8 +24,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from websockets.sync.client import connect
 from websockets.sync.connection import Connection
+
+from speech_to_speech.audio.wav import write_wav
+from speech_to_speech.testing.scripted import tone
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 INSTALL_HINT = "sudo apt-get install chromium"
@@ -45,6 +49,14 @@ def find_chromium() -> str | None:
         if found:
             return found
     return None
+
+
+def write_question_wav(path: Path, pause_after_s: float, rate: int = 48000) -> Path:
+    """What the fake microphone says: a little silence, 0.8 s of loud tone (a question to the scripted
+    VAD), then ``pause_after_s`` of silence; mono 16-bit PCM at 48 kHz, as Chromium's fake capture wants."""
+    audio = np.concatenate([np.zeros(int(0.4 * rate)), tone(0.8, rate, level=0.5), np.zeros(int(pause_after_s * rate))])
+    write_wav(path, audio, rate)
+    return path
 
 
 def fake_microphone_flags(wav: Path) -> list[str]:

@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import wave
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.testing.chromium import WEBRTC_LOOPBACK_FLAGS, Page, chromium, fake_microphone_flags
-from speech_to_speech.testing.scripted import FAST_SCRIPTED, tone
+from speech_to_speech.testing.chromium import (
+    WEBRTC_LOOPBACK_FLAGS,
+    Page,
+    chromium,
+    fake_microphone_flags,
+    write_question_wav,
+)
+from speech_to_speech.testing.scripted import FAST_SCRIPTED
 from speech_to_speech.testing.server import RunningServer, running_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
@@ -36,17 +40,6 @@ STORY = "Once upon a time " + "a small robot walked through a quiet forest and l
 STEP_TIMEOUT = 30.0
 STATS = "JSON.stringify(window.__demoStats)"
 TRANSPORTS = ["websocket", "webrtc"]
-
-
-def write_microphone(path: Path, pause_after_s: float, rate: int = 48000) -> Path:
-    """Mono 16-bit PCM at 48 kHz: a little silence, 0.8 s of loud tone, then ``pause_after_s`` of silence."""
-    audio = np.concatenate([np.zeros(int(0.4 * rate)), tone(0.8, rate, level=0.5), np.zeros(int(pause_after_s * rate))])
-    with wave.open(str(path), "wb") as wav:
-        wav.setnchannels(1)
-        wav.setsampwidth(2)
-        wav.setframerate(rate)
-        wav.writeframes((np.clip(audio, -1.0, 1.0) * 32767).astype("<i2").tobytes())
-    return path
 
 
 def skip_without_webrtc(transport: str) -> None:
@@ -68,7 +61,7 @@ def open_demo(tmp_path: Path) -> Iterator[OpenDemo]:
             settings = ServerSettings(**{**FAST_SCRIPTED, "scripted_transcripts": transcripts,
                                          "scripted_replies": replies, "scripted_token_delay_ms": 5.0})
             server: RunningServer = stack.enter_context(running_server(settings))
-            microphone = write_microphone(tmp_path / "microphone.wav", pause_after_s)
+            microphone = write_question_wav(tmp_path / "microphone.wav", pause_after_s)
             page = stack.enter_context(chromium([*WEBRTC_LOOPBACK_FLAGS, *fake_microphone_flags(microphone)]))
             page.open(f"{server.http_url}/demo?autoconnect=1&transport={transport}")
             page.wait_for("window.__demoStats?.connection === 'connected'", STEP_TIMEOUT,
