@@ -4,7 +4,9 @@ glibc's defaults suit short programs, not a server that loads models once and
 then allocates audio and decoding buffers on a dozen threads: every thread
 may get its own heap arena, and what is freed inside a heap stays with the
 process. So: two arenas, and the free pages handed back after loading and
-after each session. Fixed trim/mmap thresholds would hand back more, but
+after sessions (see AfterSessions: a trim walks the heap holding its locks,
+and 48 sessions ending together made 48 trims that cost the sessions still
+talking 50-100 ms). Fixed trim/mmap thresholds would hand back more, but
 setting either turns off glibc's adaptive mmap threshold, and every large
 buffer then costs an mmap and page faults: LLM, STT and TTS ran 20-30 %
 slower here with them, so they are not set. MKL (inside CTranslate2) would
@@ -18,6 +20,9 @@ import ctypes
 import ctypes.util
 import os
 import sys
+import threading
+import time
+from collections.abc import Callable
 from functools import cache
 
 M_ARENA_MAX = -8  # mallopt's parameter number, from <malloc.h>
@@ -55,3 +60,30 @@ def release_free_memory() -> bool:
         return False
     libc.malloc_trim(0)
     return True
+
+
+class AfterSessions:
+    """When to hand freed memory back as sessions end: when the last one ends, else now and then.
+
+    A server with sessions left gets one release per ``interval_s`` at most,
+    so a crowd of sessions ending together costs the others one pause, not
+    one each; when no session is left, memory goes back at once.
+    """
+
+    def __init__(self, interval_s: float = 30.0, release: Callable[[], object] = release_free_memory,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval_s = interval_s
+        self._release = release
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last: float | None = None
+
+    def session_ended(self, sessions_left: int) -> bool:
+        """Release now if due; True when it did."""
+        with self._lock:
+            now = self._clock()
+            if sessions_left > 0 and self._last is not None and now - self._last < self.interval_s:
+                return False
+            self._last = now
+        self._release()
+        return True

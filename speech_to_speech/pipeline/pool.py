@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from speech_to_speech.memory import release_free_memory
+from speech_to_speech.memory import AfterSessions
 from speech_to_speech.pipeline.unit import PipelineUnit
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,7 @@ class PipelinePool:
         self._units: list[PipelineUnit] = []
         self._state: list[SlotState] = []
         self._rebuilds = [0] * size
+        self._memory = AfterSessions()
         for index in range(size):
             unit = build_unit(index)
             unit.start()
@@ -96,7 +97,8 @@ class PipelinePool:
             else:
                 self._quarantine_locked(unit.index, "did not drain" if not drained else "dead stages")
                 return
-        release_free_memory()  # the session's buffers, freed by now, go back to the system
+            in_use = sum(state in ("busy", "draining") for state in self._state)
+        self._memory.session_ended(in_use)  # the session's buffers, freed by now, go back to the system
 
     def _quarantine_locked(self, index: int, why: str) -> None:
         log.warning("pipeline unit %d quarantined (%s); rebuilding", index, why)
