@@ -70,7 +70,7 @@ class AfterSessions:
     one each; when no session is left, memory goes back at once.
     """
 
-    def __init__(self, interval_s: float = 30.0, release: Callable[[], object] = release_free_memory,
+    def __init__(self, interval_s: float = 300.0, release: Callable[[], object] = release_free_memory,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.interval_s = interval_s
         self._release = release
