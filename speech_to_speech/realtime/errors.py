@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 
@@ -74,3 +75,22 @@ CALL_NOT_FOUND = "call_not_found"
 def stage_failed(stage: str) -> str:
     """The code of a pipeline stage's failure: ``stt_failed``, ``tts_failed``, ``vad_failed``, …"""
     return f"{stage}_failed"
+
+
+# A stage's failures that concern no response or turn reach the client at most this often.
+STAGE_ERROR_INTERVAL_S = 5.0
+
+
+class Throttle:
+    """Says, per key, whether an event is due: the first one, then one per ``interval_s``."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._last: dict[str, float] = {}
+
+    def due(self, key: str) -> bool:
+        now = time.monotonic()
+        if now - self._last.get(key, -self.interval_s) < self.interval_s:
+            return False
+        self._last[key] = now
+        return True

@@ -61,29 +61,12 @@ from speech_to_speech.realtime.wire_audio import WireAudio
 
 log = logging.getLogger(__name__)
 
-# A stage's failures that concern no response or turn reach the client at most this often.
-STAGE_ERROR_INTERVAL_S = 5.0
 
 
 def encode_marks(marks: dict[str, float]) -> str:
     """Monotonic stage marks as a JSON object of Unix epoch milliseconds (metadata values are strings)."""
     offset = time.time() - time.monotonic()
     return json.dumps({name: round((mark + offset) * 1000.0, 1) for name, mark in marks.items() if mark})
-
-
-class Throttle:
-    """Says, per key, whether an event is due: the first one, then one per ``interval_s``."""
-
-    def __init__(self, interval_s: float) -> None:
-        self.interval_s = interval_s
-        self._last: dict[str, float] = {}
-
-    def due(self, key: str) -> bool:
-        now = time.monotonic()
-        if now - self._last.get(key, -self.interval_s) < self.interval_s:
-            return False
-        self._last[key] = now
-        return True
 
 
 class RealtimeService:
@@ -116,7 +99,7 @@ class RealtimeService:
         self.response: ResponseState | None = None
         self.pending_transcriptions: set[str] = set()
         self.failed_transcriptions: set[str] = set()
-        self._stage_errors = Throttle(STAGE_ERROR_INTERVAL_S)
+        self._stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
         self.speculations = SpeculationSlot(unit.cancel_scope)
         self.user_speaking = False
         self.tool_results = ToolResultLedger()
@@ -154,7 +137,7 @@ class RealtimeService:
             self.emit(error.to_event())
         except Exception as error:
             log.exception("client event failed")
-            self.emit(errors.error_event("server_error", f"{type(error).__name__}: {error}",
+            self.emit(errors.error_event(errors.SERVER_ERROR, f"{type(error).__name__}: {error}",
                                          type="server_error", event_id=event_id))
 
     def configure(self, session: Any, event_id: str | None = None) -> None:
