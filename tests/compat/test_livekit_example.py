@@ -213,30 +213,37 @@ class Microphone(io.AudioInput):
 
 
 class Speaker(io.AudioOutput):
-    """Takes the agent's audio as fast as it comes and reports each segment played in full.
+    """Plays the agent's audio in real time, as a room's audio track does, and reports each segment.
 
-    It says it can pause, as a room's audio track can (else AgentSession warns that
-    ``resume_false_interruption`` is off); pausing is a no-op, as nothing waits to play.
+    Frames are taken as fast as they come; a segment counts as played once its audio's duration
+    has passed since its first frame. Without that wait a segment would end the moment its
+    generation did, and a barge-in that reaches the framework a moment after the server's
+    cancelled ``response.done`` would find nothing left playing to interrupt, which a listener
+    with a real speaker never sees. It says it can pause, as a room's track can (else AgentSession
+    warns that ``resume_false_interruption`` is off); pausing is a no-op here.
     """
 
     def __init__(self) -> None:
         super().__init__(label="test speaker", capabilities=io.AudioOutputCapabilities(pause=True))
         self.samples = 0
         self.segments = 0
-        self._playing = 0.0
-        self._capturing = False
+        self._queued = 0.0  # seconds of audio in the segment now playing
+        self._started: float | None = None  # monotonic time of the segment's first frame
+        self._end_of_segment: asyncio.TimerHandle | None = None
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         await super().capture_frame(frame)
-        if not self._capturing:
-            self._capturing = True
+        if self._started is None:
+            self._started = time.monotonic()
             self.on_playback_started(created_at=time.time())
         self.samples += frame.samples_per_channel
-        self._playing += frame.duration
+        self._queued += frame.duration
 
     def flush(self) -> None:
         super().flush()
-        self._finish(interrupted=False)
+        if self._started is not None and self._end_of_segment is None:
+            left = max(0.0, self._started + self._queued - time.monotonic())
+            self._end_of_segment = asyncio.get_running_loop().call_later(left, self._finish, False)
 
     def clear_buffer(self) -> None:
         self._finish(interrupted=True)
@@ -248,10 +255,13 @@ class Speaker(io.AudioOutput):
         pass
 
     def _finish(self, interrupted: bool) -> None:
-        if self._capturing:
-            self._capturing = False
+        if self._end_of_segment is not None:
+            self._end_of_segment.cancel()
+            self._end_of_segment = None
+        if self._started is not None:
+            played = min(self._queued, time.monotonic() - self._started)
+            self._started, self._queued = None, 0.0
             self.segments += 1
-            played, self._playing = self._playing, 0.0
             self.on_playback_finished(playback_position=played, interrupted=interrupted)
 
 
