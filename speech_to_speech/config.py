@@ -29,6 +29,45 @@ class ServerSettings(BaseModel):
     release_timeout_s: float = Field(5.0, description="How long a released unit may take to drain.")
     demo: bool = Field(True, description="Serve the browser demo page at /demo.")
 
+    # ------------------------------------------------------------ access control (see docs/security.md)
+    api_key: str | None = Field(
+        None, repr=False,
+        description="Require 'Authorization: Bearer KEY' on every route but /health (env SPEECH_TO_SPEECH_API_KEY).",
+    )
+    allow_unauthenticated: bool = Field(False, description="Allow a non-loopback --host without --api_key.")
+    allowed_origins: list[str] | None = Field(
+        None, description="Browser Origins allowed besides the server's own (default: loopback, on a loopback bind)."
+    )
+    max_sessions_per_client: int = Field(8, ge=0, description="Concurrent sessions per client address (0: no limit).")
+    max_sessions_per_minute: int = Field(
+        600, ge=0, description="Sessions a client address may open per minute (0: no limit)."
+    )
+
+    # ------------------------------------------------------------ per-session limits (see docs/security.md)
+    max_event_bytes: int = Field(16 * 1024 * 1024, ge=1024, description="Largest client event (one frame) in bytes.")
+    max_event_depth: int = Field(32, ge=4, description="Deepest nesting of JSON a client event may have.")
+    max_uncommitted_audio_s: float = Field(
+        300.0, gt=0.0, description="Input audio a session may buffer without a commit or a VAD turn."
+    )
+    max_queued_input_s: float = Field(
+        60.0, gt=0.0, description="Input audio waiting for the VAD before appends are refused."
+    )
+    max_pending_output_bytes_per_session: int = Field(
+        2 * 1024 * 1024, ge=1024, description="Output waiting for a slow client, in bytes of JSON, before it is closed."
+    )
+    max_pending_output_events_per_session: int = Field(
+        512, ge=8, description="Output events waiting for a slow client before it is closed."
+    )
+    max_conversation_items: int = Field(1000, ge=10, description="Conversation items a session keeps (oldest go).")
+    max_instructions_chars: int = Field(100_000, ge=100, description="Longest instructions a session may set.")
+    max_tools: int = Field(128, ge=0, description="Most tools a session or response may declare.")
+    idle_timeout_s: float = Field(
+        300.0, ge=0.0, description="Close a session that sends nothing (no event, no audio) this long (0: never)."
+    )
+    response_stall_timeout_s: float = Field(
+        60.0, ge=0.0, description="Fail a response whose pipeline produces nothing this long (a hung stage; 0: never)."
+    )
+
     # ------------------------------------------------------------ VAD
     vad: str = Field("silero", description="VAD backend.")
     thresh: float = Field(0.5, ge=0.0, le=1.0, description="Speech probability threshold.")

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from speech_to_speech.audio import codecs
+from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import ClientEvent
@@ -27,7 +28,8 @@ def session_update(service: RealtimeService, event: ClientEvent) -> None:
     service.emit({"type": "session.updated", "session": service.state.session})
 
 
-def input_audio_buffer_append(service: RealtimeService, event: ClientEvent) -> None:
+def decode_append(service: RealtimeService, event: ClientEvent) -> FloatAudio:
+    """An append's audio as 16 kHz float32 (run before the event is applied, maybe off the loop)."""
     if not service.audio_in_events:
         raise RealtimeError(
             errors.INVALID_EVENT_FOR_TRANSPORT,
@@ -37,9 +39,16 @@ def input_audio_buffer_append(service: RealtimeService, event: ClientEvent) -> N
     if not isinstance(audio, str):
         raise RealtimeError(errors.INVALID_REQUEST, "'audio' must be a base64 string", param="audio")
     try:
-        samples = service.audio.decode_input(audio)
+        return service.audio.decode_input(audio)
     except codecs.AudioDecodeError as error:
         raise RealtimeError(errors.INVALID_REQUEST, str(error), param="audio") from None
+
+
+def input_audio_buffer_append(service: RealtimeService, event: ClientEvent) -> None:
+    samples = event.audio if event.audio is not None else decode_append(service, event)
+    refusal = service.input_refusal(len(samples))
+    if refusal is not None:
+        raise refusal
     service.push_input(samples)
 
 
@@ -96,7 +105,7 @@ def response_create(service: RealtimeService, event: ClientEvent) -> None:
             f"Conversation already has an active response in progress: {service.response.id}. "
             "Wait until the response is finished before creating a new one.",
         )
-    options = response_options(event.data.get("response"), event.event_id)
+    options = response_options(event.data.get("response"), event.event_id, service.state.limits)
     followup = followup_call_ids(options.get("metadata"))
     if followup:
         if service.tool_results.all_answered(followup):

@@ -14,9 +14,12 @@ from speech_to_speech.pipeline.messages import ChatMessage
 
 
 class Conversation:
-    def __init__(self) -> None:
+    """A session's items; past ``max_items`` the oldest leave it (a bound on a session's memory)."""
+
+    def __init__(self, max_items: int | None = None) -> None:
         self._items: dict[str, dict[str, Any]] = {}
         self._excluded: set[str] = set()  # rolled back: not part of the model's history
+        self.max_items = max_items
 
     def __contains__(self, item_id: object) -> bool:
         return item_id in self._items
@@ -34,12 +37,15 @@ class Conversation:
         if previous_item_id is None or previous_item_id == self.last_id:
             before = self.last_id
             self._items[item_id] = item
-            return before
-        ordered = list(self._items.items())
-        index = [key for key, _ in ordered].index(previous_item_id) + 1
-        ordered.insert(index, (item_id, item))
-        self._items = dict(ordered)
-        return previous_item_id
+        else:
+            ordered = list(self._items.items())
+            index = [key for key, _ in ordered].index(previous_item_id) + 1
+            ordered.insert(index, (item_id, item))
+            self._items = dict(ordered)
+            before = previous_item_id
+        while self.max_items is not None and len(self._items) > self.max_items:
+            self.delete(next(iter(self._items)))
+        return before
 
     def get(self, item_id: str) -> dict[str, Any] | None:
         return self._items.get(item_id)

@@ -56,6 +56,13 @@ def error_event(
 # Codes used across the protocol layer, named once.
 SESSION_LIMIT_REACHED = "session_limit_reached"
 UNKNOWN_OR_INVALID_EVENT = "unknown_or_invalid_event"
+# Limits of one session (docs/security.md).
+EVENT_TOO_LARGE = "event_too_large"
+INPUT_AUDIO_BUFFER_FULL = "input_audio_buffer_full"
+INPUT_QUEUE_FULL = "input_audio_queue_full"
+OUTPUT_LIMIT_EXCEEDED = "output_limit_exceeded"
+SESSION_IDLE_TIMEOUT = "session_idle_timeout"
+SERVER_SHUTTING_DOWN = "server_shutting_down"
 INVALID_SESSION_TYPE = "invalid_session_type"
 ACTIVE_RESPONSE = "conversation_already_has_active_response"
 ITEM_NOT_FOUND = "conversation_item_not_found"

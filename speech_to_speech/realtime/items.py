@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import ValidationError
 
 from speech_to_speech import ids
+from speech_to_speech.realtime.content_limits import VOICE_MAX_CHARS, VOICE_PATTERN, ContentLimits
 from speech_to_speech.realtime.errors import INVALID_REQUEST, RealtimeError
 from speech_to_speech.realtime.session import REASONING_EFFORTS, FunctionTool, SessionModel
 
@@ -75,12 +77,14 @@ def _metadata(value: Any, event_id: str | None) -> dict[str, str] | None:
     return dict(value)
 
 
-def response_options(response: Any, event_id: str | None) -> dict[str, Any]:
+def response_options(response: Any, event_id: str | None, limits: ContentLimits | None = None) -> dict[str, Any]:
     """Per-response overrides of ``response.create``, validated; absent keys keep the session's."""
     if response is None:
         return {}
     if not isinstance(response, dict):
         raise _bad("'response' must be an object", "response", event_id)
+    if not isinstance(response.get("tools") or [], list):
+        raise _bad("'response.tools' must be an array", "response.tools", event_id)
     options: dict[str, Any] = {}
     checked = {key: response[key] for key in ("instructions", "tool_choice", "output_modalities",
                                                "max_output_tokens") if key in response}
@@ -99,6 +103,7 @@ def response_options(response: Any, event_id: str | None) -> dict[str, Any]:
         options["output_modalities"] = tuple(parsed.output_modalities)
     if "max_output_tokens" in response and response["max_output_tokens"] is not None:
         options["max_output_tokens"] = parsed.max_output_tokens
+    (limits or ContentLimits()).check("response", parsed.instructions, tools, event_id)
     if "tools" in response:
         options["tools"] = tuple(tools)
     options["metadata"] = _metadata(response.get("metadata"), event_id)
@@ -117,5 +122,8 @@ def response_options(response: Any, event_id: str | None) -> dict[str, Any]:
     options["conversation"] = conversation
     audio = response.get("audio")
     if isinstance(audio, dict) and isinstance(audio.get("output"), dict) and audio["output"].get("voice"):
-        options["voice"] = str(audio["output"]["voice"])
+        voice = audio["output"]["voice"]
+        if not isinstance(voice, str) or len(voice) > VOICE_MAX_CHARS or not re.match(VOICE_PATTERN, voice):
+            raise _bad("'response.audio.output.voice' must be a voice name", "response.audio.output.voice", event_id)
+        options["voice"] = voice
     return options

@@ -23,6 +23,7 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import (
     AssistantToolCallPart,
     AudioOutput,
+    AudioVisemes,
     ChatMessage,
     GenerateResponseRequest,
     LLMFirstToken,
@@ -41,14 +42,15 @@ from speech_to_speech.pipeline.messages import (
 )
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.pipeline.unit import PipelineUnit
-from speech_to_speech.protocol import SNAPSHOT_EXTENSION, TIMINGS_EXTENSION, TIMINGS_KEY
+from speech_to_speech.protocol import SNAPSHOT_EXTENSION, TIMINGS_EXTENSION, TIMINGS_KEY, VISEMES_EXTENSION
 from speech_to_speech.realtime import errors
-from speech_to_speech.realtime.client_events import CLIENT_EVENTS
+from speech_to_speech.realtime.client_events import CLIENT_EVENTS, decode_append
 from speech_to_speech.realtime.conversation import Conversation, item_text
 from speech_to_speech.realtime.errors import RealtimeError
-from speech_to_speech.realtime.events import parse_client_event
+from speech_to_speech.realtime.events import ClientEvent, EventLimits, parse_client_event
+from speech_to_speech.realtime.input_limits import input_refusal
 from speech_to_speech.realtime.playback import Playback
-from speech_to_speech.realtime.response import Event, ResponseState
+from speech_to_speech.realtime.response import Event, OpenMessage, ResponseState
 from speech_to_speech.realtime.session import SessionState
 from speech_to_speech.realtime.speculation import Speculation, SpeculationSlot, same_words
 from speech_to_speech.realtime.tool_results import (
@@ -60,7 +62,6 @@ from speech_to_speech.realtime.transport import MediaTrack
 from speech_to_speech.realtime.wire_audio import WireAudio
 
 log = logging.getLogger(__name__)
-
 
 
 def encode_marks(marks: dict[str, float]) -> str:
@@ -91,7 +92,11 @@ class RealtimeService:
         self._validate_language = validate_language
         self.state = SessionState.for_server(settings)
         unit.config.replace(self.state.runtime_config())
-        self.conversation = Conversation()
+        self.conversation = Conversation(settings.max_conversation_items)
+        self.event_limits = EventLimits(settings.max_event_bytes, settings.max_event_depth)
+        # When the client last sent anything (an event, media audio), and the pipeline last produced
+        # anything: the clocks of the idle timeout and of the stalled-response guard (session_guard.py).
+        self.last_activity = self.last_output = time.monotonic()
         # What the user heard of each assistant item; with a media track, also what it played.
         self.playback = Playback(self.conversation, self.emit, media)
         self.audio = WireAudio(lambda: self.state.input_format, lambda: self.state.output_format)
@@ -125,10 +130,32 @@ class RealtimeService:
 
     # ------------------------------------------------------------ client events
 
-    def handle_client_event(self, raw: str | bytes | dict[str, Any]) -> None:
+    def prepare_client_event(self, raw: str | bytes | dict[str, Any]) -> ClientEvent | RealtimeError:
+        """Parse ``raw`` and decode the audio of an append: the CPU-heavy part of a client event.
+
+        Touches only this session's input decoder, so the session runner may run it
+        off the event loop (one event at a time) for a large frame.
+        """
+        try:
+            event = parse_client_event(raw, CLIENT_EVENTS, self.event_limits)
+        except RealtimeError as error:
+            return error
+        if event.type != "input_audio_buffer.append":
+            return event
+        try:
+            return replace(event, audio=decode_append(self, event))
+        except RealtimeError as error:
+            error.event_id = error.event_id or event.event_id
+            return error
+
+    def handle_client_event(self, raw: str | bytes | dict[str, Any] | ClientEvent | RealtimeError) -> None:
+        """Apply one client event (raw, or as :meth:`prepare_client_event` left it); rejections become errors."""
+        self.last_activity = time.monotonic()
         event_id: str | None = None
         try:
-            event = parse_client_event(raw, CLIENT_EVENTS)
+            event = raw if isinstance(raw, ClientEvent | RealtimeError) else self.prepare_client_event(raw)
+            if isinstance(event, RealtimeError):
+                raise event
             event_id = event.event_id
             CLIENT_EVENTS[event.type](self, event)
         except RealtimeError as error:
@@ -151,8 +178,17 @@ class RealtimeService:
         if self.response is None and (td is None or not td.create_response):
             self.speculations.drop()  # no automatic response will take it over now
 
+    def input_refusal(self, samples: int) -> RealtimeError | None:
+        return input_refusal(self.settings, self.uncommitted_samples, self.unit.queues.recv_audio_chunks.qsize(),
+                             samples)
+
     def push_input(self, samples_16k: np.ndarray) -> None:
-        """16 kHz float32 user audio from any transport."""
+        """16 kHz float32 user audio from any transport (a media track's over the caps is dropped)."""
+        self.last_activity = time.monotonic()
+        if self.media is not None and (refusal := self.input_refusal(len(samples_16k))) is not None:
+            if self._stage_errors.due(refusal.code):
+                self.emit(refusal.to_event())
+            return
         self.uncommitted_samples += len(samples_16k)
         self.unit.push_audio(samples_16k)
 
@@ -305,6 +341,7 @@ class RealtimeService:
         """Turn one pipeline item into events; a failure here fails the response, never the session."""
         if self.speculations.hold(item):
             return
+        self.last_output = time.monotonic()
         handler = _DISPATCH.get(type(item))
         if handler is None:
             log.debug("no dispatch for %s", type(item).__name__)
@@ -314,6 +351,10 @@ class RealtimeService:
         except Exception as error:
             log.exception("turning %s into events failed", type(item).__name__)
             self._fail(errors.SERVER_ERROR, f"{type(error).__name__}: {error}", self.response)
+
+    def fail_active(self, code: str, message: str) -> None:
+        """Fail the active response (if any) with an error: a stage hung, the client cannot keep up."""
+        self._fail(code, message, self.response)
 
     def _fail(self, code: str, message: str, response: ResponseState | None) -> None:
         """Report a server-side failure and end ``response`` (if still active) with it; the session goes on."""
@@ -443,25 +484,34 @@ class RealtimeService:
         response = self._current(item)
         if response is None or not item.text:
             return
+        message = self._open_message(response)
+        self.emit(response.text_delta(message, item.text))
+
+    def _open_message(self, response: ResponseState) -> OpenMessage:
         message, events = response.open_message(self._previous_item_id())
         if events and response.in_conversation:
             self.conversation.add(message.item)
         self.emit_all(events)
-        self.emit(response.text_delta(message, item.text))
+        return message
 
     def _audio(self, item: AudioOutput) -> None:
         response = self._current(item)
         if response is None or not response.audio:
             return
-        message, events = response.open_message(self._previous_item_id())
-        if events and response.in_conversation:
-            self.conversation.add(message.item)
-        self.emit_all(events)
+        message = self._open_message(response)
         response.marks.setdefault("first_audio_sent", time.monotonic())
         self.playback.produced(response.id, message.item["id"], item.samples)
         if self.media is not None:
             return  # the track plays it
         self.emit(response.audio_delta(message, self.audio.encode_output(item.samples)))
+
+    def _visemes(self, item: AudioVisemes) -> None:
+        """The visemes extension: sent just before the audio chunk they describe (docs/visemes.md)."""
+        response = self._current(item)
+        if response is None or not response.audio or not self.config.has_extension(VISEMES_EXTENSION):
+            return
+        message = self._open_message(response)
+        self.emit(response.visemes(message, self.playback.produced_ms(message.item["id"]), item))
 
     def _end_output_audio(self, response: ResponseState, status: str) -> None:
         """The resampler's held-back tail ends this response (dropped if cancelled), never the next."""
@@ -540,6 +590,7 @@ _DISPATCH: dict[type, Callable[[RealtimeService, Any], None]] = {
     TranscriptionCompleted: RealtimeService._transcription_completed,
     TranscriptText: RealtimeService._assistant_text,
     AudioOutput: RealtimeService._audio,
+    AudioVisemes: RealtimeService._visemes,
     AssistantToolCallPart: RealtimeService._tool_call,
     TokenUsage: RealtimeService._usage,
     LLMFirstToken: RealtimeService._first_token,

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from speech_to_speech import ids
 from speech_to_speech.pipeline.session_config import RuntimeConfig, TurnDetection
+from speech_to_speech.realtime.content_limits import VOICE_MAX_CHARS, VOICE_PATTERN, ContentLimits
 from speech_to_speech.realtime.errors import INVALID_REQUEST, INVALID_SESSION_TYPE, RealtimeError
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class AudioInput(_Open):
 
 class AudioOutputModel(_Open):
     format: AudioFormat | None = None
-    voice: str | None = None
+    voice: str | None = Field(default=None, min_length=1, max_length=VOICE_MAX_CHARS, pattern=VOICE_PATTERN)
     speed: float | None = Field(default=None, ge=0.25, le=4.0)
 
 
@@ -136,8 +137,10 @@ class SessionState:
     """One session's wire config and the RuntimeConfig derived from it."""
 
     def __init__(self, *, model: str, instructions: str, voice: str, startup_reasoning: str | None,
-                 vad_threshold: float, silence_ms: int, prefix_ms: int, transcription_model: str) -> None:
+                 vad_threshold: float, silence_ms: int, prefix_ms: int, transcription_model: str,
+                 limits: ContentLimits | None = None) -> None:
         self.startup_reasoning = startup_reasoning
+        self.limits = limits or ContentLimits()
         self.session: dict[str, Any] = {
             "type": "realtime",
             "object": "realtime.session",
@@ -187,6 +190,7 @@ class SessionState:
             silence_ms=settings.min_silence_ms,
             prefix_ms=settings.speech_pad_ms,
             transcription_model=settings.stt_model or settings.stt,
+            limits=ContentLimits(settings.max_instructions_chars, settings.max_tools),
         )
 
     # ------------------------------------------------------------ update
@@ -226,6 +230,8 @@ class SessionState:
         except ValidationError as error:
             message, param = _validation_message(error)
             raise RealtimeError(INVALID_REQUEST, message, param=param, event_id=event_id) from None
+        self.limits.check("session", parsed.instructions,
+                          [tool.model_dump(exclude_none=True) for tool in parsed.tools or []], event_id)
         config = runtime_config(parsed)
         self.session = merged
         return config

@@ -1,4 +1,12 @@
-"""Runs one Realtime session: claim a unit, pump events both ways, release."""
+"""Runs one Realtime session: claim a unit, pump events both ways, release.
+
+A session ends when its client goes, or when the server ends it: the client
+was idle too long, it let more output pile up than the output limits allow
+(the active response fails first), or the server shuts down. Then the client
+gets an ``error`` saying why, what was queued before it, and a close code.
+Large client frames are parsed and decoded off the event loop, so one huge
+append does not stall every other session.
+"""
 
 from __future__ import annotations
 
@@ -15,23 +23,59 @@ from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.metrics import ServerMetrics
+from speech_to_speech.realtime.outbound import OutboundQueue
 from speech_to_speech.realtime.send_loop import attach_wakeup, detach_wakeup, send_loop
 from speech_to_speech.realtime.service import RealtimeService
+from speech_to_speech.realtime.session_guard import Closing, guard
 from speech_to_speech.realtime.transport import Transport
 
 log = logging.getLogger(__name__)
 
 # Close code for "try again later" (RFC 6455 1013), used when no unit is free.
 TRY_AGAIN_LATER = 1013
+POLICY_VIOLATION = 1008
+GOING_AWAY = 1001
+# Frames larger than this are parsed (and their audio decoded) on a worker thread.
+OFF_LOOP_BYTES = 64 * 1024
+# How long the last events may take to reach a client the server is closing.
+FLUSH_TIMEOUT_S = 2.0
+
+SHUTDOWN = Closing(GOING_AWAY, "server shutting down", errors.SERVER_SHUTTING_DOWN,
+                   "The server is shutting down; reconnect later", "server_error")
 
 
-async def _write_loop(transport: Transport, outgoing: asyncio.Queue[dict[str, Any]],
-                      metrics: ServerMetrics | None) -> None:
+class LiveSessions:
+    """The sessions an app serves now, so that a shutdown can end each one with an error and a close."""
+
+    def __init__(self) -> None:
+        self._closers: set[asyncio.Future[Closing]] = set()
+
+    def __len__(self) -> int:
+        return len(self._closers)
+
+    def add(self, closer: asyncio.Future[Closing]) -> None:
+        self._closers.add(closer)
+
+    def discard(self, closer: asyncio.Future[Closing]) -> None:
+        self._closers.discard(closer)
+
+    async def close_all(self, closing: Closing = SHUTDOWN, timeout: float = 5.0) -> None:
+        """End every live session with ``closing``; returns once they are gone (or after ``timeout``)."""
+        for closer in list(self._closers):
+            if not closer.done():
+                closer.set_result(closing)
+        deadline = time.monotonic() + timeout
+        while self._closers and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)  # shutdown only: sessions flushing their last events
+
+
+async def _write_loop(transport: Transport, outgoing: OutboundQueue, metrics: ServerMetrics | None) -> None:
     while True:
         event = await outgoing.get()
         if metrics is not None:
             metrics.event_sent(event)
         await transport.send_event(event)
+        outgoing.task_done()
 
 
 async def claim_unit(pool: PipelinePool, settings: ServerSettings) -> PipelineUnit | None:
@@ -44,6 +88,11 @@ async def claim_unit(pool: PipelinePool, settings: ServerSettings) -> PipelineUn
     return unit
 
 
+def busy_error(pool: PipelinePool) -> dict[str, object]:
+    return errors.error_event(errors.SESSION_LIMIT_REACHED, f"All {pool.size} pipeline(s) are busy; try again later.",
+                              type="invalid_request_error")
+
+
 async def serve_session(
     transport: Transport,
     incoming: AsyncIterator[str | bytes],
@@ -54,8 +103,9 @@ async def serve_session(
     on_service: Callable[[RealtimeService], None] | None = None,
     metrics: ServerMetrics | None = None,
     unit: PipelineUnit | None = None,
+    sessions: LiveSessions | None = None,
 ) -> None:
-    """Serve client events from ``incoming`` until it ends or the transport fails.
+    """Serve client events from ``incoming`` until it ends, the transport fails or the server ends the session.
 
     ``unit``: one the caller already claimed (WebRTC claims before it answers the
     offer); released here at the end like a unit claimed here.
@@ -63,42 +113,50 @@ async def serve_session(
     if unit is None:
         unit = await claim_unit(pool, settings)
     if unit is None:
-        rejection = {
-            "event_id": ids.event_id(),
-            **errors.error_event(errors.SESSION_LIMIT_REACHED,
-                                 f"All {pool.size} pipeline(s) are busy; try again later.",
-                                 type="invalid_request_error"),
-        }
+        rejection = {"event_id": ids.event_id(), **busy_error(pool)}
         if metrics is not None:
             metrics.event_sent(rejection)
         await transport.send_event(rejection)
         await transport.close(TRY_AGAIN_LATER, "session limit reached")
         return
     loop = asyncio.get_running_loop()
-    outgoing: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    service = RealtimeService(unit, settings, outgoing.put_nowait,
-                              media=transport.media,
+    closer: asyncio.Future[Closing] = loop.create_future()
+    def overflowed() -> None:
+        # Called from inside an emit: end the session once that emit is over.
+        loop.call_soon(_output_overflow, closer, settings)
+
+    outgoing = OutboundQueue(settings.max_pending_output_bytes_per_session,
+                             settings.max_pending_output_events_per_session, overflowed)
+    service = RealtimeService(unit, settings, outgoing.put, media=transport.media,
                               validate_language=validate_language)
     if metrics is not None:
         service.on_response_finished = metrics.response_finished
     if on_service is not None:
         on_service(service)
+    if sessions is not None:
+        sessions.add(closer)
     wake = attach_wakeup(unit, loop)
     service.start()
-    tasks = [
-        asyncio.create_task(_write_loop(transport, outgoing, metrics), name=f"unit{unit.index}-writer"),
+    writer = asyncio.create_task(_write_loop(transport, outgoing, metrics), name=f"unit{unit.index}-writer")
+    helpers = [
         asyncio.create_task(send_loop(unit, service, wake), name=f"unit{unit.index}-send-loop"),
+        asyncio.create_task(_receive(incoming, service), name=f"unit{unit.index}-receiver"),
+        asyncio.create_task(_guard(service, settings, closer), name=f"unit{unit.index}-guard"),
     ]
-    receiver = asyncio.create_task(_receive(incoming, service), name=f"unit{unit.index}-receiver")
     try:
-        done, _ = await asyncio.wait([receiver, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        waiters: list[asyncio.Future[Any]] = [closer, writer, *helpers]
+        done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
-            if task is not receiver and not task.cancelled() and task.exception() is not None:
+            if isinstance(task, asyncio.Task) and not task.cancelled() and task.exception() is not None:
                 log.info("session on unit %d ended: %r", unit.index, task.exception())
+        if closer.done() and not writer.done():
+            await _close(service, transport, outgoing, closer.result())
     finally:
-        for task in (receiver, *tasks):
+        if sessions is not None:
+            sessions.discard(closer)
+        for task in (*helpers, writer):
             task.cancel()
-        for task in (receiver, *tasks):
+        for task in (*helpers, writer):
             with contextlib.suppress(BaseException):
                 await task
         detach_wakeup(unit)
@@ -106,6 +164,37 @@ async def serve_session(
         log.info("session on unit %d closed", unit.index)
 
 
+def _output_overflow(closer: asyncio.Future[Closing], settings: ServerSettings) -> None:
+    message = (f"More than {settings.max_pending_output_bytes_per_session} bytes or "
+               f"{settings.max_pending_output_events_per_session} events waited for this client; "
+               "the session is closed")
+    if not closer.done():
+        closer.set_result(Closing(POLICY_VIOLATION, "output limit exceeded", errors.OUTPUT_LIMIT_EXCEEDED, message))
+
+
+async def _close(service: RealtimeService, transport: Transport, outgoing: OutboundQueue, closing: Closing) -> None:
+    """Tell the client why, let what is queued reach it (briefly), then close with the code."""
+    log.info("closing a session: %s", closing.reason)
+    if service.response is not None:
+        service.fail_active(closing.error_code, closing.message)  # the error, and the response failed
+    else:
+        service.emit(errors.error_event(closing.error_code, closing.message, type=closing.error_type))
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(outgoing.join(), FLUSH_TIMEOUT_S)
+    with contextlib.suppress(Exception):
+        await transport.close(closing.code, closing.reason)
+
+
+async def _guard(service: RealtimeService, settings: ServerSettings, closer: asyncio.Future[Closing]) -> None:
+    closing = await guard(service, settings)
+    if not closer.done():
+        closer.set_result(closing)
+
+
 async def _receive(incoming: AsyncIterator[str | bytes], service: RealtimeService) -> None:
     async for message in incoming:
-        service.handle_client_event(message)
+        if len(message) > OFF_LOOP_BYTES:
+            service.last_activity = time.monotonic()
+            service.handle_client_event(await asyncio.to_thread(service.prepare_client_event, message))
+        else:
+            service.handle_client_event(message)

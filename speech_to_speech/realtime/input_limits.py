@@ -1,0 +1,28 @@
+"""The caps on a session's input audio: what it buffers uncommitted, what waits for the VAD.
+
+A client that appends without ever committing (and without a VAD turn that
+would end the buffer), or faster than the VAD can take audio, is refused
+with an error instead of growing the server's memory without bound.
+"""
+
+from __future__ import annotations
+
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.realtime import errors
+from speech_to_speech.realtime.errors import RealtimeError
+
+PIPELINE_RATE = 16000
+CHUNK_SAMPLES = 512  # what one queued VAD input item holds
+
+
+def input_refusal(settings: ServerSettings, uncommitted: int, queued_chunks: int,
+                  samples: int) -> RealtimeError | None:
+    """Why ``samples`` more 16 kHz samples cannot be taken now, or None when they can."""
+    if uncommitted + samples > int(settings.max_uncommitted_audio_s * PIPELINE_RATE):
+        return RealtimeError(errors.INPUT_AUDIO_BUFFER_FULL,
+                             f"The input audio buffer holds {settings.max_uncommitted_audio_s:g} s at most: "
+                             "commit or clear it", param="audio")
+    if (queued_chunks * CHUNK_SAMPLES) + samples > int(settings.max_queued_input_s * PIPELINE_RATE):
+        return RealtimeError(errors.INPUT_QUEUE_FULL,
+                             "Input audio arrives faster than it is processed; send it in real time", param="audio")
+    return None

@@ -1,0 +1,53 @@
+"""Watches one session for the ends that no event announces.
+
+A client that sends nothing for ``idle_timeout_s`` (no event, no media
+audio, and no response of its own under way) gives its unit back. A response
+whose pipeline produces nothing for ``response_stall_timeout_s`` (a stage
+hung) fails with an error; the session goes on, and its unit is drained,
+quarantined and rebuilt when the session ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.realtime import errors
+from speech_to_speech.realtime.service import RealtimeService
+
+RESPONSE_STALLED = "response_stalled"
+# Never look less often than this (the timeouts may be long): a watchdog, not the audio path.
+MAX_NAP_S = 1.0
+
+
+@dataclass(frozen=True)
+class Closing:
+    """Why the server ends a session: an error for the client, and the close code after it."""
+
+    code: int
+    reason: str
+    error_code: str
+    message: str
+    error_type: str = "server_error"
+
+
+async def guard(service: RealtimeService, settings: ServerSettings) -> Closing:
+    """Return when the session is idle past its timeout (stalled responses are failed on the way)."""
+    idle, stall = settings.idle_timeout_s, settings.response_stall_timeout_s
+    while True:
+        now = time.monotonic()
+        response = service.response
+        if response is not None:
+            service.last_activity = now  # a response under way is not idleness
+            waited = now - max(service.last_output, response.marks.get("created", now))
+            if stall and response.submitted and waited > stall:
+                service.fail_active(RESPONSE_STALLED, f"The pipeline produced nothing for {stall:g} s")
+        elif idle and now - service.last_activity > idle:
+            message = f"The session sent nothing for {idle:g} s and is closed"
+            return Closing(1000, "idle timeout", errors.SESSION_IDLE_TIMEOUT, message, "invalid_request_error")
+        waits = [MAX_NAP_S]
+        if idle:
+            waits.append(service.last_activity + idle - now)
+        await asyncio.sleep(max(0.01, min(waits)))
