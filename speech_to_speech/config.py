@@ -129,6 +129,9 @@ class ServerSettings(BaseModel):
     tts_api_key: str | None = Field(None, description="TTS API key (default OPENAI_API_KEY).")
     tts_supported_languages: list[str] | None = Field(None, description="Declared TTS languages.")
     tts_auto_language_supported: bool | None = Field(None, description="Declared TTS auto.")
+    enable_visemes: bool = Field(
+        False, description="Run the viseme stage after TTS: timed mouth shapes for sessions that opt in."
+    )
 
     # ------------------------------------------------------------ scripted (tests, benches)
     scripted_transcripts: list[str] | None = Field(None, description="Scripted STT answers.")

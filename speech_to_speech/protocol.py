@@ -8,6 +8,9 @@ A client opts in with ``session.update``'s ``session.extensions``:
 - ``speech_to_speech.timings``: every ``response.done`` carries the server's
   stage marks (Unix epoch milliseconds, as a JSON object) in its metadata
   under ``s2s_timings``.
+- ``speech_to_speech.output_audio.visemes``: with ``--enable_visemes`` on the
+  server, an event of that type before each ``response.output_audio.delta``
+  with the mouth shapes of that chunk (docs/visemes.md).
 """
 
 from __future__ import annotations
@@ -15,3 +18,4 @@ from __future__ import annotations
 SNAPSHOT_EXTENSION = "speech_to_speech.input_audio_transcription.snapshot"
 TIMINGS_EXTENSION = "speech_to_speech.timings"
 TIMINGS_KEY = "s2s_timings"
+VISEMES_EXTENSION = "speech_to_speech.output_audio.visemes"

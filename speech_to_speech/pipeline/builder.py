@@ -10,6 +10,7 @@ from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import HandlerContext
 from speech_to_speech.pipeline.unit import PipelineUnit, StageBuilder, StageBuilders
+from speech_to_speech.visemes.stage import VisemeStage
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,10 @@ def _stage(kind: registry.Kind, name: str, settings: ServerSettings, load_times:
     return build
 
 
+def _viseme_stage(context: HandlerContext, queue_in: Any, queue_out: Any, events: Any) -> VisemeStage:
+    return VisemeStage(context, queue_in, queue_out)
+
+
 class PipelineFactory:
     """Loads the models of ``settings`` once; ``build_unit(i)`` costs no model load."""
 
@@ -38,6 +43,7 @@ class PipelineFactory:
             stt=_stage("stt", settings.stt, settings, self.load_times),
             llm=_stage("llm", settings.llm, settings, self.load_times),
             tts=_stage("tts", settings.tts, settings, self.load_times),
+            visemes=_viseme_stage if settings.enable_visemes else None,
         )
 
     def build_unit(self, index: int) -> PipelineUnit:

@@ -296,3 +296,38 @@ class TranscriptText:
     response_id: str
     generation: int
     text: str
+
+
+@dataclass(frozen=True)
+class SpokenPhonemes:
+    """The phonemes of the next ``samples`` of a response's audio (told by a TTS that knows them).
+
+    It comes right before that audio, and only when the viseme stage is on.
+    """
+
+    response_id: str
+    generation: int
+    phonemes: str
+    samples: int
+
+
+@dataclass(frozen=True)
+class Viseme:
+    """A mouth shape (a name of visemes/catalog.py) from ``start_ms`` for ``duration_ms`` of one chunk."""
+
+    viseme: str
+    start_ms: int
+    duration_ms: int
+
+
+@dataclass(frozen=True)
+class AudioVisemes:
+    """The visemes of the ``AudioOutput`` that comes right after it on the same queue.
+
+    ``source`` says where they came from: "phonemes" (the TTS's) or "audio" (heard in the samples).
+    """
+
+    response_id: str
+    generation: int
+    visemes: tuple[Viseme, ...]
+    source: Literal["phonemes", "audio"]

@@ -5,6 +5,9 @@
                           +------------> text_output (to the router) <----+
     lm_request -> LLM -> lm_output -> LMOutputProcessor -> tts_input -> TTS -> send_audio_chunks
 
+With the viseme stage (``--enable_visemes``) the TTS feeds ``tts_output`` and
+the stage feeds ``send_audio_chunks``: TTS -> tts_output -> visemes -> send_audio_chunks.
+
 ``text_output`` and ``send_audio_chunks`` wake the router's send loop. Model
 weights live in the shared backends; everything per session (VAD state,
 partial hypotheses, config) lives in the handlers of the unit.
@@ -42,6 +45,7 @@ class StageBuilders:
     stt: StageBuilder
     llm: StageBuilder
     tts: StageBuilder
+    visemes: StageBuilder | None = None  # optional, after the TTS
 
 
 @dataclass
@@ -53,6 +57,7 @@ class PipelineQueues:
     lm_request: queue.Queue[Any] = field(default_factory=queue.Queue)
     lm_output: queue.Queue[Any] = field(default_factory=queue.Queue)
     tts_input: queue.Queue[Any] = field(default_factory=queue.Queue)
+    tts_output: queue.Queue[Any] = field(default_factory=queue.Queue)  # only with the viseme stage
     send_audio_chunks: NotifyingQueue = field(default_factory=NotifyingQueue)
 
 
@@ -76,8 +81,12 @@ class PipelineUnit:
             "transcription_notifier": TranscriptionNotifier(self.context, q.stt_output, q.text_output),
             "llm": builders.llm(self.context, q.lm_request, q.lm_output, q.text_output),
             "lm_output_processor": LMOutputProcessor(self.context, q.lm_output, q.tts_input, first_chunk_words),
-            "tts": builders.tts(self.context, q.tts_input, q.send_audio_chunks, q.text_output),
         }
+        if builders.visemes is None:
+            self.handlers["tts"] = builders.tts(self.context, q.tts_input, q.send_audio_chunks, q.text_output)
+        else:
+            self.handlers["tts"] = builders.tts(self.context, q.tts_input, q.tts_output, q.text_output)
+            self.handlers["visemes"] = builders.visemes(self.context, q.tts_output, q.send_audio_chunks, q.text_output)
         self.started = False
 
     # ------------------------------------------------------------ lifecycle

@@ -92,6 +92,11 @@ class Playback:
         self._last_response = response_id
         self._media.play(samples)
 
+    def produced_ms(self, item_id: str) -> int:
+        """How much audio of the item was produced so far, in ms: where its next chunk starts."""
+        entry = self._items.get(item_id)
+        return samples_to_ms(entry.produced) if entry is not None else 0
+
     def response_ended(self, response_id: str) -> None:
         """No more audio will come for ``response_id``: ``stopped`` once the track has played what it holds."""
         if response_id == self._playing or any(self._items[i].response_id == response_id for i, _ in self._queue):

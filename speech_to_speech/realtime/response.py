@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech import ids
+from speech_to_speech.pipeline.messages import AudioVisemes
+from speech_to_speech.protocol import VISEMES_EXTENSION
 
 Event = dict[str, Any]
 
@@ -138,6 +140,13 @@ class ResponseState:
     def audio_delta(self, message: OpenMessage, payload: str) -> Event:
         message.audio_started = True
         return {"type": "response.output_audio.delta", **self._ref(message), "delta": payload}
+
+    def visemes(self, message: OpenMessage, audio_start_ms: int, visemes: AudioVisemes) -> Event:
+        """The visemes extension's event for the audio chunk about to go out (docs/visemes.md)."""
+        return {"type": VISEMES_EXTENSION, **self._ref(message), "audio_start_ms": audio_start_ms,
+                "source": visemes.source,
+                "visemes": [{"viseme": v.viseme, "start_ms": v.start_ms, "duration_ms": v.duration_ms}
+                            for v in visemes.visemes]}
 
     def close_message(self, status: str) -> list[Event]:
         """Close the open message: audio done, transcript done, part done, item done."""

@@ -1,7 +1,8 @@
 """TTSHandler: clauses in, transcript text then 24 kHz PCM16 out, in order.
 
 Backends implement ``synthesize`` (a stream of float32 or int16 arrays at
-``sample_rate``); this base resamples to the output rate, stamps the
+``sample_rate``, or of ``Phonemized`` arrays when the backend knows what it
+said, for the viseme stage); this base resamples to the output rate, stamps the
 generation, stops on staleness, and forwards every other item unchanged so
 tool calls and the response sentinel keep their place behind the audio.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,12 +19,26 @@ import numpy.typing as npt
 
 from speech_to_speech.audio.resample import StreamResampler, to_int16
 from speech_to_speech.pipeline.handler import BackendHandler
-from speech_to_speech.pipeline.messages import AudioOutput, TranscriptText, TTSFirstAudio, TTSInput
+from speech_to_speech.pipeline.messages import (
+    AudioOutput,
+    SpokenPhonemes,
+    TranscriptText,
+    TTSFirstAudio,
+    TTSInput,
+)
 
 OUTPUT_RATE = 24000
 # Audio leaves the TTS in pieces of at most this many samples (100 ms), so a
 # cancel takes effect within one piece and the send loop can stream early.
 MAX_PIECE = OUTPUT_RATE // 10
+
+
+@dataclass(frozen=True)
+class Phonemized:
+    """Audio of a backend that also says which phonemes (misaki/Kokoro alphabet) it spoke in it."""
+
+    audio: npt.NDArray[Any]
+    phonemes: str
 
 
 class TTSHandler(BackendHandler):
@@ -32,7 +48,9 @@ class TTSHandler(BackendHandler):
 
     _first_audio_of: tuple[str, int] | None = None  # the request (response id, generation) marked
 
-    def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
+    def synthesize(
+        self, text: str, voice: str | None, language: str | None
+    ) -> Iterator[npt.NDArray[Any] | Phonemized]:
         raise NotImplementedError
 
     def process(self, item: TTSInput) -> Iterator[Any]:
@@ -42,10 +60,13 @@ class TTSHandler(BackendHandler):
             return
         resampler = StreamResampler(self.sample_rate, OUTPUT_RATE) if self.sample_rate != OUTPUT_RATE else None
         voice = item.voice or self.settings.tts_voice
-        for audio in self.synthesize(item.text.strip(), voice, item.language):
+        for spoken in self.synthesize(item.text.strip(), voice, item.language):
             if self.cancel_scope.is_stale(generation):
                 return
+            audio = spoken.audio if isinstance(spoken, Phonemized) else spoken
             pcm = to_int16(resampler.process(audio) if resampler else audio)
+            if isinstance(spoken, Phonemized) and self.settings.enable_visemes and len(pcm):
+                yield SpokenPhonemes(item.response_id, generation, spoken.phonemes, len(pcm))
             for start in range(0, len(pcm), MAX_PIECE):
                 if start and self.cancel_scope.is_stale(generation):
                     return  # a backend may hand over seconds at once: stop within one piece

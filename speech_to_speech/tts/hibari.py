@@ -14,12 +14,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
-from speech_to_speech.tts.base import TTSHandler
+from speech_to_speech.tts.base import Phonemized, TTSHandler
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +88,12 @@ class HibariTTS(TTSHandler):
         # English voices only (American and British lexicons); nothing to select.
         return SpeechLanguageCapabilities(languages=("en",), supports_language_selection=False)
 
-    def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
+    def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[Phonemized]:
         tts = self.model.get(voice)
-        # hibari's stream() yields one array per sentence as soon as it is ready.
-        for audio in tts.stream(text, speed=self.settings.tts_speed):
+        rng = np.random.default_rng()
+        # One array per sentence as soon as it is ready (what hibari's stream() does), with the
+        # sentence's phonemes, which the viseme stage times over that audio.
+        for phonemes in tts.phonemize(text):
+            audio = tts.from_ids(tts.ids(phonemes), self.settings.tts_speed, rng)
             if len(audio):
-                yield np.asarray(audio, dtype=np.float32)
+                yield Phonemized(np.asarray(audio, dtype=np.float32), phonemes)
