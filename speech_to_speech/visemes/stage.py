@@ -55,7 +55,7 @@ class VisemeStage(BaseHandler):
         return self.context.config.current.has_extension(VISEMES_EXTENSION)
 
     def outputs(self, item: Any) -> Iterator[Any]:
-        if self._stretch is not None and not isinstance(item, self.consumes):
+        if self._stretch is not None and self._stretch.chunks and not isinstance(item, self.consumes):
             yield from self._release()  # nothing overtakes audio held for timing
         yield from super().outputs(item)
 
