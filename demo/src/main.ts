@@ -15,6 +15,7 @@ import {
 } from '@openai/agents/realtime';
 
 import { AudioEngine, openMicrophone } from './audio';
+import { Mouth, VISEMES_EXTENSION, type VisemesEvent } from './mouth';
 import { getLocalTime } from './tools';
 import { TranscriptView } from './transcript';
 import { median, TurnTracker, type TurnState } from './turns';
@@ -66,6 +67,8 @@ interface DemoStats {
   /** Interrupt button presses, and answers whose unplayed audio was then dropped. */
   interruptRequests: number;
   cleared: number;
+  /** Timed viseme events received (the server runs with --enable_visemes). */
+  visemeEvents: number;
   errors: string[];
 }
 
@@ -103,6 +106,7 @@ const ui = {
   transcript: element<HTMLOListElement>('transcript'),
   remoteAudio: element<HTMLAudioElement>('remote-audio'),
 };
+const mouth = Mouth.inPage('mouth-lips', 'mouth-inside', element<HTMLElement>('mouth-viseme'));
 
 const params = new URLSearchParams(location.search);
 const stats: DemoStats = {
@@ -119,6 +123,7 @@ const stats: DemoStats = {
   latenciesMs: [],
   interruptRequests: 0,
   cleared: 0,
+  visemeEvents: 0,
   errors: [],
 };
 window.__demoStats = stats;
@@ -192,6 +197,8 @@ class Call {
       call.listen();
       await session.connect({ apiKey: PLACEHOLDER_KEY, url: kind === 'webrtc' ? callsUrl : websocketUrl });
       if (call.lost) throw new Error('the server closed the connection');
+      // Ask for the visemes extension; a server without --enable_visemes just never sends them.
+      transport.sendEvent({ type: 'session.update', session: { type: 'realtime', extensions: [VISEMES_EXTENSION] } });
       return call;
     } catch (error) {
       try {
@@ -250,7 +257,10 @@ class Call {
       this.audio.play(event.data);
       ui.received.textContent = formatBytes(stats.audioBytes);
     });
-    session.on('audio_interrupted', () => this.audio.clear());
+    session.on('audio_interrupted', () => {
+      this.audio.clear();
+      mouth.clear();
+    });
     session.on('agent_tool_start', (_context, _agent, tool, { toolCall }) => {
       turns.toolStarted();
       ui.state.textContent = `Running ${tool.name}…`;
@@ -287,6 +297,7 @@ function endpoints(): { websocketUrl: string; callsUrl: string } {
 
 function onPlayback(event: 'started' | 'drained' | 'cleared'): void {
   if (event === 'cleared') stats.cleared += 1;
+  if (event === 'cleared') mouth.clear();
   if (event !== 'started') turns.playbackEnded();
 }
 
@@ -329,18 +340,30 @@ function onServerEvent(event: TransportEvent, kind: TransportKind): void {
     case 'response.output_audio.delta':
       if (kind === 'websocket') firstAudio(field('response_id'), field('item_id'), at, kind);
       break;
+    case VISEMES_EXTENSION:
+      stats.visemeEvents += 1;
+      if (kind === 'websocket') mouth.queued(event as unknown as VisemesEvent, at);
+      else mouth.timed(event as unknown as VisemesEvent, at);
+      break;
     case 'output_audio_buffer.started':
       stats.outputAudioStarted += 1;
-      if (kind === 'webrtc') firstAudio(field('response_id'), undefined, at, kind);
+      if (kind === 'webrtc') {
+        firstAudio(field('response_id'), undefined, at, kind);
+        mouth.started(at);
+      }
       break;
     case 'output_audio_buffer.cleared':
       if (kind === 'webrtc') {
         stats.cleared += 1;
         turns.playbackEnded();
+        mouth.clear();
       }
       break;
     case 'output_audio_buffer.stopped':
-      if (kind === 'webrtc') turns.playbackEnded();
+      if (kind === 'webrtc') {
+        turns.playbackEnded();
+        mouth.clear();
+      }
       break;
     case 'response.done': {
       const response = responseOf(event);
