@@ -78,7 +78,13 @@ def settings_from_args(args: argparse.Namespace, fields: list[str]) -> ServerSet
 def _serve(settings: ServerSettings, args: argparse.Namespace) -> int:
     # Imported here: the server pulls in FastAPI/uvicorn, which no other command needs.
     from speech_to_speech.realtime import server
+    from speech_to_speech.realtime.exposure import exposure_problem, with_env_api_key
 
+    settings = with_env_api_key(settings)
+    problem = exposure_problem(settings)
+    if problem is not None:
+        print(f"speech-to-speech serve: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     server.run(settings)
     return 0
 

@@ -9,7 +9,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
-from speech_to_speech.client.errors import ClientError, ServerUnreachable, WrongURL
+from speech_to_speech.client.errors import ClientError, ServerUnreachable, SessionLimitReached, WrongURL
 
 EXPECTED = "expected ws://HOST:PORT/v1/realtime"
 
@@ -40,6 +40,11 @@ async def connect(url: str, *, model: str | None = None, api_key: str | None = N
         code = error.response.status_code
         if code == 401:
             raise ClientError(f"the server at {url} refused our credentials (HTTP 401); check --api-key") from None
+        if code == 503:
+            raise SessionLimitReached(f"the server at {url} is at its session limit (HTTP 503); try again later") \
+                from None
+        if code == 429:
+            raise ClientError(f"the server at {url} refused more sessions from this address (HTTP 429)") from None
         # Starlette answers 403 to a WebSocket on an unknown path; 404 is the usual answer elsewhere.
         hint = {403: "wrong path (or credentials)", 404: "no Realtime endpoint at this path"}.get(
             code, "not a WebSocket upgrade")

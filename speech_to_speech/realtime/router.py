@@ -12,10 +12,13 @@ from fastapi.responses import JSONResponse, Response
 from speech_to_speech import __version__
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
+from speech_to_speech.realtime import errors
+from speech_to_speech.realtime.access import AccessPolicy, deny, is_loopback
+from speech_to_speech.realtime.admission import ClientAdmission
 from speech_to_speech.realtime.demo import mount_demo
 from speech_to_speech.realtime.languages import LanguageService
 from speech_to_speech.realtime.metrics import CONTENT_TYPE, ServerMetrics
-from speech_to_speech.realtime.session_runner import serve_session
+from speech_to_speech.realtime.session_runner import LiveSessions, busy_error, claim_unit, serve_session
 from speech_to_speech.realtime.transport import WebSocketTransport
 from speech_to_speech.realtime.webrtc import add_webrtc_routes
 
@@ -39,12 +42,22 @@ async def _websocket_messages(websocket: WebSocket) -> AsyncIterator[str | bytes
         return
 
 
+def client_address(scope: Any) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
 def create_app(pool: PipelinePool, settings: ServerSettings, languages: LanguageService) -> FastAPI:
     app = FastAPI(title="speech-to-speech", version=__version__)
     app.state.pool = pool
     app.state.settings = settings
     app.state.languages = languages
     app.state.metrics = metrics = ServerMetrics(pool)
+    app.state.sessions = sessions = LiveSessions()
+    app.state.admission = admission = ClientAdmission(settings.max_sessions_per_client,
+                                                      settings.max_sessions_per_minute)
+    app.add_middleware(AccessPolicy, api_key=settings.api_key, allowed_origins=settings.allowed_origins,
+                       loopback_bind=is_loopback(settings.host))
 
     @app.get("/health")
     def health() -> JSONResponse:
@@ -89,16 +102,37 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
 
     @app.websocket("/v1/realtime")
     async def realtime(websocket: WebSocket) -> None:
-        offered = websocket.scope.get("subprotocols") or []
-        await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
-        await serve_session(
-            WebSocketTransport(websocket),
-            _websocket_messages(websocket),
-            pool,
-            settings,
-            validate_language=languages.validate_session_language,
-            metrics=metrics,
-        )
+        # Refused at the handshake (HTTP 429/503), not accepted and closed: clients such as
+        # LiveKit's plugin would reconnect at once to a socket that opens.
+        address = client_address(websocket.scope)
+        refusal = admission.admit(address)
+        if refusal is not None:
+            await deny(websocket.scope, websocket.send, 429, errors.error_event(
+                errors.TOO_MANY_SESSIONS, refusal, type="rate_limit_error"), [("retry-after", "60")])
+            return
+        try:
+            unit = await claim_unit(pool, settings)
+            if unit is None:
+                await deny(websocket.scope, websocket.send, 503, busy_error(pool), [("retry-after", "1")])
+                return
+            offered = websocket.scope.get("subprotocols") or []
+            try:
+                await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
+            except BaseException:
+                pool.release(unit)
+                raise
+            await serve_session(
+                WebSocketTransport(websocket),
+                _websocket_messages(websocket),
+                pool,
+                settings,
+                validate_language=languages.validate_session_language,
+                metrics=metrics,
+                unit=unit,
+                sessions=sessions,
+            )
+        finally:
+            admission.leave(address)
 
     app.state.demo = settings.demo and mount_demo(app)
     return app

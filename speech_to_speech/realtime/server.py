@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-import uvicorn
 from fastapi import FastAPI
 
 from speech_to_speech.config import ServerSettings
@@ -13,6 +12,7 @@ from speech_to_speech.pipeline.builder import PipelineFactory
 from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.realtime.languages import LanguageService
 from speech_to_speech.realtime.router import create_app
+from speech_to_speech.realtime.serving import RealtimeServer
 from speech_to_speech.realtime.webrtc import ice_servers_from_env
 
 log = logging.getLogger("speech_to_speech")
@@ -47,7 +47,8 @@ def run(settings: ServerSettings) -> None:
         host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
         log.info("demo:  http://%s:%d/demo", host, settings.port)
     try:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-                    ws_max_size=16 * 1024 * 1024)
+        RealtimeServer(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
+                       max_event_bytes=settings.max_event_bytes).run()
     finally:
         pool.close()
+    log.info("stopped")

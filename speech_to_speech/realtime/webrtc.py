@@ -192,8 +192,15 @@ def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings
         except RealtimeError as error:
             return error_response(400, error.code, error.message, param=error.param)
 
+        admission, sessions = request.app.state.admission, request.app.state.sessions
+        address = request.client.host if request.client else "unknown"
+        refusal = admission.admit(address)
+        if refusal is not None:
+            return error_response(429, errors.TOO_MANY_SESSIONS, refusal, type="rate_limit_error",
+                                  headers={"Retry-After": "60"})
         unit = await claim_unit(pool, settings)
         if unit is None:
+            admission.leave(address)
             return error_response(503, errors.SESSION_LIMIT_REACHED,
                                   f"All {pool.size} pipeline(s) are busy; try again later.",
                                   headers={"Retry-After": "1"})
@@ -203,14 +210,19 @@ def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings
             answer = await call.answer(offer)
         except Exception as error:  # noqa: BLE001 - aiortc refuses offers with ValueError and errors of its own
             pool.release(unit)
+            admission.leave(address)
             await call.close()
             return error_response(400, errors.INVALID_SDP, f"The SDP offer cannot be answered: {error}",
                                   param="sdp")
 
         async def run(transport: Transport, incoming: AsyncIterator[str | bytes],
                       attach: Callable[[RealtimeService], None]) -> None:
-            await serve_session(transport, incoming, pool, settings, unit=unit, on_service=attach, metrics=metrics,
-                                validate_language=languages.validate_session_language)
+            try:
+                await serve_session(transport, incoming, pool, settings, unit=unit, on_service=attach,
+                                    metrics=metrics, validate_language=languages.validate_session_language,
+                                    sessions=sessions)
+            finally:
+                admission.leave(address)
 
         calls[call.id] = call
         call.start(run, on_closed=lambda ended: calls.pop(ended.id, None))

@@ -244,8 +244,10 @@ class RealtimeTestClient:
     @contextlib.asynccontextmanager
     async def connect(cls, url: str, *, timeout: float = DEFAULT_TIMEOUT, validate: bool = True,
                       allowed_extra: Iterable[str] = (), extension_view: Callable[[Event], Event] | None = None,
-                      ) -> AsyncIterator[RealtimeTestClient]:
-        websocket = await asyncio.wait_for(websockets.connect(url, max_size=None, open_timeout=timeout), timeout)
+                      **connect_kwargs: Any) -> AsyncIterator[RealtimeTestClient]:
+        """``connect_kwargs`` go to ``websockets.connect`` (``additional_headers``, ``subprotocols``, ``origin``)."""
+        websocket = await asyncio.wait_for(
+            websockets.connect(url, max_size=None, open_timeout=timeout, **connect_kwargs), timeout)
         client = cls(websocket, validate=validate, allowed_extra=allowed_extra, extension_view=extension_view,
                      timeout=timeout)
         try:

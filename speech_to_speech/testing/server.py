@@ -10,11 +10,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import uvicorn
-
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.realtime.server import build_app
+from speech_to_speech.realtime.serving import RealtimeServer
 
 
 def free_port() -> int:
@@ -39,10 +38,10 @@ class RunningServer:
 
 
 @contextlib.contextmanager
-def serving(app: Any, port: int, startup_timeout: float = 30.0) -> Iterator[None]:
-    """Serve an ASGI app with uvicorn on 127.0.0.1:``port`` in a thread, for the block's duration."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           ws_max_size=16 * 1024 * 1024))
+def serving(app: Any, port: int, startup_timeout: float = 30.0, max_event_bytes: int = 16 * 1024 * 1024,
+            host: str = "127.0.0.1") -> Iterator[None]:
+    """Serve an ASGI app with uvicorn on ``host``:``port`` in a thread, for the block's duration."""
+    server = RealtimeServer(app, host=host, port=port, log_level="warning", max_event_bytes=max_event_bytes)
     thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + startup_timeout
@@ -63,7 +62,7 @@ def running_server(settings: ServerSettings, port: int | None = None) -> Iterato
     settings = settings.model_copy(update={"host": "127.0.0.1", "port": port or free_port()})
     app, pool = build_app(settings)
     try:
-        with serving(app, settings.port):
+        with serving(app, settings.port, max_event_bytes=settings.max_event_bytes):
             yield RunningServer(settings.host, settings.port, pool)
     finally:
         pool.close()

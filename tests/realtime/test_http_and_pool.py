@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
 import httpx
 import pytest
+import websockets
 
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, ServerClosed, spoken_turn
+from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn
 from speech_to_speech.testing.server import RunningServer
 
 from .conftest import ServerFactory
@@ -104,16 +106,17 @@ async def test_capabilities_unknown_coverage(server: RunningServer) -> None:
 
 
 async def test_session_limit(make_server: ServerFactory) -> None:
+    """A full pool refuses at the handshake (HTTP 503), so no client sees a socket open and close."""
     server = make_server(num_pipelines=1)
     async with RealtimeTestClient.connect(server.ws_url) as first:
         await first.wait_for("session.created")
-        async with RealtimeTestClient.connect(server.ws_url) as second:
-            error = await second.recv()
-            assert error["type"] == "error"
-            assert error["error"]["code"] == "session_limit_reached"
-            assert await second.wait_closed() == 1013
-            with pytest.raises(ServerClosed):
-                await second.recv(timeout=1)
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            async with RealtimeTestClient.connect(server.ws_url):
+                pass
+        response = refused.value.response
+        assert response.status_code == 503
+        assert response.headers["Retry-After"] == "1"
+        assert json.loads(response.body)["error"]["code"] == "session_limit_reached"
         # The first session is untouched.
         await first.send("response.create")
         assert (await first.response_cycle())[-1]["response"]["status"] == "completed"
