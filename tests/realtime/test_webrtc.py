@@ -350,3 +350,25 @@ def test_a_bad_ice_server_list_stops_the_server_at_startup(make_server: ServerFa
     monkeypatch.setenv(ICE_SERVERS_ENV, "[{broken")
     with pytest.raises(ValueError, match=f"{ICE_SERVERS_ENV} is not valid JSON"):
         make_server()
+
+
+async def test_visemes_go_on_the_data_channel_with_their_place_in_the_item(rtc: ModuleType,
+                                                                          make_server: ServerFactory) -> None:
+    from speech_to_speech.protocol import VISEMES_EXTENSION
+
+    server = make_server(enable_visemes=True, scripted_replies=["Paris is the capital of France."])
+    async with rtc.webrtc_call(server.http_url) as call:
+        await call.events.wait_for("session.created")
+        await call.events.update_session({"extensions": [VISEMES_EXTENSION]})
+        await call.events.send("response.create")
+        events = await call.events.collect_until("response.done")
+        await call.hang_up()
+
+    visemes = [e for e in events if e["type"] == VISEMES_EXTENSION]
+    assert visemes and "response.output_audio.delta" not in types(events)  # the audio went on RTP
+    # No delta to stand beside: each event says where its chunk sits in the item's audio, back to back.
+    position = 0
+    for event in visemes:
+        assert event["item_id"] == visemes[0]["item_id"] and event["response_id"] == _response_id(events)
+        assert abs(event["audio_start_ms"] - position) <= 1
+        position += sum(c["duration_ms"] for c in event["visemes"])
