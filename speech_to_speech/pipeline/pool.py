@@ -14,6 +14,7 @@ from speech_to_speech.pipeline.unit import PipelineUnit
 log = logging.getLogger(__name__)
 
 SlotState = Literal["idle", "busy", "draining", "quarantined"]
+REBUILD_MAX_BACKOFF_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,10 @@ class PipelinePool:
 
     A released unit is drained (a SessionEnd must come out of both branches)
     in the background. A unit that does not drain in time, or whose threads
-    died, is quarantined and replaced by a freshly built one.
+    died, is quarantined and replaced by a freshly built one; a build that
+    fails (a remote model down, memory short) is retried with exponential
+    backoff, from ``rebuild_backoff_s`` up to ``REBUILD_MAX_BACKOFF_S``, until
+    it succeeds or the pool closes.
     """
 
     def __init__(
@@ -37,9 +41,12 @@ class PipelinePool:
         size: int,
         build_unit: Callable[[int], PipelineUnit],
         release_timeout_s: float = 5.0,
+        rebuild_backoff_s: float = 1.0,
     ) -> None:
         self._build_unit = build_unit
         self._release_timeout_s = release_timeout_s
+        self._rebuild_backoff_s = rebuild_backoff_s
+        self._closed = threading.Event()
         self._lock = threading.Lock()
         self._units: list[PipelineUnit] = []
         self._state: list[SlotState] = []
@@ -108,12 +115,20 @@ class PipelinePool:
         ).start()
 
     def _rebuild(self, index: int, old: PipelineUnit) -> None:
-        try:
-            old.stop(timeout=0.5)
-            unit = self._build_unit(index)
-            unit.start()
-        except Exception:
-            log.exception("rebuilding pipeline unit %d failed", index)
+        old.stop(timeout=0.5)  # a hung stage's thread is left behind (daemon); its unit is not reused
+        delay = self._rebuild_backoff_s
+        while True:
+            try:
+                unit = self._build_unit(index)
+                unit.start()
+                break
+            except Exception:
+                log.exception("rebuilding pipeline unit %d failed; retrying in %.1f s", index, delay)
+            if self._closed.wait(delay):
+                return
+            delay = min(delay * 2, REBUILD_MAX_BACKOFF_S)
+        if self._closed.is_set():
+            unit.stop(timeout=0.5)
             return
         with self._lock:
             self._units[index] = unit
@@ -132,5 +147,6 @@ class PipelinePool:
             return list(self._units)
 
     def close(self) -> None:
+        self._closed.set()
         for unit in self.units():
             unit.stop(timeout=1.0)

@@ -161,3 +161,52 @@ def test_a_unit_that_dies_while_claimed_is_quarantined_on_release(make_pool: Any
     wait_until(lambda: pool.status()[0].rebuilds == 1, timeout=5, what="rebuild")
     replacement = pool.claim()
     assert replacement is not None and replacement is not unit
+
+
+def test_a_rebuild_that_fails_is_retried_until_it_succeeds(make_pool: Any) -> None:
+    attempts: list[int] = []
+
+    def build(index: int) -> PipelineUnit:
+        attempts.append(index)
+        if 2 <= len(attempts) <= 4:  # the first build (at startup) works; the next three fail
+            raise RuntimeError("the model server is down")
+        return PipelineUnit(index, scripted_builders(SETTINGS))
+
+    pool = PipelinePool(1, build, release_timeout_s=1.0, rebuild_backoff_s=0.01)
+    try:
+        dead = pool.claim()
+        assert dead is not None
+        dead.stop()
+        wait_until(lambda: not dead.healthy(), what="unit dead")
+        pool.release(dead)
+        wait_until(lambda: states(pool) == ["idle"], what="rebuilt after three failed builds")
+        assert len(attempts) == 5
+        assert pool.status()[0].rebuilds == 1
+        fresh = pool.claim()
+        assert fresh is not None and fresh is not dead
+        assert respond(fresh, "resp_after_retries").done.status == "completed"
+    finally:
+        pool.close()
+
+
+def test_closing_the_pool_stops_rebuild_retries(make_pool: Any) -> None:
+    attempts: list[int] = []
+
+    def build(index: int) -> PipelineUnit:
+        attempts.append(index)
+        if len(attempts) > 1:
+            raise RuntimeError("never again")
+        return PipelineUnit(index, scripted_builders(SETTINGS))
+
+    pool = PipelinePool(1, build, rebuild_backoff_s=0.01)
+    dead = pool.claim()
+    assert dead is not None
+    dead.stop()
+    wait_until(lambda: not dead.healthy(), what="unit dead")
+    pool.release(dead)
+    wait_until(lambda: len(attempts) >= 3, what="retries")
+    pool.close()
+    settled = len(attempts)
+    wait_until(lambda: not [t for t in threading.enumerate() if t.name == "rebuild-unit0"], what="retrier gone")
+    assert len(attempts) <= settled + 1
+    assert states(pool) == ["quarantined"]
