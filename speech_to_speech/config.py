@@ -47,10 +47,10 @@ class ServerSettings(BaseModel):
     max_event_bytes: int = Field(16 * 1024 * 1024, ge=1024, description="Largest client event (one frame) in bytes.")
     max_event_depth: int = Field(32, ge=4, description="Deepest nesting of JSON a client event may have.")
     max_uncommitted_audio_s: float = Field(
-        300.0, gt=0.0, description="Input audio a session may buffer without a commit or a VAD turn."
+        300.0, gt=0.0, description="Input audio a session may buffer without a commit (turn detection off)."
     )
     max_queued_input_s: float = Field(
-        60.0, gt=0.0, description="Input audio waiting for the VAD before appends are refused."
+        300.0, gt=0.0, description="Input audio waiting for the VAD before appends are refused."
     )
     max_pending_output_bytes_per_session: int = Field(
         2 * 1024 * 1024, ge=1024, description="Output waiting for a slow client, in bytes of JSON, before it is closed."

@@ -180,7 +180,7 @@ class RealtimeService:
 
     def input_refusal(self, samples: int) -> RealtimeError | None:
         return input_refusal(self.settings, self.uncommitted_samples, self.unit.queues.recv_audio_chunks.qsize(),
-                             samples)
+                             samples, manual=self.config.turn_detection is None)
 
     def push_input(self, samples_16k: np.ndarray) -> None:
         """16 kHz float32 user audio from any transport (a media track's over the caps is dropped)."""

@@ -31,6 +31,7 @@ class Closing:
     error_code: str
     message: str
     error_type: str = "server_error"
+    reported: bool = False  # the client was told already (with the failed response)
 
 
 async def guard(service: RealtimeService, settings: ServerSettings) -> Closing:

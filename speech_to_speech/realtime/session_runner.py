@@ -122,8 +122,11 @@ async def serve_session(
     loop = asyncio.get_running_loop()
     closer: asyncio.Future[Closing] = loop.create_future()
     def overflowed() -> None:
-        # Called from inside an emit: end the session once that emit is over.
-        loop.call_soon(_output_overflow, closer, settings)
+        # At once (inside the emit that overflowed): a response.done the same drain would queue must be failed.
+        closing = _output_overflow(settings)
+        service.fail_active(closing.error_code, closing.message)
+        if not closer.done():
+            closer.set_result(closing)
 
     outgoing = OutboundQueue(settings.max_pending_output_bytes_per_session,
                              settings.max_pending_output_events_per_session, overflowed)
@@ -131,6 +134,7 @@ async def serve_session(
                               validate_language=validate_language)
     if metrics is not None:
         service.on_response_finished = metrics.response_finished
+        service.on_turn_decision = metrics.turn_decided
     if on_service is not None:
         on_service(service)
     if sessions is not None:
@@ -164,20 +168,19 @@ async def serve_session(
         log.info("session on unit %d closed", unit.index)
 
 
-def _output_overflow(closer: asyncio.Future[Closing], settings: ServerSettings) -> None:
+def _output_overflow(settings: ServerSettings) -> Closing:
     message = (f"More than {settings.max_pending_output_bytes_per_session} bytes or "
                f"{settings.max_pending_output_events_per_session} events waited for this client; "
                "the session is closed")
-    if not closer.done():
-        closer.set_result(Closing(POLICY_VIOLATION, "output limit exceeded", errors.OUTPUT_LIMIT_EXCEEDED, message))
+    return Closing(POLICY_VIOLATION, "output limit exceeded", errors.OUTPUT_LIMIT_EXCEEDED, message, reported=True)
 
 
 async def _close(service: RealtimeService, transport: Transport, outgoing: OutboundQueue, closing: Closing) -> None:
     """Tell the client why, let what is queued reach it (briefly), then close with the code."""
     log.info("closing a session: %s", closing.reason)
-    if service.response is not None:
+    if not closing.reported and service.response is not None:
         service.fail_active(closing.error_code, closing.message)  # the error, and the response failed
-    else:
+    elif not closing.reported:
         service.emit(errors.error_event(closing.error_code, closing.message, type=closing.error_type))
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(outgoing.join(), FLUSH_TIMEOUT_S)
