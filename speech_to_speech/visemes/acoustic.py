@@ -2,39 +2,47 @@
 
 Every 20 ms frame is classed by its level and spectrum: quiet is silence; a
 frame whose energy sits mostly above 3.5 kHz is a hiss (s, sh, f); a voiced
+but weak frame (a nasal or a closure) shows nearly closed lips; any other
 frame gets the vowel shape its first two formants point to (F1, how open the
-jaw is; F2, how far forward the tongue and how spread the lips), found as the
-strongest peaks of a smoothed spectrum in each formant's usual band; a voiced
-but weak frame (a nasal or a closure) shows nearly closed lips. Runs shorter
+jaw is; F2, how far forward the tongue and how spread the lips). The formants
+are the resonances of a linear-prediction model of the frame (order 14 at
+12 kHz, the usual rule of thumb of two poles per kHz plus two). Runs shorter
 than two frames merge into their neighbour, so the mouth does not flutter.
 
 It is a guess: it cannot tell b from m from a quiet vowel, and music or
-tones get vowel shapes. The phoneme route (see timeline) is the better one
-wherever the TTS offers it.
+tones get vowel shapes. On hibari's speech it agrees with the phoneme route
+on about a third of vowel frames (silence: over 90 %), so the phoneme route
+(see timeline) is the one to use wherever the TTS offers it.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
+from scipy.linalg import solve_toeplitz
+from scipy.signal import resample_poly
 
 from speech_to_speech.pipeline.messages import Int16Audio
 from speech_to_speech.visemes.catalog import SILENCE
 from speech_to_speech.visemes.timeline import Segment, merge
+
+Frame = npt.NDArray[np.float64]
 
 FRAME_MS = 20
 # Below -50 dBFS a frame is silence; 25 dB under the loudest frame heard so far it is a closure or a nasal.
 SILENCE_DBFS = -50.0
 WEAK_DB = 25.0
 HISS_HZ = 3500.0
-HISS_SHARE = 0.5
-F1_BAND = (250.0, 1000.0)
-F2_BAND = (900.0, 2800.0)
+HISS_SHARE = 0.65
+LPC_RATE = 12000
+LPC_ORDER = 14
+# A resonance wider than this is no formant; formants start above this frequency.
+MAX_BANDWIDTH_HZ = 500.0
+MIN_FORMANT_HZ = 200.0
 
 
-def _vowel(f1: float, f2: float) -> str:
+def vowel_of(f1: float, f2: float) -> str:
+    """The vowel viseme of two formant frequencies (Hz)."""
     if f1 >= 650:
         return "aa"
     if f2 < 1200:
@@ -44,14 +52,27 @@ def _vowel(f1: float, f2: float) -> str:
     return "E"
 
 
-def _peak(freqs: npt.NDArray[np.floating[Any]], spectrum: npt.NDArray[np.floating[Any]],
-          band: tuple[float, float]) -> float:
-    inside = (freqs >= band[0]) & (freqs < band[1])
-    return float(freqs[inside][np.argmax(spectrum[inside])])
+def formants(frame: Frame, rate: int) -> tuple[float, float] | None:
+    """F1 and F2 of a frame, or None when its prediction model shows fewer than two resonances."""
+    x = resample_poly(frame, LPC_RATE, rate) if rate != LPC_RATE else frame
+    x = np.append(x[:1], x[1:] - 0.97 * x[:-1]) * np.hamming(len(x))  # pre-emphasis, window
+    correlation = np.correlate(x, x, "full")[len(x) - 1 : len(x) + LPC_ORDER]
+    if correlation[0] <= 1e-12:
+        return None
+    try:
+        coefficients = solve_toeplitz(correlation[:LPC_ORDER], -correlation[1:])
+    except np.linalg.LinAlgError:
+        return None
+    roots = np.roots(np.concatenate(([1.0], coefficients)))
+    roots = roots[np.imag(roots) > 0]
+    frequencies = np.angle(roots) * LPC_RATE / (2 * np.pi)
+    bandwidths = -np.log(np.abs(roots)) * LPC_RATE / np.pi
+    found = np.sort(frequencies[(frequencies > MIN_FORMANT_HZ) & (bandwidths < MAX_BANDWIDTH_HZ)])
+    return (float(found[0]), float(found[1])) if len(found) >= 2 else None
 
 
 class AcousticVisemes:
-    """Classes audio frame by frame; remembers the loudest frame of the response for the 'weak' test."""
+    """Classes audio frame by frame; remembers the loudest frame of the session for the 'weak' test."""
 
     def __init__(self, rate: int) -> None:
         self.rate = rate
@@ -63,7 +84,7 @@ class AcousticVisemes:
     def reset(self) -> None:
         self.loudest_db = SILENCE_DBFS
 
-    def classify(self, frame: npt.NDArray[np.float64]) -> str:
+    def classify(self, frame: Frame) -> str:
         rms = float(np.sqrt(np.mean(frame * frame)))
         level_db = 20 * np.log10(max(rms, 1e-9))
         if level_db < SILENCE_DBFS:
@@ -76,8 +97,8 @@ class AcousticVisemes:
             return "SS"
         if level_db < self.loudest_db - WEAK_DB:
             return "PP"
-        smooth = np.convolve(power, np.ones(5) / 5, mode="same")
-        return _vowel(_peak(self.freqs, smooth, F1_BAND), _peak(self.freqs, smooth, F2_BAND))
+        found = formants(padded, self.rate)
+        return vowel_of(*found) if found is not None else "E"
 
     def segments(self, samples: Int16Audio) -> list[Segment]:
         """The visemes of ``samples``, covering every sample (a short last frame joins the one before)."""
