@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,8 @@ def skip_without_webrtc(transport: str) -> None:
         pytest.skip("WebRTC needs the webrtc extra: pip install -e '.[webrtc]'")
 
 
-OpenDemo = Callable[[str, list[str], list[str], float], Page]
+# (transport, transcripts, replies, pause_after_s[, server settings]) -> the page, connected.
+OpenDemo = Callable[..., Page]
 
 
 @pytest.fixture
@@ -57,9 +59,11 @@ def open_demo(tmp_path: Path) -> Iterator[OpenDemo]:
     """``open_demo(transport, transcripts, replies, pause_after_s)`` → the page, connected; all stopped afterwards."""
     with ExitStack() as stack:
 
-        def open_page(transport: str, transcripts: list[str], replies: list[str], pause_after_s: float) -> Page:
+        def open_page(transport: str, transcripts: list[str], replies: list[str], pause_after_s: float,
+                      extra: dict[str, Any] | None = None) -> Page:
             settings = ServerSettings(**{**FAST_SCRIPTED, "scripted_transcripts": transcripts,
-                                         "scripted_replies": replies, "scripted_token_delay_ms": 5.0})
+                                         "scripted_replies": replies, "scripted_token_delay_ms": 5.0,
+                                         **(extra or {})})
             server: RunningServer = stack.enter_context(running_server(settings))
             microphone = write_question_wav(tmp_path / "microphone.wav", pause_after_s)
             page = stack.enter_context(chromium([*WEBRTC_LOOPBACK_FLAGS, *fake_microphone_flags(microphone)]))
@@ -147,3 +151,18 @@ def test_the_interrupt_button_stops_the_answer(open_demo: OpenDemo, transport: s
     assert seen["interruptRequests"] == 1
     assert seen["userTranscripts"] == [STORY_REQUEST], "a new user turn, not the button, ended the story"
     assert seen["errors"] == []
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_the_mouth_moves_with_the_answer_and_rests_when_it_is_stopped(open_demo: OpenDemo, transport: str) -> None:
+    skip_without_webrtc(transport)
+    page = open_demo(transport, [STORY_REQUEST], [STORY], 30.0, {"enable_visemes": True})
+    mouth = "document.getElementById('mouth-viseme').textContent"
+    assert page.evaluate(mouth) == "sil"
+    page.wait_for("window.__demoStats.state === 'speaking'", STEP_TIMEOUT, "the story to be spoken", explain=STATS)
+    page.wait_for(f"{mouth} !== 'sil'", STEP_TIMEOUT, "the mouth to open", explain=STATS)
+    assert stats(page)["visemeEvents"] > 0
+    page.evaluate("document.getElementById('interrupt').click()")
+    page.wait_for(f"window.__demoStats.cleared > 0 && {mouth} === 'sil'", STEP_TIMEOUT,
+                  "the mouth to rest once the story's audio is dropped", explain=STATS)
+    assert stats(page)["errors"] == []
