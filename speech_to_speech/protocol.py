@@ -7,7 +7,10 @@ A client opts in with ``session.update``'s ``session.extensions``:
   words so far (an event of that type, with ``item_id`` and ``transcript``).
 - ``speech_to_speech.timings``: every ``response.done`` carries the server's
   stage marks (Unix epoch milliseconds, as a JSON object) in its metadata
-  under ``s2s_timings``.
+  under ``s2s_timings``; an automatic response whose turn the turn detector
+  ended also carries its decision under ``s2s_turn_detection`` (detector,
+  outcome, probability, inference_ms), and the marks ``turn_asked`` and
+  ``turn_decided``.
 - ``speech_to_speech.output_audio.visemes``: with ``--enable_visemes`` on the
   server, an event of that type before each ``response.output_audio.delta``
   with the mouth shapes of that chunk (docs/visemes.md).
@@ -18,4 +21,5 @@ from __future__ import annotations
 SNAPSHOT_EXTENSION = "speech_to_speech.input_audio_transcription.snapshot"
 TIMINGS_EXTENSION = "speech_to_speech.timings"
 TIMINGS_KEY = "s2s_timings"
+TURN_DETECTION_KEY = "s2s_turn_detection"
 VISEMES_EXTENSION = "speech_to_speech.output_audio.visemes"

@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext, cli, function_tool
 from livekit.plugins import openai
-from openai.types.realtime.realtime_audio_input_turn_detection import ServerVad
+from openai.types.realtime.realtime_audio_input_turn_detection import SemanticVad
 
 DEFAULT_S2S_URL = "http://127.0.0.1:8765/v1"
 # The server serves whatever model it was started with; the name is only echoed back.
@@ -69,17 +69,19 @@ def s2s_url() -> str:
 def build_realtime_model(base_url: str | None = None) -> openai.realtime.RealtimeModel:
     """The plugin's stock ``RealtimeModel``, pointed at speech-to-speech.
 
-    Turn detection is the server's: ``server_vad`` with the server's own threshold and
-    silence (``speech-to-speech serve --thresh … --min_silence_ms …``). The server ends
-    the turn, answers it and stops its answer when the user talks over it; the worker
-    needs no VAD or turn detector of its own.
+    Turn detection is the server's: ``semantic_vad``, where the server's Smart Turn
+    model ends a turn when it sounds finished (a server without it ends turns by
+    silence and says ``server_vad`` back). The server ends the turn, answers it and
+    stops its answer when the user talks over it; the worker needs no VAD or turn
+    detector of its own.
     """
     return openai.realtime.RealtimeModel(
         model=MODEL,
         base_url=base_url or s2s_url(),
         api_key=os.environ.get("S2S_API_KEY") or PLACEHOLDER_API_KEY,
         voice=os.environ.get("S2S_VOICE") or DEFAULT_VOICE,
-        turn_detection=ServerVad(type="server_vad", create_response=True, interrupt_response=True),
+        turn_detection=SemanticVad(type="semantic_vad", eagerness="auto", create_response=True,
+                                   interrupt_response=True),
     )
 
 

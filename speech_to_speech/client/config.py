@@ -48,7 +48,8 @@ class RealtimeAudioClientConfig(BaseModel):
 
     def session_update(self) -> dict[str, Any]:
         """The session.update that applies this config (only what we set, so server defaults stay)."""
-        turn_detection: dict[str, Any] = {"type": "server_vad", "interrupt_response": self.interrupt_response}
+        # No "type": the server's own turn detection (semantic_vad where it has a turn detector) stays.
+        turn_detection: dict[str, Any] = {"interrupt_response": self.interrupt_response}
         if self.vad_threshold is not None:
             turn_detection["threshold"] = self.vad_threshold
         output: dict[str, Any] = {"format": {"type": "audio/pcm", "rate": self.recv_rate}}

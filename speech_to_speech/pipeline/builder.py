@@ -10,12 +10,15 @@ from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import HandlerContext
 from speech_to_speech.pipeline.unit import PipelineUnit, StageBuilder, StageBuilders
+from speech_to_speech.vad.turn_detector import load_turn_detector
 from speech_to_speech.visemes.stage import VisemeStage
 
 log = logging.getLogger(__name__)
 
 
-def _stage(kind: registry.Kind, name: str, settings: ServerSettings, load_times: dict[str, float]) -> StageBuilder:
+def _stage(kind: registry.Kind, name: str, settings: ServerSettings, load_times: dict[str, float],
+           **shared: Any) -> StageBuilder:
+    """Load ``kind``'s backend once; the builder makes a handler per unit around it (and ``shared``)."""
     backend = registry.get(kind, name)
     started = time.perf_counter()
     model = backend.load(settings)
@@ -23,7 +26,8 @@ def _stage(kind: registry.Kind, name: str, settings: ServerSettings, load_times:
     log.info("%s backend %r loaded in %.2f s", kind, name, load_times[kind])
 
     def build(context: HandlerContext, queue_in: Any, queue_out: Any, events: Any) -> Any:
-        return backend.handler(context, queue_in, queue_out, model=model, settings=settings, events=events)
+        return backend.handler(context, queue_in, queue_out, model=model, settings=settings, events=events,
+                               **shared)
 
     return build
 
@@ -38,8 +42,13 @@ class PipelineFactory:
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self.load_times: dict[str, float] = {}
+        started = time.perf_counter()
+        # A VAD that hears only loudness (the scripted one) gives the turn model nothing to judge.
+        hears_speech = bool(getattr(registry.get("vad", settings.vad).handler, "hears_speech", True))
+        self.turn_detector = load_turn_detector(settings) if hears_speech else None
+        self.load_times["turn_detector"] = time.perf_counter() - started
         self.builders = StageBuilders(
-            vad=_stage("vad", settings.vad, settings, self.load_times),
+            vad=_stage("vad", settings.vad, settings, self.load_times, turn_detector=self.turn_detector),
             stt=_stage("stt", settings.stt, settings, self.load_times),
             llm=_stage("llm", settings.llm, settings, self.load_times),
             tts=_stage("tts", settings.tts, settings, self.load_times),

@@ -331,3 +331,31 @@ class AudioVisemes:
     generation: int
     visemes: tuple[Viseme, ...]
     source: Literal["phonemes", "audio"]
+
+
+@dataclass(frozen=True)
+class TurnVerdict:
+    """The turn detector's answer about one pause of a turn (detector → VAD, on the VAD's queue)."""
+
+    item_id: str | None
+    pause: int  # which pause of the turn was scored (1, 2, …)
+    probability: float | None  # that the turn is finished; None: no answer (cancelled or failed)
+    inference_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class TurnDecision:
+    """How the VAD judged a pause (VAD → service): for ``/metrics`` and the timings extension.
+
+    ``outcome`` is ``finished`` (the turn ends now), ``unfinished`` (it waits for
+    more speech), ``timed_out`` (it ended after the longest silence allowed) or
+    ``no_answer`` (the detector gave none; the silence rule decided).
+    """
+
+    item_id: str | None
+    detector: str
+    outcome: str
+    probability: float | None = None
+    inference_ms: float = 0.0
+    asked_at: float = 0.0  # time.monotonic() when the pause was sent for scoring
+    decided_at: float = 0.0

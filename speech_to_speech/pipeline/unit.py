@@ -89,6 +89,11 @@ class PipelineUnit:
             self.handlers["visemes"] = builders.visemes(self.context, q.tts_output, q.send_audio_chunks, q.text_output)
         self.started = False
 
+    @property
+    def detects_turns(self) -> bool:
+        """Its VAD has a turn detector (so its sessions may use ``semantic_vad``)."""
+        return getattr(self.handlers["vad"], "turn_detector", None) is not None
+
     # ------------------------------------------------------------ lifecycle
 
     def start(self) -> None:

@@ -12,6 +12,7 @@ from typing import Any, get_args
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from speech_to_speech.pipeline.messages import TurnDecision
 from speech_to_speech.pipeline.pool import PipelinePool, SlotState
 
 # Hops of one turn inside the server, as (stage, from mark, to mark) over ResponseState.marks.
@@ -47,6 +48,12 @@ class ServerMetrics:
         self.active_sessions = Gauge("s2s_active_sessions", "Sessions holding a pipeline unit.",
                                      registry=self.registry)
         self.pool_units = Gauge("s2s_pool_units", "Pipeline units by state.", ["state"], registry=self.registry)
+        self.turn_decisions = Counter(
+            "s2s_turn_decisions", "Pauses judged by the turn detector, by outcome (finished, unfinished, "
+            "timed_out, no_answer).", ["detector", "outcome"], registry=self.registry)
+        self.turn_decision_seconds = Histogram(
+            "s2s_turn_decision_seconds", "Time the turn detector took to judge a pause.",
+            buckets=BUCKETS, registry=self.registry)
 
     def response_finished(self, status: str, marks: Mapping[str, float]) -> None:
         self.responses.labels(status).inc()
@@ -56,6 +63,11 @@ class ServerMetrics:
         start_mark = next((marks[name] for name in FIRST_AUDIO_STARTS if marks.get(name)), None)
         if start_mark is not None and marks.get("first_audio_sent"):
             self.first_audio_seconds.observe(max(0.0, marks["first_audio_sent"] - start_mark))
+
+    def turn_decided(self, decision: TurnDecision) -> None:
+        self.turn_decisions.labels(decision.detector, decision.outcome).inc()
+        if decision.inference_ms:
+            self.turn_decision_seconds.observe(decision.inference_ms / 1000.0)
 
     def event_sent(self, event: Mapping[str, Any]) -> None:
         if event.get("type") == "error":

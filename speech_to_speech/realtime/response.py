@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech import ids
-from speech_to_speech.pipeline.messages import AudioVisemes
+from speech_to_speech.pipeline.messages import AudioVisemes, TurnDecision
 from speech_to_speech.protocol import VISEMES_EXTENSION
 
 Event = dict[str, Any]
@@ -47,6 +47,8 @@ class ResponseState:
     marks: dict[str, float] = field(default_factory=dict)
     # An automatic response answers one user turn; it may adopt that turn's speculation.
     turn_item_id: str | None = None
+    # How the turn detector ended that turn (timings extension), when it did.
+    turn_decision: TurnDecision | None = None
     # response.create's options (empty for an automatic response).
     options: dict[str, Any] = field(default_factory=dict)
 

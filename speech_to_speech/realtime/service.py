@@ -39,10 +39,17 @@ from speech_to_speech.pipeline.messages import (
     TranscriptionSnapshot,
     TranscriptText,
     TTSFirstAudio,
+    TurnDecision,
 )
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.pipeline.unit import PipelineUnit
-from speech_to_speech.protocol import SNAPSHOT_EXTENSION, TIMINGS_EXTENSION, TIMINGS_KEY, VISEMES_EXTENSION
+from speech_to_speech.protocol import (
+    SNAPSHOT_EXTENSION,
+    TIMINGS_EXTENSION,
+    TIMINGS_KEY,
+    TURN_DETECTION_KEY,
+    VISEMES_EXTENSION,
+)
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.client_events import CLIENT_EVENTS, decode_append
 from speech_to_speech.realtime.conversation import Conversation, item_text
@@ -64,6 +71,13 @@ from speech_to_speech.realtime.wire_audio import WireAudio
 log = logging.getLogger(__name__)
 
 
+def encode_turn_decision(decision: TurnDecision) -> str:
+    """What the turn detector decided, for response metadata (whose values are strings)."""
+    return json.dumps({"detector": decision.detector, "outcome": decision.outcome,
+                       "probability": None if decision.probability is None else round(decision.probability, 4),
+                       "inference_ms": decision.inference_ms})
+
+
 def encode_marks(marks: dict[str, float]) -> str:
     """Monotonic stage marks as a JSON object of Unix epoch milliseconds (metadata values are strings)."""
     offset = time.time() - time.monotonic()
@@ -73,6 +87,8 @@ def encode_marks(marks: dict[str, float]) -> str:
 class RealtimeService:
     # Told of every finished response (status, its monotonic stage marks): the server's metrics.
     on_response_finished: Callable[[str, dict[str, float]], None] | None = None
+    # Told of every decision of the turn detector: the server's metrics.
+    on_turn_decision: Callable[[TurnDecision], None] | None = None
 
     def __init__(
         self,
@@ -90,7 +106,7 @@ class RealtimeService:
         self.media = media
         self.audio_in_events = media is None
         self._validate_language = validate_language
-        self.state = SessionState.for_server(settings)
+        self.state = SessionState.for_server(settings, semantic_turns=unit.detects_turns)
         unit.config.replace(self.state.runtime_config())
         self.conversation = Conversation(settings.max_conversation_items)
         self.event_limits = EventLimits(settings.max_event_bytes, settings.max_event_depth)
@@ -106,6 +122,7 @@ class RealtimeService:
         self.failed_transcriptions: set[str] = set()
         self._stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
         self.speculations = SpeculationSlot(unit.cancel_scope)
+        self._turn_decision: TurnDecision | None = None  # how the detector ended the last turn
         self.user_speaking = False
         self.tool_results = ToolResultLedger()
         self.uncommitted_samples = 0
@@ -310,6 +327,8 @@ class RealtimeService:
             self.emit(errors.error_event("response_failed", error or "the response failed", type="server_error"))
         if self.config.has_extension(TIMINGS_EXTENSION):
             response.metadata = {**(response.metadata or {}), TIMINGS_KEY: encode_marks(response.marks)}
+            if response.turn_decision is not None:
+                response.metadata[TURN_DETECTION_KEY] = encode_turn_decision(response.turn_decision)
         if status == "completed" and response.input_call_ids and response.output:
             self.tool_results.answered(response.input_call_ids)
             response.metadata = {**(response.metadata or {}),
@@ -387,6 +406,23 @@ class RealtimeService:
             # submitted once the turn's transcript is in (and adopts a matching speculation).
             if self.response is None and td is not None and td.create_response:
                 self.start_response({}, turn_item_id=item.item_id)
+                self._note_turn_decision(item.item_id)
+
+    def _turn_decided(self, item: TurnDecision) -> None:
+        if self.on_turn_decision is not None:
+            self.on_turn_decision(item)
+        if item.outcome != "unfinished":  # it ended the turn: the SpeechStopped that follows is its
+            self._turn_decision = item
+
+    def _note_turn_decision(self, item_id: str) -> None:
+        """The automatic response of a turn the detector ended records how and when it decided."""
+        decision, self._turn_decision = self._turn_decision, None
+        response = self.response
+        if decision is None or decision.item_id != item_id or response is None:
+            return
+        response.turn_decision = decision
+        response.marks["turn_asked"] = decision.asked_at
+        response.marks["turn_decided"] = decision.decided_at
 
     def commit_user_audio(self, item_id: str) -> None:
         previous = self._previous_item_id()
@@ -585,6 +621,7 @@ class RealtimeService:
 _DISPATCH: dict[type, Callable[[RealtimeService, Any], None]] = {
     SpeechStarted: RealtimeService._speech_started,
     SpeechStopped: RealtimeService._speech_stopped,
+    TurnDecision: RealtimeService._turn_decided,
     TranscriptionDelta: RealtimeService._transcription_delta,
     TranscriptionSnapshot: RealtimeService._transcription_snapshot,
     TranscriptionCompleted: RealtimeService._transcription_completed,

@@ -138,9 +138,13 @@ class SessionState:
 
     def __init__(self, *, model: str, instructions: str, voice: str, startup_reasoning: str | None,
                  vad_threshold: float, silence_ms: int, prefix_ms: int, transcription_model: str,
-                 limits: ContentLimits | None = None) -> None:
+                 limits: ContentLimits | None = None, semantic_turns: bool = False) -> None:
         self.startup_reasoning = startup_reasoning
         self.limits = limits or ContentLimits()
+        # The unit has a turn detector: sessions start with semantic_vad and may ask for it.
+        self.semantic_turns = semantic_turns
+        self._vad_defaults = {"threshold": vad_threshold, "prefix_padding_ms": prefix_ms,
+                              "silence_duration_ms": silence_ms, "idle_timeout_ms": None}
         self.session: dict[str, Any] = {
             "type": "realtime",
             "object": "realtime.session",
@@ -153,15 +157,8 @@ class SessionState:
                     "format": {"type": "audio/pcm", "rate": INPUT_RATE_DEFAULT},
                     "transcription": {"model": transcription_model, "language": None, "prompt": None},
                     "noise_reduction": None,
-                    "turn_detection": {
-                        "type": "server_vad",
-                        "threshold": vad_threshold,
-                        "prefix_padding_ms": prefix_ms,
-                        "silence_duration_ms": silence_ms,
-                        "create_response": True,
-                        "interrupt_response": True,
-                        "idle_timeout_ms": None,
-                    },
+                    "turn_detection": self._turn_detection_defaults(
+                        "semantic_vad" if semantic_turns else "server_vad"),
                 },
                 "output": {"format": {"type": "audio/pcm", "rate": 24000}, "voice": voice, "speed": 1.0},
             },
@@ -175,12 +172,13 @@ class SessionState:
             "extensions": [],
         }
         self._default_instructions = instructions
-        self._vad_defaults = {"threshold": vad_threshold, "prefix_padding_ms": prefix_ms,
-                              "silence_duration_ms": silence_ms, "idle_timeout_ms": None}
 
     @classmethod
-    def for_server(cls, settings: ServerSettings) -> SessionState:
-        """A new session with the server's defaults (its prompt, voice, VAD and STT settings)."""
+    def for_server(cls, settings: ServerSettings, *, semantic_turns: bool = False) -> SessionState:
+        """A new session with the server's defaults (its prompt, voice, VAD and STT settings).
+
+        ``semantic_turns``: the unit has a turn detector, so ``semantic_vad`` is the default and is honoured.
+        """
         return cls(
             model="speech-to-speech",
             instructions=settings.init_chat_prompt,
@@ -191,6 +189,7 @@ class SessionState:
             prefix_ms=settings.speech_pad_ms,
             transcription_model=settings.stt_model or settings.stt,
             limits=ContentLimits(settings.max_instructions_chars, settings.max_tools),
+            semantic_turns=semantic_turns,
         )
 
     # ------------------------------------------------------------ update
@@ -217,6 +216,7 @@ class SessionState:
             if isinstance(value, dict) and "type" in value:
                 defaults = self._turn_detection_defaults(value["type"]) if key == "turn_detection" else {}
                 merged["audio"][direction][key] = {**defaults, **value}
+        self._without_unserved_semantic_vad(merged)
         if "reasoning" in patch:
             reasoning = patch["reasoning"]
             if reasoning is None:
@@ -240,12 +240,25 @@ class SessionState:
         # session.updated echoes the effective config: clients read create_response and
         # interrupt_response back (@openai/agents cancels on barge-in itself unless the
         # server says it does), so a bare {"type": ...} gets the values it runs with.
-        defaults: dict[str, Any] = {"create_response": True, "interrupt_response": True}
-        if kind == "semantic_vad":
+        defaults: dict[str, Any] = {"type": kind, "create_response": True, "interrupt_response": True}
+        if kind == "semantic_vad" and self.semantic_turns:
             defaults["eagerness"] = "auto"
-        elif kind == "server_vad":
+        elif kind in ("server_vad", "semantic_vad"):
             defaults.update(self._vad_defaults)
         return defaults
+
+    def _without_unserved_semantic_vad(self, merged: dict[str, Any]) -> None:
+        """Without a turn detector, ``semantic_vad`` is served by silence: the echo says ``server_vad``.
+
+        ``session.updated`` reports what is in force, so a client is not told
+        its turns are judged by meaning when a silence window ends them.
+        """
+        td = _nested(merged, "audio", "input", "turn_detection")
+        if self.semantic_turns or not isinstance(td, dict) or td.get("type") != "semantic_vad":
+            return
+        kept = {k: td[k] for k in ("create_response", "interrupt_response", "threshold") if k in td}
+        merged["audio"]["input"]["turn_detection"] = {**self._turn_detection_defaults("server_vad"), **kept,
+                                                      "type": "server_vad"}
 
     # ------------------------------------------------------------ views
 

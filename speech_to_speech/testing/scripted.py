@@ -63,6 +63,8 @@ def _no_model(settings: ServerSettings) -> None:
 
 @registry.register("vad", "scripted", _no_model)
 class EnergyVAD(VADHandler):
+    hears_speech = False  # loudness, not speech: its turns end by silence alone
+
     @staticmethod
     def probability_of(chunk: FloatAudio) -> float:
         rms = float(np.sqrt(np.mean(np.square(chunk)))) if len(chunk) else 0.0

@@ -3,6 +3,12 @@
 A backend only scores chunks (``speech_probability``); this class turns the
 scores into speech_started / speech_stopped events and whole utterances,
 with thresholds read from the live session config at every chunk.
+
+What ends a turn depends on the session's ``turn_detection.type``:
+``server_vad`` ends it after ``silence_duration_ms`` of silence;
+``semantic_vad``, when the unit has a turn detector, sends the turn's audio to
+the detector after ``--turn_pause_ms`` of silence and acts on its verdict (see
+:mod:`speech_to_speech.vad.turn_detector`).
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -26,8 +32,12 @@ from speech_to_speech.pipeline.messages import (
     SpeculationVoided,
     SpeechStarted,
     SpeechStopped,
+    TurnDecision,
+    TurnVerdict,
     Utterance,
 )
+from speech_to_speech.vad.smart_turn import WINDOW_SAMPLES
+from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector, eagerness
 
 SAMPLE_RATE = 16000
 CHUNK_MS = VAD_CHUNK * 1000 // SAMPLE_RATE  # 32 ms
@@ -39,10 +49,14 @@ def _ms(samples: int) -> int:
 
 class VADHandler(BackendHandler):
     stage = "vad"
-    consumes = (AudioChunk, CommitInput, ClearInput)
+    consumes = (AudioChunk, CommitInput, ClearInput, TurnVerdict)
+    # Whether the backend tells speech from other sound; a turn model has nothing to judge otherwise.
+    hears_speech: ClassVar[bool] = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, turn_detector: TurnDetector | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.turn_detector = turn_detector
+        self._pauses = 0
         self._reset_turn()
 
     # ------------------------------------------------------------ backend hooks
@@ -85,6 +99,16 @@ class VADHandler(BackendHandler):
         # A speculative utterance of this turn is out and no speech followed it.
         self._speculated = False
         self._speculations = 0  # speculative utterances of this turn so far (their numbers)
+        self._reset_pause()
+
+    def _reset_pause(self) -> None:
+        """Speech (or a new turn): whatever the detector was asked about the last pause no longer applies."""
+        self._pause_asked = False  # this pause was sent to the turn detector
+        self._pauses += 1  # numbers pauses, so a late verdict is told from a current one
+        self._asked_at = 0.0
+        # The silence after which this pause ends the turn; None while the detector's verdict is awaited.
+        self._turn_silence_ms: int | None = None
+        self._verdict: TurnVerdict | None = None
 
     def on_session_end(self) -> None:
         self._reset_turn()
@@ -93,6 +117,9 @@ class VADHandler(BackendHandler):
     # ------------------------------------------------------------ processing
 
     def process(self, item: Any) -> Iterator[Any]:
+        if isinstance(item, TurnVerdict):
+            yield from self._judge(item)
+            return
         if isinstance(item, ClearInput):
             self._void_speculations()
             self._reset_turn()
@@ -128,6 +155,8 @@ class VADHandler(BackendHandler):
             self._speech.append(chunk)
             if voiced:
                 self._voiced_ms += CHUNK_MS
+                if self._silence_run_ms:
+                    self._reset_pause()
                 self._silence_run_ms = 0
                 if self._speculated:
                     self._speculated = False
@@ -135,6 +164,8 @@ class VADHandler(BackendHandler):
             elif probability < max(threshold - 0.15, 0.01):
                 self._silence_run_ms += CHUNK_MS
             else:
+                if self._silence_run_ms:
+                    self._reset_pause()
                 self._silence_run_ms = 0  # hysteresis band: neither speech nor silence
         if not self._started_sent and self._voiced_ms >= self.settings.min_speech_ms:
             self._started_sent = True
@@ -142,9 +173,22 @@ class VADHandler(BackendHandler):
                 SpeechStarted(_ms(self._speech[0].offset), interrupt_response=interrupt, item_id=self._item_id)
             )
         turn_ms = len(self._speech) * CHUNK_MS
-        if self._silence_run_ms >= self._silence_ms() or turn_ms >= self.settings.max_speech_ms:
+        if turn_ms >= self.settings.max_speech_ms:
             yield from self._end_turn(manual=False)
-        elif self._should_speculate():
+            return
+        if self._silence_run_ms and self._started_sent and self._detects_turns():
+            if self._silence_run_ms >= self._max_turn_silence_ms():
+                yield from self._end_turn(manual=False, decision=self._decision("timed_out"))
+                return
+            if self._turn_silence_ms is not None and self._silence_run_ms >= self._turn_silence_ms:
+                yield from self._end_turn(manual=False, decision=self._decision("no_answer"))
+                return
+            if not self._pause_asked and self._silence_run_ms >= self.settings.turn_pause_ms:
+                self._ask_detector()
+        elif self._silence_run_ms >= self._silence_ms():
+            yield from self._end_turn(manual=False)
+            return
+        if self._should_speculate():
             # A pause that may end the turn: let the STT (and the response) start now, so that
             # by the end of the silence window the work is done or well under way.
             self._speculated = True
@@ -152,6 +196,58 @@ class VADHandler(BackendHandler):
             end_ms = _ms(self._speech[-1].offset + VAD_CHUNK)
             yield replace(self._utterance(self._speech, self._item_id, manual=False, end_ms=end_ms),
                           speculation=self._speculations)
+
+    # ------------------------------------------------------------ the turn detector
+
+    def _detects_turns(self) -> bool:
+        """This session's turns are judged by the detector (semantic_vad, and the unit has one)."""
+        td = self.context.config.current.turn_detection
+        return self.turn_detector is not None and td is not None and td.type == "semantic_vad"
+
+    def _max_turn_silence_ms(self) -> int:
+        scale = eagerness(self.context.config.current.turn_detection).max_silence_scale
+        return int(self.settings.max_turn_silence_ms * scale)
+
+    def _ask_detector(self) -> None:
+        assert self.turn_detector is not None
+        self._pause_asked = True
+        self._asked_at = time.monotonic()
+        samples = np.concatenate([c.samples for c in self._speech])[-WINDOW_SAMPLES:]
+        self.turn_detector.ask(samples, item_id=self._item_id, pause=self._pauses,
+                               scope=self.cancel_scope, reply_to=self.queue_in)
+
+    def _judge(self, verdict: TurnVerdict) -> Iterator[Any]:
+        """The detector's answer: end the turn now, or give it until the longest silence allowed."""
+        current = (self._in_speech and self._pause_asked and verdict.item_id == self._item_id
+                   and verdict.pause == self._pauses and self._silence_run_ms > 0)
+        if not current:
+            return  # speech resumed, or the turn ended, while the pause was being judged
+        self._verdict = verdict
+        if verdict.probability is None:
+            # No answer (failed, or asked under a cancelled generation): the silence rule decides.
+            self._turn_silence_ms = self._silence_ms()
+            if self._silence_run_ms >= self._turn_silence_ms:
+                yield from self._end_turn(manual=False, decision=self._decision("no_answer"))
+            return
+        threshold = eagerness(self.context.config.current.turn_detection).finished_at
+        if verdict.probability >= threshold:
+            yield from self._end_turn(manual=False, decision=self._decision("finished"))
+        else:
+            self.emit_event(self._decision("unfinished"))
+
+    def _decision(self, outcome: str) -> TurnDecision:
+        verdict = self._verdict
+        return TurnDecision(
+            item_id=self._item_id,
+            detector=self.turn_detector.name if self.turn_detector is not None else SILENCE,
+            outcome=outcome,
+            probability=verdict.probability if verdict else None,
+            inference_ms=round(verdict.inference_ms, 1) if verdict else 0.0,
+            asked_at=self._asked_at,
+            decided_at=time.monotonic(),
+        )
+
+    # ------------------------------------------------------------ speculation
 
     def _void_speculations(self) -> None:
         """The turn will not end as itself: what was speculated on it must not be answered."""
@@ -171,7 +267,7 @@ class VADHandler(BackendHandler):
             and td.create_response
         )
 
-    def _end_turn(self, manual: bool) -> Iterator[Any]:
+    def _end_turn(self, manual: bool, decision: TurnDecision | None = None) -> Iterator[Any]:
         speech, started, item_id = self._speech, self._started_sent, self._item_id
         speculated, self._speculated = self._speculated, False
         reuses = self._speculations if speculated else 0
@@ -184,10 +280,13 @@ class VADHandler(BackendHandler):
         self._silence_run_ms = 0
         self._item_id = None
         self._speculations = 0
+        self._reset_pause()
         if not started:
             return  # too short to be a turn: a click or a cough
         kept = speech[: max(len(speech) - trailing, 1)]
         end_ms = _ms(kept[-1].offset + VAD_CHUNK)
+        if decision is not None:
+            self.emit_event(decision)
         self.emit_event(SpeechStopped(end_ms, item_id=item_id))
         yield replace(self._utterance(kept, item_id, manual=manual, end_ms=end_ms), reuses=reuses)
 

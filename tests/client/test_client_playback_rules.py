@@ -46,8 +46,9 @@ def test_with_interruption_off_user_speech_does_not_cut_the_reply() -> None:
     transport.feed(SPEECH_STARTED, {"type": "input_audio_buffer.speech_stopped", "audio_end_ms": 600})
     assert transport.sent_of("conversation.item.truncate") == []
     assert transport.playback.read(480)[1] == 480
+    # No "type": the server keeps its own turn detection (semantic_vad when it has a detector).
     assert transport.config.session_update()["session"]["audio"]["input"]["turn_detection"] == {
-        "type": "server_vad", "interrupt_response": False}
+        "interrupt_response": False}
 
 
 @pytest.mark.parametrize("interrupt", [True, False])
@@ -122,7 +123,7 @@ def test_the_session_update_carries_every_setting() -> None:
         "extensions": ["speech_to_speech.input_audio_transcription.snapshot"],
         "audio": {
             "input": {"format": {"type": "audio/pcm", "rate": 16000},
-                      "turn_detection": {"type": "server_vad", "interrupt_response": True, "threshold": 0.8}},
+                      "turn_detection": {"interrupt_response": True, "threshold": 0.8}},
             "output": {"format": {"type": "audio/pcm", "rate": 22050}, "voice": "heart"},
         },
     }}

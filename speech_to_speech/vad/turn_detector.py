@@ -1,0 +1,119 @@
+"""The turn detector behind the VAD: is a pause the end of the user's turn?
+
+``--turn_detector silence`` is the classic rule: a turn ends after
+``silence_duration_ms`` of silence. ``smart-turn`` asks the Smart Turn model
+whether the speech so far *sounds* finished once the user has paused for
+``--turn_pause_ms``: a finished turn ends at once, an unfinished one waits for
+more speech, up to the longest silence its eagerness allows, and then ends
+anyway. A session picks the detector with its ``turn_detection.type``:
+``semantic_vad`` (the server's default when the model is installed) uses the
+model, ``server_vad`` the silence rule.
+
+Scoring runs on a small thread pool shared by every unit of the process (the
+model is loaded once), never on the VAD thread, so audio intake never waits
+for it: the VAD posts the audio of a pause and the verdict comes back on the
+VAD's own input queue, where it is matched to the pause it was asked about.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy.typing as npt
+
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.cancel_scope import CancelScope
+from speech_to_speech.pipeline.messages import TurnVerdict
+from speech_to_speech.pipeline.session_config import TurnDetection
+from speech_to_speech.vad.smart_turn import SmartTurnModel, packaged_model_path
+
+log = logging.getLogger(__name__)
+
+SMART_TURN = "smart-turn"
+SILENCE = "silence"
+
+
+@dataclass(frozen=True)
+class Eagerness:
+    """How readily a pause ends the turn: the score that counts as finished, and the longest wait."""
+
+    finished_at: float  # probability at or above which the turn is finished
+    max_silence_scale: float  # times --max_turn_silence_ms an unfinished turn may stay silent
+
+
+# OpenAI's semantic_vad eagerness: "low" lets the user take their time, "high" answers sooner.
+EAGERNESS: dict[str, Eagerness] = {
+    "low": Eagerness(finished_at=0.8, max_silence_scale=1.5),
+    "medium": Eagerness(finished_at=0.5, max_silence_scale=1.0),
+    "auto": Eagerness(finished_at=0.5, max_silence_scale=1.0),
+    "high": Eagerness(finished_at=0.3, max_silence_scale=0.5),
+}
+
+
+def eagerness(turn_detection: TurnDetection | None) -> Eagerness:
+    return EAGERNESS[(turn_detection.eagerness if turn_detection else None) or "auto"]
+
+
+class TurnDetector:
+    """The Smart Turn model and the pool that runs it, shared by every unit of a process."""
+
+    name = SMART_TURN
+
+    def __init__(self, model: SmartTurnModel, workers: int) -> None:
+        self.model = model
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smart-turn")
+
+    def ask(self, samples: npt.NDArray[Any], *, item_id: str | None, pause: int, scope: CancelScope,
+            reply_to: queue.Queue[Any]) -> None:
+        """Score ``samples`` off the caller's thread; a :class:`TurnVerdict` arrives on ``reply_to``.
+
+        Work asked under a generation that is stale by the time a worker
+        picks it up is skipped; it still gets a verdict (with no probability),
+        so the VAD never waits for an answer that will not come.
+        """
+        generation = scope.generation
+        self._pool.submit(self._score, samples, item_id, pause, scope, generation, reply_to)
+
+    def _score(self, samples: npt.NDArray[Any], item_id: str | None, pause: int, scope: CancelScope,
+               generation: int, reply_to: queue.Queue[Any]) -> None:
+        probability: float | None = None
+        started = time.perf_counter()
+        if not scope.is_stale(generation):
+            try:
+                probability = self.model.probability(samples)
+            except Exception:  # a failed decision falls back to the silence rule, it never stalls a turn
+                log.exception("the turn detector failed; this pause is judged by silence")
+        reply_to.put(TurnVerdict(item_id, pause, probability, (time.perf_counter() - started) * 1000.0))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def load_turn_detector(settings: ServerSettings) -> TurnDetector | None:
+    """The detector ``--turn_detector`` asks for, or None for the silence rule.
+
+    Missing weights are not fatal: the server runs with the silence rule and says so once.
+    """
+    if settings.turn_detector == SILENCE:
+        return None
+    path = Path(settings.smart_turn_model) if settings.smart_turn_model else packaged_model_path()
+    if path is None or not path.is_file():
+        log.warning(
+            "Smart Turn weights not found (%s); turns end by silence alone. Install them with "
+            "`pip install --no-deps pipecat-ai==1.14.0` (or pass --smart_turn_model FILE), or run with "
+            "--turn_detector silence to silence this warning.",
+            path or "no pipecat-ai package",
+        )
+        return None
+    started = time.perf_counter()
+    model = SmartTurnModel(path)
+    log.info("turn detector smart-turn loaded from %s in %.2f s", path, time.perf_counter() - started)
+    # One scoring per pause and session; more workers than cores would only queue on the CPU.
+    return TurnDetector(model, workers=max(1, min(settings.num_pipelines, os.cpu_count() or 1)))
