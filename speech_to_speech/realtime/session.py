@@ -21,6 +21,10 @@ from speech_to_speech.realtime.errors import INVALID_REQUEST, INVALID_SESSION_TY
 if TYPE_CHECKING:
     from speech_to_speech.config import ServerSettings
 
+# The session fields a client may set: the GA session object's, and our ``extensions``.
+SETTABLE_FIELDS = frozenset({"type", "audio", "include", "instructions", "max_output_tokens", "output_modalities",
+                             "parallel_tool_calls", "prompt", "reasoning", "tool_choice", "tools", "tracing",
+                             "truncation", "extensions"})
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 INPUT_RATE_DEFAULT = 24000
 
@@ -205,9 +209,9 @@ class SessionState:
                 param="session.type",
                 event_id=event_id,
             )
-        patch = dict(patch)
-        for immutable in ("id", "object", "model"):
-            patch.pop(immutable, None)
+        # Fields outside the session object (and id/object/model, which are fixed) are ignored:
+        # neither stored nor echoed in session.updated, where strict clients would reject them.
+        patch = {key: value for key, value in patch.items() if key in SETTABLE_FIELDS}
         merged = deep_merge(self.session, patch)
         # An object with a "type" replaces the old one rather than mixing fields: a new
         # turn-detection type keeps no stale thresholds, audio/pcmu no PCM rate.
