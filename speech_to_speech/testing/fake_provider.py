@@ -19,7 +19,8 @@ from typing import Any, Literal
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-Ending = Literal["stop", "length", "content_filter", "failed", "http_error", "no_terminal"]
+Ending = Literal["stop", "length", "content_filter", "failed", "http_error", "no_terminal", "garbage"]
+GARBAGE = "data: {this is not JSON\n\n"  # a provider that breaks mid-stream
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,9 @@ async def _chat_stream(scenario: Scenario, body: dict[str, Any]) -> AsyncIterato
     if scenario.ending == "failed":
         yield f"data: {json.dumps({'error': {'message': 'the model crashed', 'type': 'server_error'}})}\n\n"
         return
+    if scenario.ending == "garbage":
+        yield GARBAGE
+        return
     if scenario.ending != "no_terminal":
         finish = scenario.ending if scenario.ending != "stop" else ("tool_calls" if scenario.tool_calls else "stop")
         yield chunk({}, finish)
@@ -125,7 +129,9 @@ async def _responses_stream(scenario: Scenario, body: dict[str, Any]) -> AsyncIt
     usage = {"input_tokens": scenario.usage[0], "output_tokens": scenario.usage[1],
              "total_tokens": sum(scenario.usage), "input_tokens_details": {"cached_tokens": 0},
              "output_tokens_details": {"reasoning_tokens": 0}}
-    if scenario.ending in ("stop",):
+    if scenario.ending == "garbage":
+        yield GARBAGE
+    elif scenario.ending in ("stop",):
         yield event({"type": "response.completed", "response": {**response, "status": "completed", "usage": usage}})
     elif scenario.ending in ("length", "content_filter"):
         reason = "max_output_tokens" if scenario.ending == "length" else "content_filter"

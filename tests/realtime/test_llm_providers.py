@@ -115,7 +115,7 @@ async def test_token_limit_and_content_filter_end_incomplete_and_roll_back(
     assert "This answer was cut" not in json.dumps(fake.requests[1])
 
 
-@pytest.mark.parametrize("ending", ["failed", "http_error"])
+@pytest.mark.parametrize("ending", ["failed", "http_error", "garbage"])
 async def test_provider_failures_end_failed_with_an_error_event(
     make_server: ServerFactory, provider: Any, backend: str, ending: str
 ) -> None:
