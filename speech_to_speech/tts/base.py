@@ -35,10 +35,24 @@ MAX_PIECE = OUTPUT_RATE // 10
 
 @dataclass(frozen=True)
 class Phonemized:
-    """Audio of a backend that also says which phonemes (misaki/Kokoro alphabet) it spoke in it."""
+    """Audio of a backend that also says which phonemes (misaki/Kokoro alphabet) it spoke in it.
+
+    ``durations``: how long each symbol of ``phonemes`` lasted, in samples of
+    ``audio``, the first starting at sample ``start``, when the backend knows.
+    """
 
     audio: npt.NDArray[Any]
     phonemes: str
+    durations: tuple[int, ...] | None = None
+    start: int = 0
+
+    def told(self, response_id: str, generation: int, samples: int, ratio: float) -> SpokenPhonemes:
+        """The message that announces this audio, ``samples`` long once resampled by ``ratio``."""
+        durations = None
+        if self.durations is not None:  # rescale the boundaries, not each length, so nothing drifts
+            bounds = np.round(np.cumsum((self.start, *self.durations)) * ratio).astype(int)
+            durations = tuple(int(d) for d in np.diff(bounds))
+        return SpokenPhonemes(response_id, generation, self.phonemes, samples, durations, round(self.start * ratio))
 
 
 class TTSHandler(BackendHandler):
@@ -66,7 +80,7 @@ class TTSHandler(BackendHandler):
             audio = spoken.audio if isinstance(spoken, Phonemized) else spoken
             pcm = to_int16(resampler.process(audio) if resampler else audio)
             if isinstance(spoken, Phonemized) and self.settings.enable_visemes and len(pcm):
-                yield SpokenPhonemes(item.response_id, generation, spoken.phonemes, len(pcm))
+                yield spoken.told(item.response_id, generation, len(pcm), OUTPUT_RATE / self.sample_rate)
             for start in range(0, len(pcm), MAX_PIECE):
                 if start and self.cancel_scope.is_stale(generation):
                     return  # a backend may hand over seconds at once: stop within one piece

@@ -19,6 +19,7 @@ from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.tts.base import Phonemized, TTSHandler
+from speech_to_speech.tts.hibari_timing import TimedHibari
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ SAMPLE_RATE = 24000
 class HibariVoices:
     """One loaded Hibari model per voice, shared by every unit; loads a local voice on first use."""
 
-    def __init__(self, default_voice: str | None = None, threads: int = 1) -> None:
+    def __init__(self, default_voice: str | None = None, threads: int = 1, durations: bool = False) -> None:
         from hibari import voices
 
         self._catalog: dict[str, Any] = voices.VOICES
@@ -36,6 +37,9 @@ class HibariVoices:
         self._threads = threads
         self._lock = threading.Lock()
         self._loaded: dict[str, Any] = {}
+        # With durations (for the viseme stage), each voice also gets a TimedHibari (None if it cannot).
+        self._durations = durations
+        self._timed: dict[str, TimedHibari | None] = {}
         self.default = voices.DEFAULT
         if default_voice and self.available(default_voice):
             self.default = default_voice
@@ -67,7 +71,13 @@ class HibariVoices:
                 # Build the lazily created G2P (and its OOV net) now, once, not racing in two units.
                 _ = tts.g2p.oov
                 self._loaded[name] = tts
+                if self._durations:
+                    self._timed[name] = TimedHibari.load(tts, self._threads)
         return tts
+
+    def timed(self, tts: Any) -> TimedHibari | None:
+        """The voice ``tts`` (from :meth:`get`) with phoneme durations, if they were asked for and can be had."""
+        return self._timed.get(tts.voice)
 
 
 def load_hibari(settings: ServerSettings) -> HibariVoices:
@@ -75,7 +85,7 @@ def load_hibari(settings: ServerSettings) -> HibariVoices:
         import hibari  # noqa: F401
     except ImportError as error:
         raise RuntimeError("the hibari TTS needs the hibari-tts package (pip install hibari-tts)") from error
-    return HibariVoices(settings.tts_voice)
+    return HibariVoices(settings.tts_voice, durations=settings.enable_visemes)
 
 
 @registry.register("tts", "hibari", load_hibari)
@@ -90,10 +100,15 @@ class HibariTTS(TTSHandler):
 
     def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[Phonemized]:
         tts = self.model.get(voice)
+        timed = self.model.timed(tts)
         rng = np.random.default_rng()
+        speed = self.settings.tts_speed
         # One array per sentence as soon as it is ready (what hibari's stream() does), with the
-        # sentence's phonemes, which the viseme stage times over that audio.
+        # sentence's phonemes (and their durations when the model gives them) for the viseme stage.
         for phonemes in tts.phonemize(text):
-            audio = tts.from_ids(tts.ids(phonemes), self.settings.tts_speed, rng)
-            if len(audio):
-                yield Phonemized(np.asarray(audio, dtype=np.float32), phonemes)
+            if timed is not None:
+                spoken = timed.speak(phonemes, speed, rng)
+            else:
+                spoken = Phonemized(np.asarray(tts.from_ids(tts.ids(phonemes), speed, rng), np.float32), phonemes)
+            if len(spoken.audio):
+                yield spoken

@@ -10,9 +10,10 @@ are the resonances of a linear-prediction model of the frame (order 14 at
 than two frames merge into their neighbour, so the mouth does not flutter.
 
 It is a guess: it cannot tell b from m from a quiet vowel, and music or
-tones get vowel shapes. On hibari's speech it agrees with the phoneme route
-on about a third of vowel frames (silence: over 90 %), so the phoneme route
-(see timeline) is the one to use wherever the TTS offers it.
+tones get vowel shapes. On hibari's speech it shows the viseme that the
+model's own phoneme durations put there on about a third of 20 ms frames
+(scripts/viseme_cost.py), so the phoneme route (see timeline) is the one to
+use wherever the TTS offers it.
 """
 
 from __future__ import annotations

@@ -91,7 +91,8 @@ class VisemeStage(BaseHandler):
         if stretch is None or not stretch.chunks:
             return
         audio = np.concatenate([chunk.samples for chunk in stretch.chunks])
-        segments = align(stretch.told.phonemes, audio, RATE)
+        told = stretch.told
+        segments = align(told.phonemes, audio, RATE, told.durations, told.start)
         start = 0
         for chunk in stretch.chunks:
             end = start + len(chunk.samples)

@@ -1,10 +1,12 @@
 """Timed visemes: a sentence's phonemes laid over its audio, and cut per audio chunk.
 
-A TTS that knows its phonemes but not their durations (hibari's ONNX voice
-returns audio only) still tells us the order of the mouth shapes; their
-timing comes from the audio: the phonemes share the span where the audio is
-louder than silence, each in proportion to a typical duration for its kind
-(stressed vowels longest, stops shortest), and punctuation adds a pause.
+When the TTS says how long each phoneme lasted (hibari with the ``onnx``
+package: its model's own duration prediction), the visemes follow those
+lengths exactly. A TTS that knows its phonemes but not their durations still
+tells us the order of the mouth shapes; their timing then comes from the
+audio: the phonemes share the span where the audio is louder than silence,
+each in proportion to a typical duration for its kind (stressed vowels
+longest, stops shortest), and punctuation adds a pause.
 
 Times are in samples of the sentence's audio until :func:`slice_chunk` turns
 one chunk's part into whole milliseconds relative to that chunk, rounding
@@ -14,7 +16,7 @@ its own length, to the millisecond.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,30 +39,45 @@ class Segment:
     end: int
 
 
-def phoneme_visemes(phonemes: str) -> list[tuple[str, float]]:
-    """(viseme, relative duration) per sounded phoneme or pause, in order; unknown symbols are skipped."""
+def phoneme_visemes(phonemes: str, durations: Sequence[float] | None = None) -> list[tuple[str, float]]:
+    """(viseme, length) per sounded phoneme or pause, in order.
+
+    With ``durations`` (one per symbol of ``phonemes``) the lengths are those:
+    a stress mark's time goes to the sound after it, a space's (or any other
+    shapeless symbol's) to the sound before it. Without, a length is a
+    typical relative duration and shapeless symbols are skipped.
+    """
     sounds: list[tuple[str, float]] = []
     stressed = False
-    breaths = 0  # breaths waiting for the sound they open into
-    for symbol in phonemes:
+    carried = 0.0  # time of stress marks, waiting for their sound
+    breath = 0.0  # breaths waiting for the sound they open into
+    for index, symbol in enumerate(phonemes):
+        given = durations[index] if durations is not None else None
         if symbol in STRESS_MARKS:
             stressed = True
+            carried += given or 0.0
             continue
         if symbol in LIKE_NEXT:
-            breaths += 1
+            breath += given if given is not None else 0.8
             continue
         if symbol in PAUSES:
             weight, viseme = PAUSES[symbol], SILENCE
         elif symbol in PHONEME_VISEMES:
             weight, viseme = phoneme_weight(symbol, stressed), PHONEME_VISEMES[symbol]
             stressed = False
-        else:
-            continue  # spaces, length marks, quotes
-        if breaths:
-            sounds.append((viseme, 0.8 * breaths))
-            breaths = 0
-        if weight > 0:
-            sounds.append((viseme, weight))
+        else:  # spaces, length marks, quotes
+            if given and sounds:
+                sounds[-1] = (sounds[-1][0], sounds[-1][1] + given)
+            elif given:
+                carried += given
+            continue
+        if breath:
+            sounds.append((viseme, breath))
+            breath = 0.0
+        length = given + carried if given is not None else weight
+        carried = 0.0
+        if length > 0:
+            sounds.append((viseme, length))
     return sounds
 
 
@@ -80,11 +97,20 @@ def speech_span(samples: Int16Audio, rate: int) -> tuple[int, int]:
     return int(loud[0]) * frame, end
 
 
-def align(phonemes: str, samples: Int16Audio, rate: int) -> list[Segment]:
-    """The visemes of ``phonemes`` over ``samples``: every sample is covered, silence outside the speech."""
+def align(phonemes: str, samples: Int16Audio, rate: int, durations: Sequence[int] | None = None,
+          start: int = 0) -> list[Segment]:
+    """The visemes of ``phonemes`` over ``samples``: every sample is covered, silence outside the speech.
+
+    ``durations`` (samples, one per symbol) and ``start`` (where the first
+    symbol begins) are the TTS's own timing, when it has one; without them
+    the phonemes are spread over the part of the audio louder than silence.
+    """
     total = len(samples)
-    sounds = phoneme_visemes(phonemes)
-    start, end = speech_span(samples, rate)
+    sounds = phoneme_visemes(phonemes, durations)
+    if durations is None:
+        start, end = speech_span(samples, rate)
+    else:
+        end = min(total, start + int(sum(length for _, length in sounds)))
     if not sounds or end <= start:
         return [Segment(SILENCE, 0, total)] if total else []
     weights = np.array([weight for _, weight in sounds])

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.messages import SpokenPhonemes, TTSInput
 from speech_to_speech.protocol import VISEMES_EXTENSION
 from speech_to_speech.testing.realtime_client import Event, RealtimeTestClient, decode_audio
 from speech_to_speech.testing.scripted import FAST_SCRIPTED
 from speech_to_speech.testing.server import running_server
+from speech_to_speech.tts.hibari import HibariTTS, load_hibari
 
 pytestmark = pytest.mark.real_models
 
@@ -51,3 +55,17 @@ async def test_bob_closes_the_lips_and_hello_does_not() -> None:
     assert "aa" in bob_mouth  # the open o between them
     assert "PP" not in hello_mouth  # h-e-l-o never closes the lips
     assert "oh" in hello_mouth  # it ends rounded
+
+
+def test_hibari_times_each_phoneme_with_its_own_durations(make_handler: Any) -> None:
+    pytest.importorskip("onnx")
+    settings = ServerSettings(enable_visemes=True)
+    tts = make_handler(HibariTTS, load_hibari(settings), settings)
+    items = list(tts.process(TTSInput("resp_1", 0, "Bob. Hello there.")))
+    told = [i for i in items if isinstance(i, SpokenPhonemes)]
+    assert [t.phonemes for t in told] == ["bˈɑb.", "həlˈO ðˈɛɹ."]
+    for spoken in told:
+        assert spoken.durations is not None and len(spoken.durations) == len(spoken.phonemes)
+        assert all(d > 0 for d in spoken.durations)
+        # The model's lengths, the silence before and after included, are the audio's length.
+        assert spoken.start > 0 and spoken.start + sum(spoken.durations) < spoken.samples

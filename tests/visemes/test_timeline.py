@@ -48,3 +48,13 @@ def test_a_chunk_gets_whole_ms_that_add_up_to_its_length() -> None:
         cues = slice_chunk(segments, start, end, RATE)
         assert sum(c.duration_ms for c in cues) == round((end - start) * 1000 / RATE)
         assert [c.start_ms for c in cues] == [sum(c.duration_ms for c in cues[:i]) for i in range(len(cues))]
+
+
+def test_given_durations_are_followed_exactly() -> None:
+    # b ˈ ɑ b .  with the stress mark's time going to the vowel after it, the space's to the b before it.
+    phonemes, durations = "bˈɑb .", (100, 50, 200, 150, 30, 120)
+    assert phoneme_visemes(phonemes, durations) == [("PP", 100), ("aa", 250), ("PP", 180), ("sil", 120)]
+    audio = np.zeros(1000, np.int16)  # the audio's level plays no part when the TTS gave the timing
+    segments = align(phonemes, audio, RATE, durations, start=200)
+    assert [(s.viseme, s.start, s.end) for s in segments] == [
+        ("sil", 0, 200), ("PP", 200, 300), ("aa", 300, 550), ("PP", 550, 730), ("sil", 730, 1000)]
