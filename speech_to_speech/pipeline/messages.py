@@ -363,3 +363,4 @@ class TurnDecision:
     inference_ms: float = 0.0
     asked_at: float = 0.0  # time.monotonic() when the pause was sent for scoring
     decided_at: float = 0.0
+    words: str | None = None  # the pause's speculative transcript, when it was weighed

@@ -75,7 +75,7 @@ def encode_turn_decision(decision: TurnDecision) -> str:
     """What the turn detector decided, for response metadata (whose values are strings)."""
     return json.dumps({"detector": decision.detector, "outcome": decision.outcome,
                        "probability": None if decision.probability is None else round(decision.probability, 4),
-                       "inference_ms": decision.inference_ms})
+                       "inference_ms": decision.inference_ms, "words": decision.words})
 
 
 def encode_marks(marks: dict[str, float]) -> str:
@@ -488,6 +488,8 @@ class RealtimeService:
 
     def _speculate(self, item: SpeculativeTranscript) -> None:
         """Start answering the words so far, held off the wire until the turn ends (see speculation)."""
+        if self.unit.detects_turns:
+            self.unit.queues.recv_audio_chunks.put(item)  # the turn detector weighs the words of the pause
         if not item.transcript.strip() or self.speculations.is_void(item):
             return
         running = self.speculations.current

@@ -30,6 +30,7 @@ from speech_to_speech.pipeline.messages import (
     CommitInput,
     FloatAudio,
     SpeculationVoided,
+    SpeculativeTranscript,
     SpeechStarted,
     SpeechStopped,
     TurnDecision,
@@ -37,7 +38,7 @@ from speech_to_speech.pipeline.messages import (
     Utterance,
 )
 from speech_to_speech.vad.smart_turn import WINDOW_SAMPLES
-from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector, eagerness
+from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector, eagerness, ends_mid_phrase
 
 SAMPLE_RATE = 16000
 CHUNK_MS = VAD_CHUNK * 1000 // SAMPLE_RATE  # 32 ms
@@ -49,7 +50,7 @@ def _ms(samples: int) -> int:
 
 class VADHandler(BackendHandler):
     stage = "vad"
-    consumes = (AudioChunk, CommitInput, ClearInput, TurnVerdict)
+    consumes = (AudioChunk, CommitInput, ClearInput, TurnVerdict, SpeculativeTranscript)
     # Whether the backend tells speech from other sound; a turn model has nothing to judge otherwise.
     hears_speech: ClassVar[bool] = True
 
@@ -109,6 +110,8 @@ class VADHandler(BackendHandler):
         # The silence after which this pause ends the turn; None while the detector's verdict is awaited.
         self._turn_silence_ms: int | None = None
         self._verdict: TurnVerdict | None = None
+        self._words: str | None = None  # the transcript of this pause's speculative STT pass
+        self._decided = False  # this pause was judged (a decision went out)
 
     def on_session_end(self) -> None:
         self._reset_turn()
@@ -119,6 +122,9 @@ class VADHandler(BackendHandler):
     def process(self, item: Any) -> Iterator[Any]:
         if isinstance(item, TurnVerdict):
             yield from self._judge(item)
+            return
+        if isinstance(item, SpeculativeTranscript):
+            yield from self._heard(item)
             return
         if isinstance(item, ClearInput):
             self._void_speculations()
@@ -217,12 +223,31 @@ class VADHandler(BackendHandler):
                                scope=self.cancel_scope, reply_to=self.queue_in)
 
     def _judge(self, verdict: TurnVerdict) -> Iterator[Any]:
-        """The detector's answer: end the turn now, or give it until the longest silence allowed."""
-        current = (self._in_speech and self._pause_asked and verdict.item_id == self._item_id
-                   and verdict.pause == self._pauses and self._silence_run_ms > 0)
-        if not current:
-            return  # speech resumed, or the turn ended, while the pause was being judged
-        self._verdict = verdict
+        """The detector's answer about a pause (ignored if speech resumed or the turn ended meanwhile)."""
+        if (self._in_speech and self._pause_asked and verdict.item_id == self._item_id
+                and verdict.pause == self._pauses and self._silence_run_ms > 0):
+            self._verdict = verdict
+            yield from self._decide()
+
+    def _heard(self, item: SpeculativeTranscript) -> Iterator[Any]:
+        """The words of this pause's speculative STT pass (the service hands them back)."""
+        if (self._in_speech and self._speculated and item.item_id == self._item_id
+                and item.speculation == self._speculations and self._silence_run_ms > 0):
+            self._words = item.transcript
+            yield from self._decide()
+
+    def _decide(self) -> Iterator[Any]:
+        """End the turn now, or give it until the longest silence allowed.
+
+        The model hears whether the speech *sounds* finished. A turn that
+        sounds finished but whose words stop mid-phrase ("… a present for my")
+        is not: when a speculative transcript of the pause is on its way, the
+        decision waits for it, which costs no time, as the held reply cannot go
+        out before those words anyway.
+        """
+        verdict = self._verdict
+        if verdict is None or self._decided:
+            return
         if verdict.probability is None:
             # No answer (failed, or asked under a cancelled generation): the silence rule decides.
             self._turn_silence_ms = self._silence_ms()
@@ -230,9 +255,14 @@ class VADHandler(BackendHandler):
                 yield from self._end_turn(manual=False, decision=self._decision("no_answer"))
             return
         threshold = eagerness(self.context.config.current.turn_detection).finished_at
-        if verdict.probability >= threshold:
+        if verdict.probability >= threshold and self._speculated and self._words is None:
+            self._turn_silence_ms = self._silence_ms()  # should the words never come, silence decides
+            return
+        self._decided = True
+        if verdict.probability >= threshold and not ends_mid_phrase(self._words or ""):
             yield from self._end_turn(manual=False, decision=self._decision("finished"))
         else:
+            self._turn_silence_ms = None
             self.emit_event(self._decision("unfinished"))
 
     def _decision(self, outcome: str) -> TurnDecision:
@@ -243,6 +273,7 @@ class VADHandler(BackendHandler):
             outcome=outcome,
             probability=verdict.probability if verdict else None,
             inference_ms=round(verdict.inference_ms, 1) if verdict else 0.0,
+            words=self._words,
             asked_at=self._asked_at,
             decided_at=time.monotonic(),
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -55,6 +56,26 @@ EAGERNESS: dict[str, Eagerness] = {
     "auto": Eagerness(finished_at=0.5, max_silence_scale=1.0),
     "high": Eagerness(finished_at=0.3, max_silence_scale=0.5),
 }
+
+
+# Words after which an English utterance is not over: articles, possessives, conjunctions, the
+# infinitive "to", "of", and fillers. A sentence can end with most prepositions ("what is it for?"),
+# so those are not here.
+CONTINUATION_WORDS = frozenset({
+    "a", "an", "the", "my", "your", "his", "her", "our", "their", "its", "and", "or", "but", "nor",
+    "because", "if", "unless", "whether", "although", "than", "to", "of", "um", "uh", "er", "erm", "uhm",
+})
+
+
+def ends_mid_phrase(transcript: str) -> bool:
+    """The words stop where a sentence cannot: after "the", "and", "to", an "um", or trailing off."""
+    text = transcript.strip()
+    if not text:
+        return False
+    if text.endswith(("...", "…", ",", "-", "—")):
+        return True
+    last = re.sub(r"[^\w']+", " ", text).split()
+    return bool(last) and last[-1].lower() in CONTINUATION_WORDS
 
 
 def eagerness(turn_detection: TurnDetection | None) -> Eagerness:

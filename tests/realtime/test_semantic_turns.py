@@ -144,3 +144,17 @@ async def test_without_weights_the_server_runs_on_silence_and_says_so(make_serve
         await say(client, speech("finished_twelve_fifteen"), silence(1.0, RATE))
         events = await until_quiet(client)
     assert turns(events) == 1 and decisions(events) == []
+
+
+async def test_words_that_stop_mid_phrase_keep_a_finished_sounding_turn_open(make_server: ServerFactory) -> None:
+    """The audio sounds finished, but the pause's transcript ends on "to": the turn waits for the rest."""
+    server = make_server(vad="silero", min_silence_ms=SLOW_SILENCE_MS, max_turn_silence_ms=MAX_TURN_SILENCE_MS,
+                         scripted_transcripts=["Can you tell me how long it takes to"])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.update_session(semantic())
+        await say(client, speech("finished_twelve_fifteen"), silence(MAX_TURN_SILENCE_MS / 1000 + 0.6, RATE))
+        events = await until_quiet(client)
+    assert turns(events) == 1
+    [decision] = decisions(events)
+    assert decision["outcome"] == "timed_out" and decision["probability"] >= 0.5
+    assert decision["words"] == "Can you tell me how long it takes to"
