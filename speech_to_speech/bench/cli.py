@@ -33,6 +33,9 @@ REALISTIC_DELAYS = {**SCRIPTED, "scripted_stt_delay_ms": 200.0, "scripted_token_
                     "scripted_replies": ["Paris is the capital of France. It is known for its art."]}
 SPOKEN = ("latency", "bargein")  # the benchmarks that speak the questions
 QUIET = {"log_level": "warning"}  # a session's open and close are not news during a bench
+# The soak opens hundreds of sessions a minute from one address, on fast scripted handlers.
+SOAK_SERVER = {**QUIET, **SCRIPTED, "min_silence_ms": 300, "speech_pad_ms": 100, "scripted_tts_ms_per_char": 5.0,
+               "max_sessions_per_minute": 0, "max_sessions_per_client": 0}
 
 Runner = Callable[[Any, Any], Coroutine[Any, Any, tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]]]
 
@@ -136,6 +139,19 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     startup.add_argument("--questions-dir", type=Path, default=None,
                          help="The spoken questions (default ../shared/audio/questions; synthesised if missing).")
     startup.set_defaults(settings_base=QUIET)
+    soak = kinds.add_parser("soak", parents=[settings, output],
+                            help="N sessions x M turns (scripted) with malformed events and random disconnects: "
+                                 "errors answered, and the server's threads, fds and RSS before and after.")
+    soak.add_argument("--sessions", type=_positive, default=200, help="Sessions in all (default 200).")
+    soak.add_argument("--turns", type=_positive, default=3, help="Spoken turns per session (default 3).")
+    soak.add_argument("--concurrency", type=_positive, default=4,
+                      help="Sessions at a time, and pipeline units of the server (default 4).")
+    soak.add_argument("--disconnect-share", type=float, default=0.1,
+                      help="Share of sessions that vanish mid-turn (default 0.1).")
+    soak.add_argument("--malformed-share", type=float, default=0.3,
+                      help="Share of turns preceded by a malformed event (default 0.3).")
+    soak.add_argument("--seed", type=int, default=1, help="Random seed (default 1).")
+    soak.set_defaults(settings_base=SOAK_SERVER)
     report = kinds.add_parser("report", help="The plot and the README table from the JSON files.")
     report.add_argument("--input-dir", type=Path, default=Path("docs/benchmarks"), help="Where the JSON files are.")
     report.add_argument("--plot", type=Path, default=None, help="The PNG (default: <input-dir>/benchmarks.png).")
@@ -209,8 +225,10 @@ def run_bench(settings: ServerSettings, args: argparse.Namespace) -> int:
     from speech_to_speech.bench.report import print_summary
     from speech_to_speech.bench.target import target
 
-    config = _config(name, args, settings)
     output = args.output or results.default_output(name)
+    if name == "soak":
+        return _run_soak(settings, args, output)
+    config = _config(name, args, settings)
     if name == "startup":
         from speech_to_speech.bench import startup
 
@@ -233,3 +251,21 @@ def run_bench(settings: ServerSettings, args: argparse.Namespace) -> int:
     logging.getLogger(__name__).info("wrote %s", output)
     print(f"wrote {output}")
     return 0
+
+
+def _run_soak(settings: ServerSettings, args: argparse.Namespace, output: Path) -> int:
+    from speech_to_speech.bench import results, soak
+    from speech_to_speech.bench.report import print_summary
+    from speech_to_speech.bench.target import started
+
+    config = soak.SoakConfig(sessions=args.sessions, turns=args.turns, concurrency=args.concurrency,
+                             disconnect_share=args.disconnect_share, malformed_share=args.malformed_share,
+                             seed=args.seed, **({"timeout_s": args.timeout} if args.timeout else {}))
+    with started(settings.model_copy(update={"num_pipelines": args.concurrency})) as (server, child):
+        summary, samples, recorded = asyncio.run(soak.run(server, config, child.process.pid))
+        env = results.environment(server)
+    summary["server_exit_code"] = child.process.returncode  # after SIGTERM
+    result = results.write(output, "soak", target=None, env=env, config=recorded, summary=summary, samples=samples)
+    print_summary(result)
+    print(f"wrote {output}")
+    return 0 if summary["failed"] == 0 and summary["errors_missing"] == 0 else 1

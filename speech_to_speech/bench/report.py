@@ -260,6 +260,9 @@ def print_summary(result: dict[str, Any]) -> None:
         print("\n".join(startup_rows(result["summary"])))
         print(startup_line(result["summary"]).replace("**", ""))
         return
+    if result["benchmark"] == "soak":
+        print(json.dumps(result["summary"], indent=2))
+        return
     if result["benchmark"] == "capacity":
         summary = result["summary"]
         print("| sessions | latency p50 | latency p95 | added p50 | added p95 | underrun p95 | errors |")

@@ -9,6 +9,7 @@ SIGTERM ends the process with exit code 0 (uvicorn would re-raise it).
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import socket
 from collections.abc import Generator
@@ -21,11 +22,23 @@ import uvicorn
 FRAME_MARGIN_BYTES = 1024 * 1024
 
 
+class _QuietDenials(logging.Filter):
+    """uvicorn (0.54, websockets-sansio) logs an ERROR for every WebSocket refused at the handshake with an
+    HTTP response (the ASGI denial extension), as if the app had failed; the refusals are deliberate."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "ASGI callable returned without completing handshake."
+
+
+_DENIAL_FILTER = _QuietDenials()
+
+
 class RealtimeServer(uvicorn.Server):
     def __init__(self, app: Any, *, host: str, port: int, log_level: str, max_event_bytes: int) -> None:
         super().__init__(uvicorn.Config(app, host=host, port=port, log_level=log_level,
                                         ws_max_size=max_event_bytes + FRAME_MARGIN_BYTES))
         self.app = app
+        logging.getLogger("uvicorn.error").addFilter(_DENIAL_FILTER)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         sessions = getattr(getattr(self.app, "state", None), "sessions", None)

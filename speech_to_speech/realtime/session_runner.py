@@ -37,6 +37,8 @@ POLICY_VIOLATION = 1008
 GOING_AWAY = 1001
 # Frames larger than this are parsed (and their audio decoded) on a worker thread.
 OFF_LOOP_BYTES = 64 * 1024
+# How long a request waits for a busy unit to free before it is refused (a reconnect races its old close).
+BUSY_GRACE_S = 0.5
 # How long the last events may take to reach a client the server is closing.
 FLUSH_TIMEOUT_S = 2.0
 
@@ -79,10 +81,17 @@ async def _write_loop(transport: Transport, outgoing: OutboundQueue, metrics: Se
 
 
 async def claim_unit(pool: PipelinePool, settings: ServerSettings) -> PipelineUnit | None:
-    """A free unit; a client that reconnects at once may wait for its old unit to finish draining."""
-    deadline = time.monotonic() + settings.release_timeout_s
+    """A free unit; a client that reconnects at once may wait for its old unit to finish draining.
+
+    Its old session may not even have noticed the close yet (the unit still busy): every
+    request waits ``BUSY_GRACE_S`` for a unit before it is refused.
+    """
+    started = time.monotonic()
+    deadline = started + settings.release_timeout_s
     while (unit := pool.claim()) is None:
-        if time.monotonic() > deadline or not any(s.state == "draining" for s in pool.status()):
+        now = time.monotonic()
+        draining = any(s.state == "draining" for s in pool.status())
+        if now > deadline or (not draining and now - started > BUSY_GRACE_S):
             return None
         await asyncio.sleep(0.02)  # not the audio path: a connection waiting for a unit
     return unit
