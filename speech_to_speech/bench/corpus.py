@@ -29,6 +29,7 @@ import numpy as np
 
 from speech_to_speech.audio.wav import read_wav, write_wav
 from speech_to_speech.bench import audio
+from speech_to_speech.bench.split_speech import split_at_words
 from speech_to_speech.cache import cache_root
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,10 @@ class Request:
 class Corpus:
     requests: tuple[Request, ...]
     voiced_s: tuple[float, float]  # every clip's voiced span lies within these bounds
-    max_pause_ms: int  # the longest pause inside a request; under the server's min_silence_ms
+    max_pause_ms: int  # the longest pause inside a request
+    # Each request is spoken as one sentence and its pauses put inside it (see split_speech), so a
+    # phrase before a pause keeps the tone of a sentence that goes on.
+    spoken_as_one: bool = False
 
 
 def load_corpus(path: Path = DEFAULT_CORPUS) -> Corpus:
@@ -73,6 +77,7 @@ def load_corpus(path: Path = DEFAULT_CORPUS) -> Corpus:
         ),
         voiced_s=(low, high),
         max_pause_ms=int(raw["max_pause_ms"]),
+        spoken_as_one=bool(raw.get("spoken_as_one", False)),
     )
     problems = [f"{r.name}: {problem}" for r in corpus.requests for problem in _problems(r, corpus.max_pause_ms)]
     names = [r.name for r in corpus.requests]
@@ -110,10 +115,12 @@ def assemble(pieces: Sequence[audio.Samples], pauses_ms: Sequence[int], rate: in
     return np.concatenate(parts).astype(np.float32)
 
 
-def cache_key(request: Request, rate: int) -> str:
+def cache_key(request: Request, rate: int, spoken_as_one: bool = False) -> str:
     """A hash of what shapes a clip's samples: the segments, the rate, the voice package, the assembly."""
-    shape = {"segments": [asdict(s) for s in request.segments], "rate": rate, "assembly": ASSEMBLY_VERSION,
-             "hibari": _version("hibari-tts")}
+    shape: dict[str, Any] = {"segments": [asdict(s) for s in request.segments], "rate": rate,
+                             "assembly": ASSEMBLY_VERSION, "hibari": _version("hibari-tts")}
+    if spoken_as_one:
+        shape["spoken_as_one"] = True
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -137,16 +144,22 @@ def clips(corpus: Corpus, limit: int | None = None, *, rate: int = audio.RATE, c
     """
     folder = default_cache_dir() if cache_dir is None else cache_dir
     requests = corpus.requests[:limit]
-    paths = {r.name: folder / f"{r.name}-{cache_key(r, rate)}.wav" for r in requests}
+    paths = {r.name: folder / f"{r.name}-{cache_key(r, rate, corpus.spoken_as_one)}.wav" for r in requests}
     missing = [r for r in requests if not paths[r.name].exists()]
     if missing:
         log.info("synthesising %d corpus request(s) with hibari into %s", len(missing), folder)
-        texts = [s.text for r in missing for s in r.segments]
-        spoken = iter(synthesize(texts, rate))
-        for request in missing:
-            pieces = [next(spoken) for _ in request.segments]
-            samples = assemble(pieces, [s.pause_ms for s in request.segments], rate)
-            _write_atomically(paths[request.name], samples, rate)
+        if corpus.spoken_as_one:
+            for request, whole in zip(missing, synthesize([r.text for r in missing], rate), strict=True):
+                samples = split_at_words(whole, rate, [len(s.text.split()) for s in request.segments],
+                                         [s.pause_ms for s in request.segments])
+                _write_atomically(paths[request.name], samples, rate)
+        else:
+            texts = [s.text for r in missing for s in r.segments]
+            spoken = iter(synthesize(texts, rate))
+            for request in missing:
+                pieces = [next(spoken) for _ in request.segments]
+                samples = assemble(pieces, [s.pause_ms for s in request.segments], rate)
+                _write_atomically(paths[request.name], samples, rate)
     loaded = []
     for request in requests:
         samples, _ = read_wav(paths[request.name], rate)

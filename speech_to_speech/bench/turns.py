@@ -140,6 +140,8 @@ def summarize_turns(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "answered": answered,
         "answered_rate": round(answered / len(samples), 3) if samples else None,
         "double_answers": sum(1 for s in samples if s["double"]),
+        # Requests the server heard as more than one turn (a pause taken for the end of the turn).
+        "split_requests": sum(1 for s in samples if len(s["heard"]) > 1),
         "unanswered": [f"{s['request']} (repeat {s['repeat']})" for s in samples if not s["answered"]],
         "not_completed": dict(sorted(ended_otherwise.items())),
         "errors": sum(1 for s in samples if "error" in s),
@@ -165,6 +167,8 @@ async def run(target: Target, config: TurnsConfig) -> tuple[dict[str, Any], list
         "clips": [corpus.describe(clip) for clip in clips],
         # What decides whether a pause ends a turn (unknown for a server at --url).
         "server_turn_settings": None if settings is None else {
-            "min_silence_ms": settings.min_silence_ms, "speculation_silence_ms": settings.speculation_silence_ms},
+            "min_silence_ms": settings.min_silence_ms, "speculation_silence_ms": settings.speculation_silence_ms,
+            "turn_detector": settings.turn_detector, "turn_pause_ms": settings.turn_pause_ms,
+            "max_turn_silence_ms": settings.max_turn_silence_ms},
     }
     return summarize_turns(samples), samples, recorded

@@ -107,6 +107,7 @@ def test_a_sample_times_the_answer_from_the_end_of_speech_and_the_summary_counts
     assert answered["speech_ms"] == 800.0
     double = turn_sample(clip(), mic, outcome(log(created("r1"), delta("r1"), done("r1", "cancelled", CANCELLED),
                                                   created("r2"), delta("r2"), done("r2"))), None)
+    double["heard"] = ["So I was thinking that", "we could go out."]  # a pause taken for the end of the turn
     unanswered = turn_sample(clip(), mic, outcome(log(created("r1"), done("r1", "cancelled", CANCELLED))),
                              "the turn was still open")
     assert LATENCY not in unanswered and unanswered["error"] == "the turn was still open"
@@ -114,6 +115,7 @@ def test_a_sample_times_the_answer_from_the_end_of_speech_and_the_summary_counts
     summary = summarize_turns(samples)
     assert (summary["requests"], summary["answered"], summary["double_answers"], summary["errors"]) == (3, 2, 1, 1)
     assert summary["answered_rate"] == 0.667
+    assert summary["split_requests"] == 1
     assert summary["unanswered"] == ["ask.wav (repeat 0)"]
     assert summary["not_completed"] == {"cancelled: turn_detected": 2}
     assert summary[LATENCY]["n"] == 2
