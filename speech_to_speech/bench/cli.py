@@ -1,10 +1,11 @@
-"""``speech-to-speech bench latency|turns|bargein|overhead|capacity|startup|report``: flags, then run and write.
+"""``speech-to-speech bench latency|turns|bargein|overhead|capacity|startup|soak|report``: flags, then run and write.
 
 The five conversation benchmarks take ``--url`` (a running server) or start
 one from the ``serve`` flags, over per-benchmark defaults: overhead and
 capacity default to the scripted backends, latency, turns and bargein to the
 real default models. ``startup`` starts its own servers (the real default models
-unless the flags say otherwise), one per measurement.
+unless the flags say otherwise), one per measurement; ``soak`` one child server
+with scripted backends, whose threads, fds and RSS it reads.
 """
 
 from __future__ import annotations
