@@ -55,5 +55,10 @@ class PipelineFactory:
             visemes=_viseme_stage if settings.enable_visemes else None,
         )
 
+    def close(self) -> None:
+        """Stop what the units share beyond their own threads."""
+        if self.turn_detector is not None:
+            self.turn_detector.close()
+
     def build_unit(self, index: int) -> PipelineUnit:
         return PipelineUnit(index, self.builders, first_chunk_words=self.settings.first_chunk_words)

@@ -42,8 +42,10 @@ class PipelinePool:
         build_unit: Callable[[int], PipelineUnit],
         release_timeout_s: float = 5.0,
         rebuild_backoff_s: float = 1.0,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         self._build_unit = build_unit
+        self._on_close = on_close  # frees what the units shared (the turn detector's threads)
         self._release_timeout_s = release_timeout_s
         self._rebuild_backoff_s = rebuild_backoff_s
         self._closed = threading.Event()
@@ -150,3 +152,5 @@ class PipelinePool:
         self._closed.set()
         for unit in self.units():
             unit.stop(timeout=1.0)
+        if self._on_close is not None:
+            self._on_close()

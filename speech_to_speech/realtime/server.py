@@ -22,7 +22,8 @@ def build_app(settings: ServerSettings) -> tuple[FastAPI, PipelinePool]:
     """Load every model once, build ``num_pipelines`` units, and the FastAPI app over them."""
     ice_servers_from_env()  # a bad SPEECH_TO_SPEECH_ICE_SERVERS stops startup before any model loads
     factory = PipelineFactory(settings)
-    pool = PipelinePool(settings.num_pipelines, factory.build_unit, settings.release_timeout_s)
+    pool = PipelinePool(settings.num_pipelines, factory.build_unit, settings.release_timeout_s,
+                        on_close=factory.close)
     first = pool.units()[0]
     try:
         languages = LanguageService.from_handlers(
