@@ -1,0 +1,125 @@
+"""A shorter encoder window for English-only Whisper on CTranslate2.
+
+Whisper's encoder always sees 30 s of log-mel frames; faster-whisper pads a
+2 s turn's features with zeros up to 3000 frames and the encoder spends most
+of a CPU transcription on that padding. CTranslate2 accepts fewer frames, and
+the encoder's cost falls with them, but the decoder then sees an input shape
+it was never trained on, and what it makes of it is erratic: with the padding
+starting right after the last word it often repeats the sentence until the
+token limit, and an ill-chosen length turns "Please set a timer" into
+"Police at a timer" (measured in ``bench/stt_window.py``; the figures are in
+``docs/benchmarks/stt_window.json``).
+
+What held up there: the turn followed by ``tail_s`` of digital silence (made
+into log-mel frames like the speech), the rest of a fixed ``window_s`` window
+padded with zero features exactly as faster-whisper pads, and greedy or beam
+decoding with faster-whisper's own prompt and suppressed tokens. The result
+is checked (:func:`suspicious`): a repeated phrase, a decode that ran into its
+token budget or a low average log-probability sends the turn to the stock
+30 s path, as does a turn too long for the window.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import ctranslate2
+import numpy as np
+
+from speech_to_speech.pipeline.messages import FloatAudio
+
+SAMPLE_RATE = 16000
+HOP = 160  # samples per log-mel frame
+TAIL_S = 0.5  # digital silence appended to every turn before the window's zero padding
+# The guard's limits. The log-probability and compression limits are faster-whisper's own
+# thresholds for retrying a decode; the token budget is far above speech (3-5 tokens/s).
+MIN_AVG_LOGPROB = -1.0
+MAX_COMPRESSION_RATIO = 2.4
+TOKENS_BASE = 16
+TOKENS_PER_S = 8.0
+MIN_REPEATED_WORDS = 3  # "for about an hour, for about an hour": a phrase said twice in a row
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    tokens: int
+    avg_logprob: float
+    hit_limit: bool  # the decode stopped at its token budget, not at end of text
+
+
+class WindowedWhisper:
+    """Transcribes English turns of up to ``window_s - tail_s`` seconds in a ``window_s`` encoder window."""
+
+    def __init__(self, model: Any, window_s: float, tail_s: float = TAIL_S) -> None:
+        from faster_whisper.tokenizer import Tokenizer
+        from faster_whisper.transcribe import get_suppressed_tokens
+
+        if model.model.is_multilingual:
+            raise ValueError("the short window was measured with English-only Whisper only")
+        self.model = model
+        self.frames = 2 * round(window_s * SAMPLE_RATE / HOP / 2)  # the encoder halves the frames: keep it even
+        self.tail = round(tail_s * SAMPLE_RATE)
+        tokenizer = Tokenizer(model.hf_tokenizer, False, task="transcribe", language="en")
+        self.tokenizer = tokenizer
+        self.prompt: list[int] = model.get_prompt(tokenizer, [], without_timestamps=True)
+        self.suppress = list(get_suppressed_tokens(tokenizer, [-1]))
+
+    def fits(self, samples: FloatAudio) -> bool:
+        """Whether the turn, its tail and faster-whisper's 160-sample pad lie inside the window."""
+        return len(samples) + self.tail + HOP <= self.frames * HOP
+
+    def features(self, samples: FloatAudio) -> np.ndarray:
+        """(1, mels, frames): the turn and its silent tail as log-mel frames, then zero features."""
+        padded = np.concatenate([np.asarray(samples, dtype=np.float32), np.zeros(self.tail, np.float32)])
+        # faster-whisper drops the last frame, the one made of its own 160-sample pad; so do we.
+        mel = self.model.feature_extractor(padded)[:, :-1]
+        out = np.zeros((1, mel.shape[0], self.frames), dtype=np.float32)
+        out[0, :, : mel.shape[1]] = mel[:, : self.frames]
+        return out
+
+    def decode(self, samples: FloatAudio, beam_size: int = 1) -> Decoded:
+        encoded = self.model.model.encode(ctranslate2.StorageView.from_array(self.features(samples)))
+        budget = TOKENS_BASE + int(TOKENS_PER_S * len(samples) / SAMPLE_RATE)
+        max_length = min(self.model.max_length, len(self.prompt) + budget)
+        result = self.model.model.generate(
+            encoded, [self.prompt], beam_size=beam_size, max_length=max_length, return_scores=True,
+            suppress_blank=True, suppress_tokens=self.suppress,
+        )[0]
+        tokens = result.sequences_ids[0]
+        # As faster-whisper recovers it (length penalty 1): the score is the mean over the tokens.
+        avg_logprob = float(result.scores[0]) * len(tokens) / (len(tokens) + 1)
+        return Decoded(self.tokenizer.decode(tokens), len(tokens), avg_logprob,
+                       len(self.prompt) + len(tokens) >= max_length)
+
+
+def suspicious(decoded: Decoded) -> str | None:
+    """Why a short-window transcript should not be trusted, or None."""
+    if decoded.hit_limit:
+        return "ran into the token budget"
+    if decoded.avg_logprob < MIN_AVG_LOGPROB:
+        return f"average log-probability {decoded.avg_logprob:.2f}"
+    text = decoded.text.strip()
+    if text and compression_ratio(text) > MAX_COMPRESSION_RATIO:
+        return "repetitive text"
+    if repeated_phrase(text):
+        return "a phrase repeated"
+    return None
+
+
+def compression_ratio(text: str) -> float:
+    data = text.encode()
+    return len(data) / len(zlib.compress(data))
+
+
+def repeated_phrase(text: str, min_words: int = MIN_REPEATED_WORDS) -> bool:
+    """Whether ``min_words`` or more words come twice in a row (case and punctuation aside)."""
+    words = re.findall(r"[a-z0-9']+", text.lower())
+    for size in range(min_words, len(words) // 2 + 1):
+        for start in range(len(words) - 2 * size + 1):
+            if words[start: start + size] == words[start + size: start + 2 * size]:
+                return True
+    return False
