@@ -101,6 +101,11 @@ class ServerSettings(BaseModel):
     stt_language: str | None = Field(None, description="Force a language code (e.g. en).")
     stt_compute_type: str = Field("int8", description="CTranslate2 compute type.")
     stt_beam_size: int = Field(1, ge=1, description="Whisper beam size.")
+    stt_window_s: float = Field(
+        10.0, ge=0.0, le=30.0,
+        description="Encoder window (s) for English-only faster-whisper models; longer turns and doubtful "
+        "results take the stock 30 s window (0 or 30: always the stock window).",
+    )
     stt_base_url: str | None = Field(None, description="OpenAI-compatible STT base URL.")
     stt_api_key: str | None = Field(None, description="STT API key (default OPENAI_API_KEY).")
     stt_supported_languages: list[str] | None = Field(None, description="Declared STT languages.")

@@ -185,8 +185,9 @@ test('session.created and session.updated arrive; the SDK session config is acce
   assert.equal(updated.session.instructions, 'You are a helpful voice assistant. Answer briefly.');
   // The SDK asks for {type: 'semantic_vad'} and reads the effective turn detection back to decide
   // whether the server cancels on barge-in by itself (else it sends response.cancel on its own).
+  // This scripted server has no turn detector: it answers with the server_vad that serves the session.
   const turnDetection = updated.session.audio.input.turn_detection;
-  assert.equal(turnDetection.type, 'semantic_vad');
+  assert.equal(turnDetection.type, 'server_vad');
   assert.equal(turnDetection.interrupt_response, true);
   assert.equal(turnDetection.create_response, true);
   assert.deepEqual(updated.session.tools.map((t) => t.name), ['get_weather']);
