@@ -1,7 +1,10 @@
 """LMOutputProcessor: ordered LLM parts -> TTS inputs, on one queue.
 
 Text is cut at sentence and clause boundaries so the TTS starts speaking on
-the first clause rather than the whole reply. Tool calls, usage and the
+the first clause rather than the whole reply. Each clause also gets its
+spoken form (``speech_text``: no markdown, code, URLs or emoji; numbers and
+abbreviations in words) for the voice, while the transcript keeps the
+model's text. Tool calls, usage and the
 response sentinel pass through in order behind the text before them, so
 nothing overtakes anything on the way to the wire.
 """
@@ -20,6 +23,7 @@ from speech_to_speech.pipeline.messages import (
     TokenUsage,
     TTSInput,
 )
+from speech_to_speech.speech_text import SpeechText
 
 # A sentence ends at . ! ? … (or a newline) followed by whitespace.
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
@@ -80,6 +84,7 @@ class LMOutputProcessor(BaseHandler):
         self._response_id: str | None = None
         self._generation = 0
         self._started = False  # any text of this response went out yet
+        self._speech = SpeechText()  # the response's spoken form, clause by clause
 
     def on_session_end(self) -> None:
         self._reset(None, 0)
@@ -89,6 +94,7 @@ class LMOutputProcessor(BaseHandler):
         self._response_id = response_id
         self._generation = generation
         self._started = False
+        self._speech = SpeechText()
 
     def _tts_input(self, text: str) -> TTSInput:
         config = self.context.config.current
@@ -96,6 +102,7 @@ class LMOutputProcessor(BaseHandler):
             response_id=self._response_id or "",
             generation=self._generation,
             text=text,
+            spoken=self._speech.feed(text),
             voice=config.voice,
             language=config.language,
             speak="audio" in config.output_modalities,

@@ -269,7 +269,11 @@ class ResponseDone:
 
 @dataclass(frozen=True)
 class TTSInput:
-    """A clause of assistant text for the TTS; ``text`` is also the transcript delta."""
+    """A clause of assistant text for the TTS; ``text`` is also the transcript delta.
+
+    ``spoken`` is what the voice says for it (markup dropped, numbers in words:
+    see ``speech_text``); None says ``text`` as it is.
+    """
 
     response_id: str
     generation: int
@@ -277,6 +281,7 @@ class TTSInput:
     voice: str | None = None
     language: str | None = None
     speak: bool = True
+    spoken: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,8 @@
 """TTSHandler: clauses in, transcript text then 24 kHz PCM16 out, in order.
 
+The transcript is the clause's text; the voice says its ``spoken`` form when
+it has one (LMOutputProcessor makes it, so every backend reads the same).
+
 Backends implement ``synthesize`` (a stream of float32 or int16 arrays at
 ``sample_rate``, or of ``Phonemized`` arrays when the backend knows what it
 said, for the viseme stage); this base resamples to the output rate, stamps the
@@ -70,11 +73,12 @@ class TTSHandler(BackendHandler):
     def process(self, item: TTSInput) -> Iterator[Any]:
         generation = item.generation
         yield TranscriptText(item.response_id, generation, item.text)
-        if not item.speak or not item.text.strip():
+        said = item.text if item.spoken is None else item.spoken
+        if not item.speak or not said.strip():
             return
         resampler = StreamResampler(self.sample_rate, OUTPUT_RATE) if self.sample_rate != OUTPUT_RATE else None
         voice = item.voice or self.settings.tts_voice
-        for spoken in self.synthesize(item.text.strip(), voice, item.language):
+        for spoken in self.synthesize(said.strip(), voice, item.language):
             if self.cancel_scope.is_stale(generation):
                 return
             audio = spoken.audio if isinstance(spoken, Phonemized) else spoken

@@ -183,3 +183,20 @@ def test_streamed_reply_starts_speech_after_four_words_and_keeps_the_text_exact(
     chunks = tts_texts(processor.until_done())
     assert chunks[0] == "The moon is about "
     assert "".join(chunks) == "".join(reply)
+
+
+def test_each_clause_carries_its_spoken_form_while_the_transcript_keeps_the_model_text(processor: Processor) -> None:
+    written = "**Dr. Lee** walked 3.5 km 🚶. ```python\nprint('hi')\n```\nIt cost $12."
+    processor.feed(AssistantTextPart("r", 0, written), ResponseDone("r", 0))
+    inputs = [i for i in processor.until_done() if isinstance(i, TTSInput)]
+    assert "".join(i.text for i in inputs) == written
+    spoken = " ".join(i.spoken for i in inputs if i.spoken)
+    assert spoken == "Doctor Lee walked three point five kilometres. It cost twelve dollars."
+
+
+def test_the_code_state_of_one_response_does_not_leak_into_the_next(processor: Processor) -> None:
+    processor.feed(AssistantTextPart("r", 0, "Code:\n```\nx = 1\n"), ResponseDone("r", 0))
+    processor.until_done("r")
+    processor.feed(AssistantTextPart("s", 0, "Hello there."), ResponseDone("s", 0))
+    inputs = [i for i in processor.until_done("s") if isinstance(i, TTSInput)]
+    assert [i.spoken for i in inputs] == ["Hello there."]
