@@ -41,6 +41,7 @@ MAX_COMPRESSION_RATIO = 2.4
 TOKENS_BASE = 16
 TOKENS_PER_S = 8.0
 MIN_REPEATED_WORDS = 3  # "for about an hour, for about an hour": a phrase said twice in a row
+MIN_RECURRING_WORDS = 6  # six words said twice anywhere (a false alarm costs only the stock path's time)
 
 
 @dataclass(frozen=True)
@@ -115,11 +116,22 @@ def compression_ratio(text: str) -> float:
     return len(data) / len(zlib.compress(data))
 
 
-def repeated_phrase(text: str, min_words: int = MIN_REPEATED_WORDS) -> bool:
-    """Whether ``min_words`` or more words come twice in a row (case and punctuation aside)."""
+def repeated_phrase(text: str) -> bool:
+    """Whether words come back as a loop does (case and punctuation aside).
+
+    ``MIN_REPEATED_WORDS`` or more words twice in a row ("for about an hour,
+    for about an hour"), or ``MIN_RECURRING_WORDS`` anywhere twice: a loop
+    the decoder left half-way ("How far away is the moon from the earth. How
+    far away is the moon").
+    """
     words = re.findall(r"[a-z0-9']+", text.lower())
-    for size in range(min_words, len(words) // 2 + 1):
+    for size in range(MIN_REPEATED_WORDS, len(words) // 2 + 1):
         for start in range(len(words) - 2 * size + 1):
             if words[start: start + size] == words[start + size: start + 2 * size]:
                 return True
+    seen: dict[tuple[str, ...], int] = {}
+    for start in range(len(words) - MIN_RECURRING_WORDS + 1):
+        gram = tuple(words[start: start + MIN_RECURRING_WORDS])
+        if start >= seen.setdefault(gram, start) + MIN_RECURRING_WORDS:
+            return True
     return False

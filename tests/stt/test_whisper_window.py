@@ -15,6 +15,7 @@ def decoded(text: str, avg_logprob: float = -0.2, hit_limit: bool = False) -> De
     " Please set a timer for ten minutes.",
     " So, um, next month I'm going to Italy. Should I learn some Italian?",
     " No, no, no. Very, very good.",  # short repeats are speech, not a loop
+    " What is the capital of France? And what is the capital of Spain?",
     "",
 ])
 def test_ordinary_transcripts_pass(text: str) -> None:
@@ -25,6 +26,7 @@ def test_ordinary_transcripts_pass(text: str) -> None:
     " Turn off the lights in the living room. Turn off the lights in the living room.",
     " Play some relaxing music for about an hour, for about an hour.",
     " What is the weather today?" * 12,
+    " How far away is the moon from the earth. How far away is the moon",
 ])
 def test_a_repeated_phrase_is_suspicious(text: str) -> None:
     assert repeated_phrase(text)
