@@ -34,7 +34,8 @@ class ClientAdmission:
         if self.max_per_minute and len(recent) >= self.max_per_minute:
             return f"This address opened {len(recent)} sessions in the last minute (the limit)"
         self._open[address] += 1
-        recent.append(now)
+        if self.max_per_minute:
+            recent.append(now)
         return None
 
     def leave(self, address: str) -> None:

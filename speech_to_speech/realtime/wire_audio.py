@@ -21,6 +21,9 @@ from speech_to_speech.realtime.session import format_rate
 
 PIPELINE_RATE = 16000
 TTS_RATE = 24000
+# Base64 characters decoded at a time: a multiple of 8, so each slice is whole base64 quanta and
+# whole PCM16 samples (the odd-length check still sees the payload's end in its last slice).
+SLICE_CHARS = 256 * 1024
 
 Format = Callable[[], dict[str, Any]]
 
@@ -50,11 +53,19 @@ class WireAudio:
         self._output = _Stream()
 
     def decode_input(self, payload: str) -> FloatAudio:
-        """A base64 append in the session's input format -> 16 kHz float32; raises AudioDecodeError."""
+        """A base64 append in the session's input format -> 16 kHz float32; raises AudioDecodeError.
+
+        A large payload is decoded and resampled in slices: each C call holds the GIL
+        briefly, so the event loop (and the other sessions) run between them. All of
+        it is decoded before any is resampled, so a bad payload leaves no trace.
+        """
         fmt = self._input_format()
         fmt_type, rate = fmt.get("type", "audio/pcm"), format_rate(fmt)
-        samples = codecs.decode(payload, fmt_type)
-        return self._input.get((fmt_type, rate), rate, PIPELINE_RATE).process(samples)
+        slices = [codecs.decode(payload[start:start + SLICE_CHARS], fmt_type)
+                  for start in range(0, max(len(payload), 1), SLICE_CHARS)]
+        resampler = self._input.get((fmt_type, rate), rate, PIPELINE_RATE)
+        resampled = [resampler.process(samples) for samples in slices]
+        return resampled[0] if len(resampled) == 1 else np.concatenate(resampled)
 
     def flush_input(self) -> FloatAudio:
         """The input resampler's tail (what belongs to the audio before a commit)."""

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import websockets
 
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, is_error_for, silence
+from speech_to_speech.testing.realtime_client import RealtimeTestClient, is_error_for, silence, spoken_turn
 from speech_to_speech.testing.server import RunningServer
 
 from .conftest import ClientFactory, ServerFactory
@@ -179,3 +179,24 @@ async def test_a_client_that_does_not_read_is_closed_at_the_output_limit(make_se
         await other.send("response.create", response={"output_modalities": ["text"]})
         assert (await other.wait_for("response.done"))["response"]["status"] == "completed"
     await _wait_unit_free(server)
+
+
+async def test_one_large_append_is_heard_as_the_same_audio_in_small_ones(connect: ClientFactory) -> None:
+    """A multi-megabyte append is decoded in slices off the event loop: the VAD hears the same turn."""
+    turn = spoken_turn(RATE, lead_s=6.0)
+    pcm = (np.clip(turn, -1, 1) * 32767).astype("<i2").tobytes()
+    starts = []
+    for chunk_ms in (100, None):
+        async with connect() as client:
+            if chunk_ms is None:
+                await client.send("input_audio_buffer.append", audio=base64.b64encode(pcm).decode())
+            else:
+                await client.append_audio(turn, RATE, chunk_ms=chunk_ms)
+            starts.append((await client.wait_for("input_audio_buffer.speech_started"))["audio_start_ms"])
+            assert (await client.wait_for("response.done"))["response"]["status"] == "completed"
+    assert starts[0] == starts[1]
+    async with connect() as client:
+        odd = base64.b64encode(pcm + b"\x01").decode()  # the odd byte is in the last slice
+        event_id = await client.send("input_audio_buffer.append", audio=odd)
+        assert (await _error_for(client, event_id))["code"] == "invalid_request_error"
+        await _still_works(client)
