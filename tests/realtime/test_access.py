@@ -118,6 +118,18 @@ async def test_concurrent_sessions_per_address_are_limited(make_server: ServerFa
     await _session_created(server)  # the first one left: room again
 
 
+async def test_a_webrtc_call_counts_against_the_same_address_limit(make_server: ServerFactory) -> None:
+    pytest.importorskip("aiortc")  # without the webrtc extra a call is 501 before any limit
+    server = make_server(num_pipelines=2, max_sessions_per_client=1)
+    async with RealtimeTestClient.connect(server.ws_url) as first:
+        await first.wait_for("session.created")
+        async with httpx.AsyncClient(base_url=server.http_url, timeout=5) as http:
+            refused = await http.post("/v1/realtime/calls", content="v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\n",
+                                      headers={"Content-Type": "application/sdp"})
+        assert refused.status_code == 429
+        assert refused.json()["error"]["code"] == "too_many_sessions"
+
+
 async def test_sessions_per_minute_per_address_are_limited(make_server: ServerFactory) -> None:
     server = make_server(max_sessions_per_minute=2)
     await _session_created(server)
