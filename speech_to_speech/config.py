@@ -17,6 +17,10 @@ LLMBackendName = str
 Device = Literal["cpu", "cuda", "mps", "auto"]
 
 
+# Settings that are secrets: hidden from repr, left out of benchmark files and logs.
+SECRET_FIELDS = frozenset({"api_key", "stt_api_key", "llm_api_key", "tts_api_key"})
+
+
 class ServerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -107,7 +111,7 @@ class ServerSettings(BaseModel):
         "results take the stock 30 s window (0 or 30: always the stock window).",
     )
     stt_base_url: str | None = Field(None, description="OpenAI-compatible STT base URL.")
-    stt_api_key: str | None = Field(None, description="STT API key (default OPENAI_API_KEY).")
+    stt_api_key: str | None = Field(None, repr=False, description="STT API key (default OPENAI_API_KEY).")
     stt_supported_languages: list[str] | None = Field(None, description="Declared STT languages.")
     stt_auto_language_supported: bool | None = Field(None, description="Declared STT auto.")
 
@@ -117,7 +121,7 @@ class ServerSettings(BaseModel):
         None, description="Hub id, local path or GGUF file; default: packaged SmolLM2-135M."
     )
     llm_base_url: str | None = Field(None, description="OpenAI-compatible LLM base URL.")
-    llm_api_key: str | None = Field(None, description="LLM API key (default OPENAI_API_KEY).")
+    llm_api_key: str | None = Field(None, repr=False, description="LLM API key (default OPENAI_API_KEY).")
     init_chat_prompt: str = Field(
         "You are a helpful and friendly voice assistant. Answer in one or two short sentences.",
         description="System prompt.",
@@ -145,7 +149,7 @@ class ServerSettings(BaseModel):
     )
     tts_speed: float = Field(1.0, gt=0.0, description="Speaking rate.")
     tts_base_url: str | None = Field(None, description="OpenAI-compatible TTS base URL.")
-    tts_api_key: str | None = Field(None, description="TTS API key (default OPENAI_API_KEY).")
+    tts_api_key: str | None = Field(None, repr=False, description="TTS API key (default OPENAI_API_KEY).")
     tts_supported_languages: list[str] | None = Field(None, description="Declared TTS languages.")
     tts_auto_language_supported: bool | None = Field(None, description="Declared TTS auto.")
     enable_visemes: bool = Field(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from speech_to_speech.bench.target import Target
+from speech_to_speech.config import SECRET_FIELDS
 
 DEFAULT_DIR = Path("docs/benchmarks")
 PACKAGES = ("speech-to-speech", "torch", "onnxruntime", "ctranslate2", "transformers", "faster-whisper",
@@ -87,7 +88,8 @@ def environment(target: Target) -> dict[str, Any]:
             "pipeline": pipeline,
             "models": models,
             # Settings that differ from the defaults; unknown for a server at --url.
-            "flags": settings.model_dump(exclude_defaults=True, exclude={"host", "port"}) if settings else None,
+            "flags": settings.model_dump(exclude_defaults=True, exclude={"host", "port", *SECRET_FIELDS})
+            if settings else None,
         },
     }
 

@@ -143,3 +143,17 @@ def test_serve_refuses_an_open_network_bind_without_a_key(capsys: pytest.Capture
     assert main(["serve", "--host", "0.0.0.0"]) == 2
     error = capsys.readouterr().err
     assert "--api_key" in error and "--allow_unauthenticated" in error
+
+
+def test_secrets_stay_out_of_reprs_and_benchmark_files(make_server: ServerFactory) -> None:
+    from speech_to_speech.bench.results import environment
+    from speech_to_speech.bench.target import Target
+    from speech_to_speech.config import ServerSettings
+
+    secrets = {"api_key": KEY, "llm_api_key": KEY + "-llm", "stt_api_key": KEY + "-stt", "tts_api_key": KEY + "-tts"}
+    server = make_server()  # the bench's own server (its clients send no key); the settings it reports:
+    settings = ServerSettings(**secrets)
+    assert KEY not in repr(settings) and KEY not in str(settings)
+    target = Target(server.ws_url, server.http_url, settings, "in-process")
+    target_env = environment(target)
+    assert KEY not in json.dumps(target_env)
