@@ -1,4 +1,4 @@
-"""``speech-to-speech bench latency|turns|bargein|overhead|capacity|startup|soak|report``: flags, then run and write.
+"""``speech-to-speech bench latency|turns|quality|bargein|overhead|capacity|startup|soak|report``: flags, run, write.
 
 The five conversation benchmarks take ``--url`` (a running server) or start
 one from the ``serve`` flags, over per-benchmark defaults: overhead and
@@ -52,6 +52,8 @@ BENCHES = {
                      QUIET),
     "turns": Bench("Natural spoken requests with pauses: answered, double answers, end of speech -> first "
                    "audio delta (real models by default).", QUIET),
+    "quality": Bench("Spoken requests with checkable answers: accuracy per category, tool-call precision and "
+                     "recall, end of speech -> first audio (real models by default).", QUIET),
     "bargein": Bench("Talking over the answer -> response cancelled, and stale audio after it.", QUIET),
     "overhead": Bench("Per-hop server overhead with zero-time scripted handlers.", {**QUIET, **ZERO_DELAYS}),
     "capacity": Bench("Added latency and output underruns of N concurrent sessions (scripted, realistic delays).",
@@ -117,6 +119,13 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     said.add_argument("--corpus", type=Path, default=None, help="The requests (default: the packaged corpus).")
     said.add_argument("--clips-dir", type=Path, default=None,
                       help="Say the WAVs of this folder instead of the corpus (words from its README table).")
+    quality = parsers["quality"]
+    quality.add_argument("--set", dest="request_set", type=Path, default=None,
+                         help="The requests (default: the packaged set).")
+    quality.add_argument("--requests", type=_positive, default=None, help="Ask the first N requests only.")
+    quality.add_argument("--tool-module", default=None,
+                         help="Tools the tool requests may call (default speech_to_speech.bench.quality_tools).")
+    quality.add_argument("--warmup", type=int, default=1, help="Uncounted requests first (default 1).")
     parsers["overhead"].add_argument("--turns", type=int, default=30, help="Turns to time (default 30).")
     capacity = parsers["capacity"]
     capacity.add_argument("--sessions", type=_counts, default=(1, 2, 4, 8, 16, 32, 48),
@@ -179,6 +188,11 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
 
         return TurnsConfig(repeat=args.repeat, turns=args.turns, corpus=args.corpus, clips_dir=args.clips_dir,
                            warmup=args.warmup, chunk_ms=args.chunk_ms, settle_s=args.settle_s, **timeout)
+    if name == "quality":
+        from speech_to_speech.bench.quality import QualityConfig
+
+        chosen = {k: given[k] for k in ("request_set", "requests", "tool_module") if k in given}
+        return QualityConfig(**chosen, **timeout, warmup=args.warmup)
     if name == "bargein":
         from speech_to_speech.bench.bargein import LONG_ANSWER, BargeinConfig
 
@@ -197,10 +211,10 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
 
 
 def _runner(name: str) -> Runner:
-    from speech_to_speech.bench import bargein, capacity, latency, overhead, turns
+    from speech_to_speech.bench import bargein, capacity, latency, overhead, quality, turns
 
-    runners: dict[str, Runner] = {"latency": latency.run, "turns": turns.run, "bargein": bargein.run,
-                                  "overhead": overhead.run, "capacity": capacity.run}
+    runners: dict[str, Runner] = {"latency": latency.run, "turns": turns.run, "quality": quality.run,
+                                  "bargein": bargein.run, "overhead": overhead.run, "capacity": capacity.run}
     return runners[name]
 
 

@@ -14,9 +14,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from speech_to_speech.bench.quality_report import HEADER as QUALITY_HEADER
+from speech_to_speech.bench.quality_report import quality_row, quality_section
+
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-ORDER = ("latency", "turns", "bargein", "overhead", "capacity", "startup")
-TABLED = ("capacity", "startup")  # their own tables, not figure rows
+ORDER = ("latency", "turns", "quality", "bargein", "overhead", "capacity", "startup")
+TABLED = ("capacity", "startup")  # their own tables, not figure rows (and every quality* result)
 PLOT_NAME = "benchmarks.png"
 # Labels of the figures a reader looks for; others show under their key.
 LABELS = {
@@ -48,6 +51,8 @@ def load_results(folder: Path) -> dict[str, dict[str, Any]]:
         path = folder / f"{name}.json"
         if path.exists():
             found[name] = json.loads(path.read_text())
+    for path in sorted(folder.glob("quality-*.json")):  # bench quality of other models: one row each
+        found[path.stem] = json.loads(path.read_text())
     return found
 
 
@@ -123,7 +128,7 @@ def markdown(results: dict[str, dict[str, Any]], image: str | None = None) -> st
     if not results:
         return "No benchmark results yet: run `speech-to-speech bench …` first.\n"
     lines = [machine_line(results), ""]
-    spoken = [name for name in results if name not in TABLED]
+    spoken = [name for name in results if name not in TABLED and not name.startswith("quality")]
     if spoken:
         lines += ["| benchmark | figure | p50 (ms) | p95 (ms) | n |", "|---|---|---:|---:|---:|"]
         for name in spoken:
@@ -136,6 +141,7 @@ def markdown(results: dict[str, dict[str, Any]], image: str | None = None) -> st
                              f"{summary['trials']} | | |")
         lines += ["", "Models: " + "; ".join(f"{name}: {_backends(results[name]['environment']['server']['models'])}"
                                              for name in results) + ".", ""]
+    lines += quality_section(results)
     if "capacity" in results:
         summary = results["capacity"]["summary"]
         lines += [f"Capacity: **{summary['max_sessions_within_budget']}**"
@@ -259,6 +265,10 @@ def print_summary(result: dict[str, Any]) -> None:
         print(STARTUP_HEADER)
         print("\n".join(startup_rows(result["summary"])))
         print(startup_line(result["summary"]).replace("**", ""))
+        return
+    if result["benchmark"] == "quality":
+        print(QUALITY_HEADER)
+        print(quality_row(result))
         return
     if result["benchmark"] == "soak":
         print(json.dumps(result["summary"], indent=2))
