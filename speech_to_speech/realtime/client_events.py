@@ -1,26 +1,31 @@
 """What each client event asks of a session: its checks, and the service operation it maps to.
 
 One function per client event type, in :data:`CLIENT_EVENTS`;
-``RealtimeService.handle_client_event`` parses an event and calls the one
-for its type. A rejected event raises :class:`RealtimeError`, which the
-service turns into an ``error`` event carrying the client's ``event_id``.
+``RealtimeService.handle_client_event`` parses an event (:func:`prepare_event`)
+and calls the one for its type (:func:`apply_event`). A rejected event raises
+:class:`RealtimeError`, which becomes an ``error`` event carrying the
+client's ``event_id``; any other failure an internal ``server_error``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from speech_to_speech.audio import codecs
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.errors import RealtimeError
-from speech_to_speech.realtime.events import ClientEvent
+from speech_to_speech.realtime.events import ClientEvent, parse_client_event
 from speech_to_speech.realtime.items import client_item, response_options
 from speech_to_speech.realtime.tool_results import followup_call_ids
 
 if TYPE_CHECKING:
     from speech_to_speech.realtime.service import RealtimeService
+
+log = logging.getLogger(__name__)
 
 
 def session_update(service: RealtimeService, event: ClientEvent) -> None:
@@ -150,3 +155,41 @@ CLIENT_EVENTS: dict[str, Callable[[RealtimeService, ClientEvent], None]] = {
     "response.cancel": response_cancel,
     "output_audio_buffer.clear": output_audio_buffer_clear,
 }
+
+
+def prepare_event(service: RealtimeService, raw: str | bytes | dict[str, Any]) -> ClientEvent | RealtimeError:
+    """Parse ``raw`` and decode the audio of an append: the CPU-heavy part of a client event.
+
+    Touches only this session's input decoder, so the session runner may run it
+    off the event loop (one event at a time) for a large frame.
+    """
+    try:
+        event = parse_client_event(raw, CLIENT_EVENTS, service.event_limits)
+    except RealtimeError as error:
+        return error
+    if event.type != "input_audio_buffer.append":
+        return event
+    try:
+        return replace(event, audio=decode_append(service, event))
+    except RealtimeError as error:
+        error.event_id = error.event_id or event.event_id
+        return error
+
+
+def apply_event(service: RealtimeService, raw: str | bytes | dict[str, Any] | ClientEvent | RealtimeError) -> None:
+    """Apply one client event (raw, or as :func:`prepare_event` left it); a rejection becomes an error event."""
+    event_id: str | None = None
+    try:
+        event = raw if isinstance(raw, ClientEvent | RealtimeError) else prepare_event(service, raw)
+        if isinstance(event, RealtimeError):
+            raise event
+        event_id = event.event_id
+        CLIENT_EVENTS[event.type](service, event)
+    except RealtimeError as error:
+        if error.event_id is None:
+            error.event_id = event_id
+        service.emit(error.to_event())
+    except Exception as error:
+        log.exception("client event failed")
+        service.emit(errors.error_event(errors.SERVER_ERROR, f"{type(error).__name__}: {error}",
+                                        type="server_error", event_id=event_id))

@@ -51,10 +51,10 @@ from speech_to_speech.protocol import (
     VISEMES_EXTENSION,
 )
 from speech_to_speech.realtime import errors
-from speech_to_speech.realtime.client_events import CLIENT_EVENTS, decode_append
+from speech_to_speech.realtime.client_events import apply_event, prepare_event
 from speech_to_speech.realtime.conversation import Conversation, item_text
 from speech_to_speech.realtime.errors import RealtimeError
-from speech_to_speech.realtime.events import ClientEvent, EventLimits, parse_client_event
+from speech_to_speech.realtime.events import ClientEvent, EventLimits
 from speech_to_speech.realtime.input_limits import input_refusal
 from speech_to_speech.realtime.playback import Playback
 from speech_to_speech.realtime.response import Event, OpenMessage, ResponseState
@@ -148,41 +148,13 @@ class RealtimeService:
     # ------------------------------------------------------------ client events
 
     def prepare_client_event(self, raw: str | bytes | dict[str, Any]) -> ClientEvent | RealtimeError:
-        """Parse ``raw`` and decode the audio of an append: the CPU-heavy part of a client event.
-
-        Touches only this session's input decoder, so the session runner may run it
-        off the event loop (one event at a time) for a large frame.
-        """
-        try:
-            event = parse_client_event(raw, CLIENT_EVENTS, self.event_limits)
-        except RealtimeError as error:
-            return error
-        if event.type != "input_audio_buffer.append":
-            return event
-        try:
-            return replace(event, audio=decode_append(self, event))
-        except RealtimeError as error:
-            error.event_id = error.event_id or event.event_id
-            return error
+        """Parse ``raw`` and decode an append's audio (may run off the event loop; see client_events)."""
+        return prepare_event(self, raw)
 
     def handle_client_event(self, raw: str | bytes | dict[str, Any] | ClientEvent | RealtimeError) -> None:
         """Apply one client event (raw, or as :meth:`prepare_client_event` left it); rejections become errors."""
         self.last_activity = time.monotonic()
-        event_id: str | None = None
-        try:
-            event = raw if isinstance(raw, ClientEvent | RealtimeError) else self.prepare_client_event(raw)
-            if isinstance(event, RealtimeError):
-                raise event
-            event_id = event.event_id
-            CLIENT_EVENTS[event.type](self, event)
-        except RealtimeError as error:
-            if error.event_id is None:
-                error.event_id = event_id
-            self.emit(error.to_event())
-        except Exception as error:
-            log.exception("client event failed")
-            self.emit(errors.error_event(errors.SERVER_ERROR, f"{type(error).__name__}: {error}",
-                                         type="server_error", event_id=event_id))
+        apply_event(self, raw)
 
     def configure(self, session: Any, event_id: str | None = None) -> None:
         """Apply a session patch (a session.update, or the session a WebRTC call opens with); raises RealtimeError."""
