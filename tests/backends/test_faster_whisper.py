@@ -8,9 +8,18 @@ from typing import Any
 import numpy as np
 import pytest
 
+from speech_to_speech.bench.audio import voiced_bounds
+from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import Transcript, Utterance
 from speech_to_speech.pipeline.session_config import RuntimeConfig
-from speech_to_speech.stt.faster_whisper import FasterWhisperSTT, packaged_model_path
+from speech_to_speech.stt.faster_whisper import (
+    FasterWhisperSTT,
+    _transcribe,
+    packaged_model_path,
+    short_window,
+    transcribe_windowed,
+)
+from speech_to_speech.stt.whisper_window import Decoded, WindowedWhisper, repeated_phrase, suspicious
 
 pytestmark = pytest.mark.real_models
 
@@ -47,3 +56,63 @@ def test_empty_and_silent_turns_give_no_words(whisper: Any, make_handler: Any) -
     assert stt.transcribe(np.zeros(0, np.float32), None) == ("", None)
     text, _ = stt.transcribe(np.zeros(16000, np.float32), None)
     assert len(words(text)) <= 1  # Whisper may hallucinate a filler word on pure silence, never a sentence
+
+
+SILENCE = np.zeros(4800, np.float32)  # 300 ms: what the VAD keeps around a turn
+
+
+@pytest.mark.parametrize("text", [
+    "Please set a timer for ten minutes.",
+    "Um, can you suggest a quick workout that I can do at home without any equipment?",
+    "What time is it right now?",
+])
+def test_short_window_hears_what_the_full_window_hears(whisper: Any, spoken: Any, text: str) -> None:
+    said = np.concatenate([SILENCE, trimmed(spoken(text)), SILENCE])
+    decoded = WindowedWhisper(whisper, ServerSettings().stt_window_s).decode(said)
+    assert suspicious(decoded) is None
+    full, _ = _transcribe(whisper, said, "en", 1)
+    assert spoken_words(decoded.text) == spoken_words(full)
+
+
+def test_the_guard_catches_a_short_window_that_loops(whisper: Any, spoken: Any) -> None:
+    # No silent tail and no silence after the last word: tiny.en repeats this sentence to its token budget.
+    said = trimmed(spoken("What time is it right now?"))
+    decoded = WindowedWhisper(whisper, 4.0, tail_s=0.0).decode(said)
+    if not repeated_phrase(decoded.text):
+        pytest.skip(f"the model no longer loops on this input: {decoded.text!r}")
+    assert suspicious(decoded) is not None
+    assert transcribe_windowed(WindowedWhisper(whisper, 4.0, tail_s=0.0), said, 1) is None
+
+
+def test_a_rejected_short_window_falls_back_to_the_stock_path(
+    whisper: Any, spoken: Any, make_handler: Any
+) -> None:
+    class Looping:
+        def fits(self, samples: Any) -> bool:
+            return True
+
+        def decode(self, samples: Any, beam_size: int = 1) -> Decoded:
+            return Decoded(" Turn it off. Turn it off. Turn it off. Turn it off.", 224, -0.1, True)
+
+    stt = make_handler(FasterWhisperSTT, whisper)
+    stt._window, stt._window_built = Looping(), True
+    said = np.concatenate([SILENCE, trimmed(spoken("Turn off the lights in the kitchen.")), SILENCE])
+    text, language = stt.transcribe(said, None)
+    assert (text, language) == _transcribe(whisper, said, "en", 1)
+    assert {"lights", "kitchen"} <= words(text)
+
+
+def test_the_stock_window_setting_turns_the_short_window_off(whisper: Any) -> None:
+    assert short_window(whisper, ServerSettings(stt_window_s=30)) is None
+    assert short_window(whisper, ServerSettings(stt_window_s=0)) is None
+    assert short_window(whisper, ServerSettings()) is not None
+
+
+def trimmed(samples: Any) -> Any:
+    bounds = voiced_bounds(samples, 16000)
+    assert bounds is not None
+    return samples[bounds[0]: bounds[1]]
+
+
+def spoken_words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
