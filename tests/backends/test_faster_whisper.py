@@ -78,8 +78,8 @@ def test_the_guard_catches_a_short_window_that_loops(whisper: Any, spoken: Any) 
     # No silent tail and no silence after the last word: tiny.en repeats this sentence to its token budget.
     said = trimmed(spoken("What time is it right now?"))
     decoded = WindowedWhisper(whisper, 4.0, tail_s=0.0).decode(said)
-    if not repeated_phrase(decoded.text):
-        pytest.skip(f"the model no longer loops on this input: {decoded.text!r}")
+    # The pinned model is deterministic: if it stops looping here, pick another input rather than skip.
+    assert repeated_phrase(decoded.text), f"the model no longer loops on this input: {decoded.text!r}"
     assert suspicious(decoded) is not None
     assert transcribe_windowed(WindowedWhisper(whisper, 4.0, tail_s=0.0), said, 1) is None
 
