@@ -43,7 +43,7 @@ async def guard(service: RealtimeService, settings: ServerSettings) -> Closing:
         if response is not None:
             service.last_activity = now  # a response under way is not idleness
             waited = now - max(service.last_output, response.marks.get("created", now))
-            if stall and response.submitted and waited > stall:
+            if stall and waited > stall:  # a hung LLM/TTS, or an STT that never transcribes the turn
                 service.fail_active(RESPONSE_STALLED, f"The pipeline produced nothing for {stall:g} s")
         elif idle and now - service.last_activity > idle:
             message = f"The session sent nothing for {idle:g} s and is closed"

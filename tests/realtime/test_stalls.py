@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from speech_to_speech.testing.realtime_client import RealtimeTestClient
+from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn
 from speech_to_speech.testing.server import RunningServer
 
 from .conftest import ServerFactory
@@ -36,3 +36,14 @@ async def test_a_hung_llm_fails_the_response_and_its_unit_is_rebuilt(make_server
         assert other.close_code is None
     await _wait(server, "the hung unit was not rebuilt",
                 lambda slots: sum(s.rebuilds for s in slots) >= 1 and all(s.state == "idle" for s in slots))
+
+
+async def test_a_hung_stt_fails_the_response_waiting_for_the_transcript(make_server: ServerFactory) -> None:
+    server = make_server(scripted_stt_delay_ms=4000, response_stall_timeout_s=0.5, release_timeout_s=0.5)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(spoken_turn(24000), 24000)
+        events = await client.collect_until("response.done")
+        assert "response_stalled" in [e["error"]["code"] for e in events if e["type"] == "error"]
+        assert events[-1]["response"]["status"] == "failed"
+    await _wait(server, "the unit was not free again", lambda slots: all(s.state == "idle" for s in slots))
