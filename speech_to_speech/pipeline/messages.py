@@ -357,8 +357,10 @@ class TurnDecision:
     """How the VAD judged a pause (VAD → service): for ``/metrics`` and the timings extension.
 
     ``outcome`` is ``finished`` (the turn ends now), ``unfinished`` (it waits for
-    more speech), ``timed_out`` (it ended after the longest silence allowed) or
-    ``no_answer`` (the detector gave none; the silence rule decided).
+    more speech), ``timed_out`` (it ended after the longest silence allowed),
+    ``disputed`` (it sounded unfinished but its words were a whole sentence, and
+    the silence rule ended it) or ``no_answer`` (the detector gave none; the
+    silence rule decided).
     """
 
     item_id: str | None

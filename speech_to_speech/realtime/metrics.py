@@ -50,7 +50,7 @@ class ServerMetrics:
         self.pool_units = Gauge("s2s_pool_units", "Pipeline units by state.", ["state"], registry=self.registry)
         self.turn_decisions = Counter(
             "s2s_turn_decisions", "Pauses judged by the turn detector, by outcome (finished, unfinished, "
-            "timed_out, no_answer).", ["detector", "outcome"], registry=self.registry)
+            "timed_out, disputed, no_answer).", ["detector", "outcome"], registry=self.registry)
         self.turn_decision_seconds = Histogram(
             "s2s_turn_decision_seconds", "Time the turn detector took to judge a pause.",
             buckets=BUCKETS, registry=self.registry)

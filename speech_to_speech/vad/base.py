@@ -38,7 +38,7 @@ from speech_to_speech.pipeline.messages import (
     Utterance,
 )
 from speech_to_speech.vad.smart_turn import WINDOW_SAMPLES
-from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector, eagerness, ends_mid_phrase
+from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector, eagerness, ends_mid_phrase, reads_finished
 
 SAMPLE_RATE = 16000
 CHUNK_MS = VAD_CHUNK * 1000 // SAMPLE_RATE  # 32 ms
@@ -109,6 +109,7 @@ class VADHandler(BackendHandler):
         self._asked_at = 0.0
         # The silence after which this pause ends the turn; None while the detector's verdict is awaited.
         self._turn_silence_ms: int | None = None
+        self._silence_outcome = "no_answer"  # what a turn ended by that silence is recorded as
         self._verdict: TurnVerdict | None = None
         self._words: str | None = None  # the transcript of this pause's speculative STT pass
         self._decided = False  # this pause was judged (a decision went out)
@@ -187,7 +188,7 @@ class VADHandler(BackendHandler):
                 yield from self._end_turn(manual=False, decision=self._decision("timed_out"))
                 return
             if self._turn_silence_ms is not None and self._silence_run_ms >= self._turn_silence_ms:
-                yield from self._end_turn(manual=False, decision=self._decision("no_answer"))
+                yield from self._end_turn(manual=False, decision=self._decision(self._silence_outcome))
                 return
             if not self._pause_asked and self._silence_run_ms >= self.settings.turn_pause_ms:
                 self._ask_detector()
@@ -219,8 +220,9 @@ class VADHandler(BackendHandler):
         self._pause_asked = True
         self._asked_at = time.monotonic()
         samples = np.concatenate([c.samples for c in self._speech])[-WINDOW_SAMPLES:]
-        self.turn_detector.ask(samples, item_id=self._item_id, pause=self._pauses,
-                               scope=self.cancel_scope, reply_to=self.queue_in)
+        pause = self._pauses
+        self.turn_detector.ask(samples, item_id=self._item_id, pause=pause,
+                               still_wanted=lambda: self._pauses == pause, reply_to=self.queue_in)
 
     def _judge(self, verdict: TurnVerdict) -> Iterator[Any]:
         """The detector's answer about a pause (ignored if speech resumed or the turn ended meanwhile)."""
@@ -237,33 +239,53 @@ class VADHandler(BackendHandler):
             yield from self._decide()
 
     def _decide(self) -> Iterator[Any]:
-        """End the turn now, or give it until the longest silence allowed.
+        """End the turn now, give it until the longest silence allowed, or leave it to the silence rule.
 
-        The model hears whether the speech *sounds* finished. A turn that
-        sounds finished but whose words stop mid-phrase ("… a present for my")
-        is not: when a speculative transcript of the pause is on its way, the
-        decision waits for it, which costs no time, as the held reply cannot go
-        out before those words anyway.
+        The model hears whether the speech *sounds* finished; the words of the
+        pause's speculative STT pass say whether it *reads* finished. When a
+        speculative pass is out, the decision waits for its words, which costs
+        no time: the held reply cannot go out before them anyway.
+
+        - sounds finished, words do not stop mid-phrase: the turn ends now;
+        - sounds finished, words stop mid-phrase ("… a present for my"): unfinished;
+        - sounds unfinished, words unfinished or unknown: unfinished, the turn
+          waits up to the longest silence allowed;
+        - sounds unfinished, but the words are a whole sentence ("… on Friday
+          afternoon."): ``disputed``, the silence rule's window ends the turn,
+          as it would without a detector. Some voices (synthetic ones above
+          all) sound unfinished at the end of every question.
         """
         verdict = self._verdict
         if verdict is None or self._decided:
             return
         if verdict.probability is None:
-            # No answer (failed, or asked under a cancelled generation): the silence rule decides.
-            self._turn_silence_ms = self._silence_ms()
-            if self._silence_run_ms >= self._turn_silence_ms:
-                yield from self._end_turn(manual=False, decision=self._decision("no_answer"))
+            # No answer (failed, or skipped): the silence rule decides.
+            self._fall_back_to_silence("no_answer")
+            yield from self._end_if_silent_enough()
             return
-        threshold = eagerness(self.context.config.current.turn_detection).finished_at
-        if verdict.probability >= threshold and self._speculated and self._words is None:
-            self._turn_silence_ms = self._silence_ms()  # should the words never come, silence decides
+        if self._speculated and self._words is None:
+            self._fall_back_to_silence("no_answer")  # should the words never come, silence decides
             return
         self._decided = True
-        if verdict.probability >= threshold and not ends_mid_phrase(self._words or ""):
-            yield from self._end_turn(manual=False, decision=self._decision("finished"))
-        else:
-            self._turn_silence_ms = None
+        words = self._words or ""
+        if verdict.probability >= eagerness(self.context.config.current.turn_detection).finished_at:
+            if not ends_mid_phrase(words):
+                yield from self._end_turn(manual=False, decision=self._decision("finished"))
+                return
+        elif reads_finished(words):
+            self._fall_back_to_silence("disputed")
             self.emit_event(self._decision("unfinished"))
+            yield from self._end_if_silent_enough()
+            return
+        self._turn_silence_ms = None
+        self.emit_event(self._decision("unfinished"))
+
+    def _fall_back_to_silence(self, outcome: str) -> None:
+        self._turn_silence_ms, self._silence_outcome = self._silence_ms(), outcome
+
+    def _end_if_silent_enough(self) -> Iterator[Any]:
+        if self._turn_silence_ms is not None and self._silence_run_ms >= self._turn_silence_ms:
+            yield from self._end_turn(manual=False, decision=self._decision(self._silence_outcome))
 
     def _decision(self, outcome: str) -> TurnDecision:
         verdict = self._verdict

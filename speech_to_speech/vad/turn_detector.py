@@ -13,6 +13,13 @@ Scoring runs on a small thread pool shared by every unit of the process (the
 model is loaded once), never on the VAD thread, so audio intake never waits
 for it: the VAD posts the audio of a pause and the verdict comes back on the
 VAD's own input queue, where it is matched to the pause it was asked about.
+
+A question is cancelled with its pause: when the user speaks again, the turn
+ends another way, or the session ends, a worker that has not started on it
+skips it. That is the VAD's own pause count, not the unit's CancelScope: the
+scope's generation moves on whenever a speculative reply is replaced, which
+has nothing to do with whether the user is still pausing (tied to it, a third
+of the benchmark questions lost their verdict).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import os
 import queue
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +38,6 @@ from typing import Any
 import numpy.typing as npt
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.messages import TurnVerdict
 from speech_to_speech.pipeline.session_config import TurnDetection
 from speech_to_speech.vad.smart_turn import SmartTurnModel, packaged_model_path
@@ -67,6 +74,12 @@ CONTINUATION_WORDS = frozenset({
 })
 
 
+def reads_finished(transcript: str) -> bool:
+    """The words end as a sentence does: final punctuation, and not on a word that cannot end one."""
+    text = transcript.strip()
+    return text.endswith((".", "?", "!")) and not ends_mid_phrase(text)
+
+
 def ends_mid_phrase(transcript: str) -> bool:
     """The words stop where a sentence cannot: after "the", "and", "to", an "um", or trailing off."""
     text = transcript.strip()
@@ -91,22 +104,21 @@ class TurnDetector:
         self.model = model
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smart-turn")
 
-    def ask(self, samples: npt.NDArray[Any], *, item_id: str | None, pause: int, scope: CancelScope,
-            reply_to: queue.Queue[Any]) -> None:
+    def ask(self, samples: npt.NDArray[Any], *, item_id: str | None, pause: int,
+            still_wanted: Callable[[], bool], reply_to: queue.Queue[Any]) -> None:
         """Score ``samples`` off the caller's thread; a :class:`TurnVerdict` arrives on ``reply_to``.
 
-        Work asked under a generation that is stale by the time a worker
-        picks it up is skipped; it still gets a verdict (with no probability),
-        so the VAD never waits for an answer that will not come.
+        A question that is no longer wanted when a worker picks it up is
+        skipped; it still gets a verdict (with no probability), so nothing
+        waits for an answer that will not come.
         """
-        generation = scope.generation
-        self._pool.submit(self._score, samples, item_id, pause, scope, generation, reply_to)
+        self._pool.submit(self._score, samples, item_id, pause, still_wanted, reply_to)
 
-    def _score(self, samples: npt.NDArray[Any], item_id: str | None, pause: int, scope: CancelScope,
-               generation: int, reply_to: queue.Queue[Any]) -> None:
+    def _score(self, samples: npt.NDArray[Any], item_id: str | None, pause: int,
+               still_wanted: Callable[[], bool], reply_to: queue.Queue[Any]) -> None:
         probability: float | None = None
         started = time.perf_counter()
-        if not scope.is_stale(generation):
+        if still_wanted():
             try:
                 probability = self.model.probability(samples)
             except Exception:  # a failed decision falls back to the silence rule, it never stalls a turn

@@ -99,15 +99,18 @@ async def test_a_finished_question_ends_its_turn_at_the_first_pause(detecting_se
     assert done["response"]["status"] == "completed"
 
 
-async def test_a_phrase_left_hanging_waits_then_ends_after_the_longest_silence(detecting_server) -> None:
-    async with RealtimeTestClient.connect(detecting_server.ws_url) as client:
+async def test_a_phrase_left_hanging_waits_then_ends_after_the_longest_silence(make_server: ServerFactory) -> None:
+    server = make_server(vad="silero", min_silence_ms=SLOW_SILENCE_MS, max_turn_silence_ms=MAX_TURN_SILENCE_MS,
+                         scripted_transcripts=["Tell me about the history of ancient Rome, uh,"])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.update_session(semantic())
         await say(client, speech("unfinished_rome_uh"), silence(MAX_TURN_SILENCE_MS / 1000 + 0.6, RATE))
         events = await until_quiet(client)
     assert turns(events) == 1
     [decision] = decisions(events)
     assert decision["outcome"] == "timed_out" and decision["probability"] < 0.5
-    metrics = httpx.get(detecting_server.http_url + "/metrics").text
+    assert decision["words"] == "Tell me about the history of ancient Rome, uh,"
+    metrics = httpx.get(server.http_url + "/metrics").text
     assert 's2s_turn_decisions_total{detector="smart-turn",outcome="unfinished"} 1.0' in metrics
     assert 's2s_turn_decisions_total{detector="smart-turn",outcome="timed_out"} 1.0' in metrics
 
@@ -158,3 +161,16 @@ async def test_words_that_stop_mid_phrase_keep_a_finished_sounding_turn_open(mak
     [decision] = decisions(events)
     assert decision["outcome"] == "timed_out" and decision["probability"] >= 0.5
     assert decision["words"] == "Can you tell me how long it takes to"
+
+
+async def test_sound_and_words_in_dispute_leave_the_turn_to_the_silence_window(make_server: ServerFactory) -> None:
+    """It sounds unfinished, but the words are a whole question: the turn ends as silence alone would end it."""
+    server = make_server(vad="silero", min_silence_ms=600, max_turn_silence_ms=MAX_TURN_SILENCE_MS,
+                         scripted_transcripts=["What is twelve times fifteen?"])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.update_session(semantic())
+        await say(client, speech("unfinished_rome_uh"), silence(1.0, RATE))  # under the longest silence
+        events = await until_quiet(client)
+    assert turns(events) == 1
+    [decision] = decisions(events)
+    assert decision["outcome"] == "disputed" and decision["probability"] < 0.5

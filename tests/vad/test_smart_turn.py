@@ -12,7 +12,6 @@ import pytest
 
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.messages import TurnVerdict
 from speech_to_speech.vad.smart_turn import FRAMES, SmartTurnModel, WhisperFeatures, packaged_model_path
 from speech_to_speech.vad.turn_detector import TurnDetector, load_turn_detector
@@ -84,14 +83,16 @@ class GatedModel:
         return 1.0
 
 
-def test_work_asked_under_a_cancelled_generation_is_skipped_and_still_answered() -> None:
+def test_a_question_about_a_pause_that_is_over_is_skipped_and_still_answered() -> None:
     gated = GatedModel()
     detector = TurnDetector(gated, workers=1)  # type: ignore[arg-type]
-    scope, replies = CancelScope(), queue.Queue[TurnVerdict]()
+    replies = queue.Queue[TurnVerdict]()
+    current = [1]
     try:
-        detector.ask(np.zeros(1600, np.float32), item_id="a", pause=1, scope=scope, reply_to=replies)
-        detector.ask(np.zeros(1600, np.float32), item_id="a", pause=2, scope=scope, reply_to=replies)
-        scope.cancel()  # both were asked in the old generation; the second has not started
+        for pause in (1, 2):
+            detector.ask(np.zeros(1600, np.float32), item_id="a", pause=pause,
+                         still_wanted=lambda pause=pause: current[0] == pause, reply_to=replies)
+        current[0] = 3  # the user spoke again: neither pause matters now; the second has not started
         gated.release.set()
         first, second = replies.get(timeout=10), replies.get(timeout=10)
     finally:
@@ -109,7 +110,8 @@ def test_a_model_that_fails_gives_no_answer_instead_of_stalling_the_turn() -> No
     detector = TurnDetector(Broken(), workers=1)  # type: ignore[arg-type]
     replies = queue.Queue[TurnVerdict]()
     try:
-        detector.ask(np.zeros(1600, np.float32), item_id="b", pause=1, scope=CancelScope(), reply_to=replies)
+        detector.ask(np.zeros(1600, np.float32), item_id="b", pause=1, still_wanted=lambda: True,
+                     reply_to=replies)
         verdict = replies.get(timeout=10)
     finally:
         detector.close()

@@ -34,7 +34,7 @@ from speech_to_speech.pipeline.messages import (
 from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig, TurnDetection
 from speech_to_speech.testing.engine import scripted_settings
 from speech_to_speech.testing.scripted import EnergyVAD
-from speech_to_speech.vad.turn_detector import EAGERNESS, ends_mid_phrase
+from speech_to_speech.vad.turn_detector import EAGERNESS, ends_mid_phrase, reads_finished
 
 CHUNK_MS = 32
 PAUSE_MS, MAX_SILENCE_MS, SILENCE_MS = 192, 960, 480
@@ -55,7 +55,7 @@ class Detector:
     name: str = "smart-turn"
     asks: list[Ask] = field(default_factory=list)
 
-    def ask(self, samples: Any, *, item_id: str | None, pause: int, scope: CancelScope,
+    def ask(self, samples: Any, *, item_id: str | None, pause: int, still_wanted: Any,
             reply_to: queue.Queue[Any]) -> None:
         assert len(samples) > 0
         self.asks.append(Ask(item_id, pause))
@@ -123,6 +123,9 @@ class Run:
         elif isinstance(produced, TurnDecision):
             self.last_decision = produced
             assert produced.item_id is not None
+            if produced.outcome == "disputed":  # sounded unfinished, read as a whole sentence
+                assert produced.probability is not None and produced.probability < self.threshold
+                assert reads_finished(produced.words or "")
             if produced.outcome == "finished":
                 assert produced.probability is not None and produced.probability >= self.threshold
                 assert not ends_mid_phrase(produced.words or "")
@@ -137,7 +140,7 @@ class Run:
                     self.last_decision.item_id == produced.item_id else None
                 assert decision is not None and decision.outcome != "unfinished", "ended with no decision"
                 floor = {"finished": PAUSE_MS, "timed_out": self.max_silence_ms,
-                         "no_answer": SILENCE_MS}[decision.outcome]
+                         "no_answer": SILENCE_MS, "disputed": SILENCE_MS}[decision.outcome]
                 assert silence >= floor, f"{decision.outcome} after {silence} ms of silence"
             self.open_item, self.speculated = None, False
         elif isinstance(produced, Utterance) and produced.speculative:
