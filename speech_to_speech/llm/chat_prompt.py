@@ -1,22 +1,31 @@
-"""Chat messages for the local LLM backends (transformers, mlx-lm).
+"""Chat messages for the local LLM backends (CTranslate2, llama.cpp, transformers, mlx-lm).
 
-Local models get plain role/content turns: tool results become user text for
-now, and consecutive turns of one role are merged because many chat
-templates insist on alternating roles.
+Local models get plain role/content turns, and consecutive turns of one role
+are merged because many chat templates insist on alternating roles. A model
+whose chat template knows tools (``native_tools``) gets them through the
+template, its past calls as assistant ``tool_calls`` and their results as
+``tool`` turns; for other models tool results become user text.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.llm.tools import local_system_prompt
+from speech_to_speech.llm.tools import local_system_prompt, native_tools
 from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
 
 log = logging.getLogger(__name__)
 
-Turn = dict[str, str]
+Turn = dict[str, Any]
+
+
+def knows_tools(tokenizer: Any) -> bool:
+    """Whether the model's chat template renders a ``tools`` list itself (Qwen2.5's, Hermes-style)."""
+    template = getattr(tokenizer, "chat_template", None)
+    return isinstance(template, str) and "tools" in template and "tool_call" in template
 
 
 def _tool_names(messages: tuple[ChatMessage, ...]) -> dict[str, str]:
@@ -26,6 +35,23 @@ def _tool_names(messages: tuple[ChatMessage, ...]) -> dict[str, str]:
         for call in message.tool_calls
         if "call_id" in call
     }
+
+
+def _native_turn(message: ChatMessage) -> Turn | None:
+    if message.role == "assistant" and message.tool_calls:
+        calls = [{"name": call.get("name", ""), "arguments": _arguments(call.get("arguments", ""))}
+                 for call in message.tool_calls]
+        return {"role": "assistant", "content": message.content, "tool_calls": calls}
+    if message.role == "assistant" and not message.content.strip():
+        return None
+    return {"role": message.role, "content": message.content}
+
+
+def _arguments(text: str) -> Any:
+    try:
+        return json.loads(text or "{}")
+    except json.JSONDecodeError:
+        return text
 
 
 def _turn(message: ChatMessage, tool_names: dict[str, str]) -> Turn | None:
@@ -38,18 +64,23 @@ def _turn(message: ChatMessage, tool_names: dict[str, str]) -> Turn | None:
     return {"role": message.role, "content": message.content}
 
 
-def chat_turns(request: GenerateResponseRequest, settings: ServerSettings) -> list[Turn]:
-    """System prompt, then the last ``chat_size`` exchanges of the conversation."""
-    # Session tools are rendered into the system prompt; the backends split calls back out.
-    system = local_system_prompt(request, settings.init_chat_prompt)
+def chat_turns(request: GenerateResponseRequest, settings: ServerSettings, native: bool = False) -> list[Turn]:
+    """System prompt, then the last ``chat_size`` exchanges of the conversation.
+
+    ``native``: the chat template renders the tools (see ``knows_tools``);
+    otherwise they are written into the system prompt. Either way the
+    backends split the calls back out of the reply.
+    """
+    system = local_system_prompt(request, settings.init_chat_prompt, native)
     history = request.messages[-2 * settings.chat_size :]
     tool_names = _tool_names(request.messages)
     turns: list[Turn] = [{"role": "system", "content": system}] if system else []
     for message in history:
-        turn = _turn(message, tool_names)
+        turn = _native_turn(message) if native else _turn(message, tool_names)
         if turn is None:
             continue
-        if turns and turns[-1]["role"] == turn["role"]:
+        mergeable = turn["role"] in ("user", "assistant") and "tool_calls" not in turn
+        if mergeable and turns and turns[-1]["role"] == turn["role"] and "tool_calls" not in turns[-1]:
             turns[-1] = {"role": turn["role"], "content": f"{turns[-1]['content']}\n{turn['content']}"}
         else:
             turns.append(turn)
@@ -66,17 +97,25 @@ def _without_system(turns: list[Turn]) -> list[Turn]:
     return [{"role": "user", "content": system}, *rest]
 
 
-def render_prompt(tokenizer: Any, turns: list[Turn]) -> str:
-    """The prompt text, ending where the assistant's reply begins."""
+def prompt_for(tokenizer: Any, request: GenerateResponseRequest, settings: ServerSettings) -> str:
+    """The prompt of ``request`` for a model: its tools in the template's own format when it has one."""
+    native = knows_tools(tokenizer) and bool(native_tools(request))
+    turns = chat_turns(request, settings, native)
+    return render_prompt(tokenizer, turns, native_tools(request) if native else None)
+
+
+def render_prompt(tokenizer: Any, turns: list[Turn], tools: list[dict[str, Any]] | None = None) -> str:
+    """The prompt text, ending where the assistant's reply begins (``tools`` for the template, if any)."""
     if not getattr(tokenizer, "chat_template", None):
         # A base model without a template: a plain transcript is the best we can do.
         lines = [f"{turn['role'].capitalize()}: {turn['content']}" for turn in turns]
         return "\n".join([*lines, "Assistant:"])
+    extra: dict[str, Any] = {"tools": tools} if tools else {}
     try:
-        text = tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True, **extra)
     except Exception as error:  # noqa: BLE001 - jinja raises its own error types for unsupported roles
         log.debug("chat template rejected the turns (%s); retrying without a system role", error)
         text = tokenizer.apply_chat_template(
-            _without_system(turns), tokenize=False, add_generation_prompt=True
+            _without_system(turns), tokenize=False, add_generation_prompt=True, **extra
         )
     return str(text)

@@ -29,7 +29,7 @@ from speech_to_speech import registry
 from speech_to_speech.cache import cached_conversion
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
-from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
+from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.local_tokenizer import LocalTokenizer
 from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.llm.weights import resolve_source
@@ -147,7 +147,7 @@ class CTranslate2LM(LLMHandler):
 
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         lm = self.model
-        prompt = lm.tokenizer.tokens(render_prompt(lm.tokenizer, chat_turns(request, self.settings)))
+        prompt = lm.tokenizer.tokens(prompt_for(lm.tokenizer, request, self.settings))
         limit = request.max_output_tokens or self.settings.max_new_tokens
         end_ids = lm.tokenizer.end_token_ids
         generated: list[int] = []

@@ -29,7 +29,7 @@ from typing import Any
 from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
-from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
+from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.local_tokenizer import ChatTemplate
 from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.llm.weights import gguf_in, packaged_gguf
@@ -120,7 +120,7 @@ class LlamaCppLM(LLMHandler):
 
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         lm = self.model
-        text = render_prompt(lm.template, chat_turns(request, self.settings))
+        text = prompt_for(lm.template, request, self.settings)
         prompt = lm.llm.tokenize(text.encode(), add_bos=False, special=True)
         limit = request.max_output_tokens or self.settings.max_new_tokens
         generated: list[int] = []

@@ -54,12 +54,13 @@ class ChatTemplate:
         self._specials = {"bos_token": bos_token or "", "eos_token": eos_token or ""}
 
     def apply_chat_template(
-        self, conversation: list[dict[str, str]], tokenize: bool = False, add_generation_prompt: bool = True
+        self, conversation: list[dict[str, Any]], tokenize: bool = False, add_generation_prompt: bool = True,
+        tools: list[dict[str, Any]] | None = None,
     ) -> str:
         if tokenize:
             raise ValueError("ChatTemplate renders text only")
         return str(self._template.render(messages=conversation, add_generation_prompt=add_generation_prompt,
-                                         **self._specials))
+                                         tools=tools, **self._specials))
 
 
 class LocalTokenizer:
@@ -89,7 +90,8 @@ class LocalTokenizer:
         return tuple(int(i) for i in ids)
 
     def apply_chat_template(
-        self, conversation: list[dict[str, str]], tokenize: bool = False, add_generation_prompt: bool = True
+        self, conversation: list[dict[str, Any]], tokenize: bool = False, add_generation_prompt: bool = True,
+        tools: list[dict[str, Any]] | None = None,
     ) -> str:
         """The prompt text; the signature follows transformers' so ``chat_prompt.render_prompt`` takes either."""
         if tokenize:
@@ -98,7 +100,8 @@ class LocalTokenizer:
             raise ValueError("this model has no chat template")
         if self._template is None:
             self._template = ChatTemplate(self.chat_template, self.bos_token, self.eos_token)
-        return self._template.apply_chat_template(conversation, add_generation_prompt=add_generation_prompt)
+        return self._template.apply_chat_template(conversation, add_generation_prompt=add_generation_prompt,
+                                                  tools=tools)
 
     def tokens(self, text: str) -> list[str]:
         """``text`` as token strings (what CTranslate2 takes); special tokens in it are matched, none added."""

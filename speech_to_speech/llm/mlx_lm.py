@@ -16,7 +16,7 @@ from typing import Any
 from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
-from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
+from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
 
@@ -67,7 +67,7 @@ class MLXLM(LLMHandler):
         from mlx_lm.sample_utils import make_sampler
 
         lm = self.model
-        prompt = render_prompt(lm.tokenizer, chat_turns(request, self.settings))
+        prompt = prompt_for(lm.tokenizer, request, self.settings)
         limit = request.max_output_tokens or self.settings.max_new_tokens
         progress: dict[str, Any] = {"prompt": 0, "output": 0, "finish": None}
         sampler = make_sampler(temp=self.settings.temperature)

@@ -1,10 +1,13 @@
 """Tools for local models: JSON Schema -> Python signature -> prompt, and call parsing.
 
-Local models get the session's function tools as Python ``def`` stubs in the
-system prompt (rendered by a Jinja2 template) and answer with calls such as
-``<tool_call>get_weather(city='Paris')</tool_call>``. Calls are parsed with
-``ast`` (never evaluated), checked against the registered tools, and given
-fresh call ids. ``ToolCallSplitter`` separates them from the spoken text
+Local models whose chat template knows tools (Qwen2.5's, for one) get them
+in that template's own format and answer with its calls,
+``<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>``.
+Other models get the tools as Python ``def`` stubs in the system prompt
+(rendered by a Jinja2 template) and answer with calls such as
+``<tool_call>get_weather(city='Paris')</tool_call>``. Calls are parsed as JSON
+or with ``ast`` (never evaluated), checked against the registered tools, and
+given fresh call ids. ``ToolCallSplitter`` separates them from the spoken text
 while tokens stream, so call syntax never reaches the TTS.
 """
 
@@ -132,9 +135,39 @@ def _literal(node: ast.expr) -> Any:
         raise
 
 
+def _parse_json_call(source: str, tools: dict[str, FunctionTool]) -> tuple[str, dict[str, Any]]:
+    """``{"name": …, "arguments": {…}}``: the call format of chat templates with native tools (Qwen, Hermes)."""
+    try:
+        data = json.loads(source)
+    except json.JSONDecodeError as error:
+        raise ToolCallError(f"not a JSON call: {source!r}") from error
+    name, arguments = data.get("name") if isinstance(data, dict) else None, None
+    if isinstance(data, dict):
+        arguments = data.get("arguments", data.get("parameters", {}))
+        if isinstance(arguments, str):  # some models encode the arguments twice
+            try:
+                arguments = json.loads(arguments or "{}")
+            except json.JSONDecodeError as error:
+                raise ToolCallError(f"arguments of {name} are not JSON") from error
+    if not isinstance(name, str) or not isinstance(arguments, dict):
+        raise ToolCallError(f"not a call with a name and arguments: {source!r}")
+    tool = tools.get(name)
+    if tool is None:
+        raise ToolCallError(f"unknown function {name!r}")
+    if not tool.signature.parameters:
+        return name, {}  # a tool without parameters: whatever the model put there (often its schema) is moot
+    try:
+        bound = tool.signature.bind(**arguments)
+    except TypeError as error:
+        raise ToolCallError(f"{name}: {error}") from error
+    return name, dict(bound.arguments)
+
+
 def parse_call(text: str, tools: dict[str, FunctionTool]) -> tuple[str, dict[str, Any]]:
-    """Parse ``name(key=value, …)`` and check it against the registered tools."""
+    """Parse ``name(key=value, …)`` or a JSON call, and check it against the registered tools."""
     source = text.strip().strip("`").strip()
+    if source.startswith("{"):
+        return _parse_json_call(source, tools)
     try:
         tree = ast.parse(source, mode="eval")
     except SyntaxError as error:
@@ -184,9 +217,23 @@ class ToolCallSplitter:
     def __init__(self, tools: list[FunctionTool]) -> None:
         self.tools = {t.name: t for t in tools}
         self._buffer = ""
+        # Small models often answer a call with the bare JSON object, without the tags: a reply
+        # that opens with "{" is held until it is a whole JSON value, then tried as a call.
+        self._at_start = True
 
     def feed(self, text: str) -> Iterator[str | ParsedCall]:
         self._buffer += text
+        if self._at_start:
+            head = self._buffer.lstrip()
+            if not head:
+                return
+            if head.startswith("{"):
+                end = _json_end(head)
+                if end is None:
+                    return
+                self._buffer = head[end:]
+                yield from self._bare_call(head[:end])
+            self._at_start = False
         while True:
             start = self._buffer.find(CALL_OPEN)
             if start < 0:
@@ -205,9 +252,21 @@ class ToolCallSplitter:
             self._buffer = self._buffer[end + len(CALL_CLOSE) :]
             yield from self._parse(body)
 
+    def _bare_call(self, source: str) -> Iterator[str | ParsedCall]:
+        try:
+            name, arguments = parse_call(source, self.tools)
+        except ToolCallError as error:
+            log.info("a reply that opens with JSON is not a call (%s); it is text", error)
+            yield source
+            return
+        yield ParsedCall(ids.call_id(), name, json.dumps(arguments))
+
     def finish(self) -> Iterator[str | ParsedCall]:
         """End of stream: an unterminated call is still tried; other held text is released."""
         rest, self._buffer = self._buffer, ""
+        if self._at_start and rest.lstrip().startswith("{"):
+            yield from self._bare_call(rest.strip())
+            return
         if rest.startswith(CALL_OPEN):
             yield from self._parse(rest[len(CALL_OPEN) :])
         elif rest:
@@ -227,9 +286,20 @@ def _call_lines(body: str) -> list[str]:
     body = body.strip()
     if not body:
         return []
+    if body.startswith("{"):
+        return [body]  # one JSON call, which may span lines
     # Several calls may share one block, one per line.
     lines = [line for line in body.splitlines() if line.strip()]
     return lines if all(re.match(r"\s*[A-Za-z_][\w.]*\s*\(", line) for line in lines) else [body]
+
+
+def _json_end(text: str) -> int | None:
+    """The end of the JSON value at the start of ``text``; None while it is incomplete (or not JSON)."""
+    try:
+        _, end = json.JSONDecoder().raw_decode(text)
+    except json.JSONDecodeError:
+        return None
+    return end
 
 
 def _partial_suffix(text: str, marker: str) -> int:
@@ -246,9 +316,33 @@ def tools_of(request: GenerateResponseRequest) -> list[FunctionTool]:
     return [FunctionTool.from_session(t) for t in request.tools if t.get("type", "function") == "function"]
 
 
-def local_system_prompt(request: GenerateResponseRequest, default_instructions: str) -> str:
-    """The system prompt of a local model for this request, tools included."""
-    return render_tool_prompt(request.instructions or default_instructions, tools_of(request), request.tool_choice)
+def local_system_prompt(request: GenerateResponseRequest, default_instructions: str, native: bool = False) -> str:
+    """The system prompt of a local model for this request: tools included, unless its template shows them."""
+    instructions = request.instructions or default_instructions
+    if native:
+        return instructions + _native_choice_rule(request)
+    return render_tool_prompt(instructions, tools_of(request), request.tool_choice)
+
+
+def _native_choice_rule(request: GenerateResponseRequest) -> str:
+    if not tools_of(request):
+        return ""
+    choice = request.tool_choice
+    if isinstance(choice, dict):
+        return f" You must call the function {choice.get('name')} in this answer."
+    if choice == "required":
+        return " You must call one of the functions in this answer."
+    return " Call a function only when the request needs it; otherwise answer directly."
+
+
+def native_tools(request: GenerateResponseRequest) -> list[dict[str, Any]]:
+    """The request's tools as chat templates take them (``{"type": "function", "function": {…}}``)."""
+    tools = tools_of(request)
+    if isinstance(request.tool_choice, dict):
+        tools = [t for t in tools if t.name == request.tool_choice.get("name")] or tools
+    return [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                              "parameters": t.parameters or {"type": "object", "properties": {}}}}
+            for t in tools]
 
 
 def split_tool_calls(request: GenerateResponseRequest, chunks: Iterable[str]) -> Iterator[str | AssistantToolCallPart]:

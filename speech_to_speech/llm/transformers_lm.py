@@ -17,7 +17,7 @@ from typing import Any
 from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
-from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
+from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.llm.weights import resolve_source
 from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
@@ -106,7 +106,7 @@ class TransformersLM(LLMHandler):
         from transformers import StoppingCriteriaList, TextIteratorStreamer
 
         lm = self.model
-        prompt = render_prompt(lm.tokenizer, chat_turns(request, self.settings))
+        prompt = prompt_for(lm.tokenizer, request, self.settings)
         inputs = lm.tokenizer(prompt, return_tensors="pt", add_special_tokens=False).to(lm.device)
         prompt_tokens = int(inputs["input_ids"].shape[1])
         limit = request.max_output_tokens or self.settings.max_new_tokens
