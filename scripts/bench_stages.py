@@ -169,7 +169,8 @@ def bench_tts(tts: Any, texts: list[str]) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for text in texts:
         parts, first, total = _timed_stream(tts.synthesize(text, None, None))
-        audio_s = sum(len(p) for p in parts) / tts.sample_rate
+        # A backend may hand out Phonemized pieces (audio with the phonemes it spoke).
+        audio_s = sum(len(getattr(p, "audio", p)) for p in parts) / tts.sample_rate
         rows.append(
             {
                 "text": text,

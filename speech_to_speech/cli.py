@@ -1,9 +1,10 @@
 """``speech-to-speech``: serve | talk | local | bench. Thin: parse, then call.
 
 ``serve``, ``local`` and the ``bench`` benchmarks take a flag for every
-ServerSettings field (derived from the model, see flags.py) and ``--config
-FILE`` (YAML); flags given on the command line override the file, which
-overrides the defaults (a benchmark's own defaults first: see bench/cli.py).
+ServerSettings field (derived from the model, see flags.py), ``--preset``
+(presets.py) and ``--config FILE`` (YAML); flags given on the command line
+override the file, which overrides the preset, which overrides the defaults
+(a benchmark's own defaults first: see bench/cli.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from speech_to_speech.bench.cli import add_bench_parser, run_bench
 from speech_to_speech.client.cli import LOCAL_EXCLUDED, add_client_flags
 from speech_to_speech.config import ServerSettings, load_yaml, settings_from_yaml
 from speech_to_speech.flags import add_model_flags, given_values
+from speech_to_speech.presets import DEFAULT_PRESET, PRESETS, preset
 
 EXIT_USAGE = 2  # also what argparse exits with on a bad flag
 BACKEND_FIELDS: tuple[registry.Kind, ...] = ("vad", "stt", "llm", "tts")
@@ -30,6 +32,10 @@ BACKEND_FIELDS: tuple[registry.Kind, ...] = ("vad", "stt", "llm", "tts")
 def _settings_parent() -> tuple[argparse.ArgumentParser, list[str]]:
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument("--config", type=Path, metavar="FILE", help="YAML settings (flags override them).")
+    parent.add_argument("--preset", choices=tuple(PRESETS), default=DEFAULT_PRESET,
+                        help="A whole stack chosen by measurement, under --config and the flags: fast (SmolLM2-135M) "
+                             "or quality (Qwen2.5-Coder-0.5B). See the README's model survey."
+                             + (f" (default: {DEFAULT_PRESET})" if DEFAULT_PRESET else ""))
     group = parent.add_argument_group("server settings")
     extra: dict[str, str] = {kind: f"One of: {', '.join(registry.names(kind))}." for kind in BACKEND_FIELDS}
     fields = add_model_flags(group, ServerSettings, extra_help=extra)
@@ -58,8 +64,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
 
 
 def settings_from_args(args: argparse.Namespace, fields: list[str]) -> ServerSettings:
-    """Defaults (a command's own first), then the YAML file, then the flags given. Raises ValueError on bad settings."""
+    """Defaults (a command's own first), the preset, the YAML file, then the flags given. Raises ValueError."""
     values: dict[str, Any] = dict(getattr(args, "settings_base", None) or {})
+    if getattr(args, "preset", None):
+        values.update(preset(args.preset))
     if args.config is not None:
         values.update(settings_from_yaml(load_yaml(args.config)))
     values.update(given_values(args, fields))

