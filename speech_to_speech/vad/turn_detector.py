@@ -74,10 +74,32 @@ CONTINUATION_WORDS = frozenset({
 })
 
 
+# Words a sentence can end on but a phrase left hanging usually does: prepositions, modal and
+# auxiliary verbs, subject pronouns, question and relative words. They do not veto a turn that
+# sounds finished ("what is it for?"), but they do not end one that sounds unfinished either.
+# Particles that end phrasal verbs ("turn it off", "log in") are not here.
+OPEN_ENDED_WORDS = CONTINUATION_WORDS | frozenset({
+    "about", "above", "across", "after", "against", "along", "among", "at", "before", "behind", "below",
+    "beneath", "beside", "between", "beyond", "by", "during", "except", "for", "from", "into", "like",
+    "near", "onto", "since", "through", "toward", "towards", "under", "until", "upon", "with", "within",
+    "without", "can", "could", "will", "would", "shall", "should", "may", "might", "must", "do", "does",
+    "did", "is", "are", "was", "were", "am", "be", "been", "being", "have", "has", "had", "i", "you",
+    "he", "she", "we", "they", "who", "whom", "whose", "which", "that", "what", "where", "when", "why",
+    "how", "so", "then",
+})
+
+
 def reads_finished(transcript: str) -> bool:
-    """The words end as a sentence does: final punctuation, and not on a word that cannot end one."""
+    """The words end as a whole sentence does: final punctuation, after a word a phrase rarely stops on.
+
+    Stricter than the opposite of :func:`ends_mid_phrase`: it is the evidence that overrides a
+    turn that *sounds* unfinished, so it must not take "… maybe we could." for a finished request.
+    """
     text = transcript.strip()
-    return text.endswith((".", "?", "!")) and not ends_mid_phrase(text)
+    if not text.endswith((".", "?", "!")) or text.endswith("..."):
+        return False
+    words = re.sub(r"[^\w']+", " ", text).split()
+    return bool(words) and words[-1].lower() not in OPEN_ENDED_WORDS
 
 
 def ends_mid_phrase(transcript: str) -> bool:

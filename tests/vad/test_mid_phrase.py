@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from speech_to_speech.vad.turn_detector import ends_mid_phrase
+from speech_to_speech.vad.turn_detector import ends_mid_phrase, reads_finished
 
 
 @pytest.mark.parametrize("text", [
@@ -22,3 +22,20 @@ def test_words_that_cannot_end_a_sentence(text: str) -> None:
 ])
 def test_words_that_can(text: str) -> None:
     assert not ends_mid_phrase(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Remind me to call my sister on Friday afternoon.", "How far is the moon from the earth?",
+    "Turn it off.", "Log in!", "What is twelve times fifteen?",
+])
+def test_whole_sentences_read_finished(text: str) -> None:
+    assert reads_finished(text)
+
+
+@pytest.mark.parametrize("text", [
+    "So I was thinking that maybe we could.", "Can you explain the difference between?",
+    "Set an alarm because I.", "Could you recommend a book about.", "I need a present for my",
+    "What is the weather", "Tell me more...", "", "Well, um.",
+])
+def test_phrases_left_hanging_do_not(text: str) -> None:
+    assert not reads_finished(text)
