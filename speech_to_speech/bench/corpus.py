@@ -38,6 +38,7 @@ DEFAULT_CORPUS = Path(__file__).with_name("turns_corpus.json")
 # Bump when the way segments become a clip (or the voice and seed they are spoken with) changes:
 # old cached clips are then not reused.
 ASSEMBLY_VERSION = 1
+SPLIT_VERSION = 2  # of spoken_as_one clips: 2 cuts at hibari's own word gaps (1 used Whisper's timestamps)
 
 Synthesize = Callable[[list[str], int], list[audio.Samples]]
 
@@ -120,7 +121,7 @@ def cache_key(request: Request, rate: int, spoken_as_one: bool = False) -> str:
     shape: dict[str, Any] = {"segments": [asdict(s) for s in request.segments], "rate": rate,
                              "assembly": ASSEMBLY_VERSION, "hibari": _version("hibari-tts")}
     if spoken_as_one:
-        shape["spoken_as_one"] = True
+        shape["spoken_as_one"] = SPLIT_VERSION
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -149,8 +150,8 @@ def clips(corpus: Corpus, limit: int | None = None, *, rate: int = audio.RATE, c
     if missing:
         log.info("synthesising %d corpus request(s) with hibari into %s", len(missing), folder)
         if corpus.spoken_as_one:
-            for request, whole in zip(missing, synthesize([r.text for r in missing], rate), strict=True):
-                samples = split_at_words(whole, rate, [len(s.text.split()) for s in request.segments],
+            for request in missing:
+                samples = split_at_words(request.text, rate, [len(s.text.split()) for s in request.segments],
                                          [s.pause_ms for s in request.segments])
                 _write_atomically(paths[request.name], samples, rate)
         else:

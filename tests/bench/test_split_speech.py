@@ -3,28 +3,41 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from speech_to_speech.audio.resample import resample
 from speech_to_speech.bench import audio, corpus
 from speech_to_speech.bench.split_speech import split_at_words
 
-
-def test_a_pause_goes_between_the_words_and_the_speech_around_it_is_kept() -> None:
-    [whole] = audio.synthesize(["Please add eggs, butter, and a loaf of bread to my list."], audio.RATE)
-    split = split_at_words(whole, audio.RATE, [5, 7], [900, 0])
-    voiced = audio.voiced_bounds(whole, audio.RATE)
-    assert voiced is not None
-    assert audio.longest_pause_ms(split, audio.RATE) == pytest.approx(900, abs=60)
-    # Nothing was cut out: the split clip is the voiced sentence plus the pause.
-    assert len(split) == pytest.approx(voiced[1] - voiced[0] + 0.9 * audio.RATE, abs=audio.RATE * 0.02)
+TEXT = "So I was thinking that maybe we could go to the beach on Saturday."
 
 
-def test_words_whisper_cannot_count_are_refused() -> None:
-    [whole] = audio.synthesize(["Turn on the lights."], audio.RATE)
+def transcript(samples: np.ndarray) -> list[str]:
+    from faster_whisper import WhisperModel
+
+    from speech_to_speech.stt.faster_whisper import packaged_model_path
+
+    model = WhisperModel(str(packaged_model_path()), device="cpu", compute_type="int8")
+    segments, _ = model.transcribe(resample(samples, audio.RATE, 16000), language="en", beam_size=1)
+    return re.sub(r"[^a-z ]", "", "".join(s.text for s in segments).lower()).split()
+
+
+def test_the_pause_goes_in_the_gap_between_two_words() -> None:
+    split = split_at_words(TEXT, audio.RATE, [8, 6], [900, 0])
+    assert audio.longest_pause_ms(split, audio.RATE) == pytest.approx(900, abs=40)
+    pause = int(np.flatnonzero(np.abs(split) < 1e-9)[0])
+    # What is said on each side of the pause: the first eight words, then the other six.
+    assert transcript(split[:pause]) == ["so", "i", "was", "thinking", "that", "maybe", "we", "could"]
+    assert transcript(split[pause + int(0.9 * audio.RATE):]) == ["go", "to", "the", "beach", "on", "saturday"]
+
+
+def test_a_split_that_does_not_fit_the_words_is_refused() -> None:
     with pytest.raises(ValueError, match="words where the text has"):
-        split_at_words(whole, audio.RATE, [3, 7], [800, 0])
+        split_at_words("Turn on the lights.", audio.RATE, [3, 7], [800, 0])
 
 
 def test_the_fragments_corpus_pauses_mid_sentence_for_longer_than_a_silence_window() -> None:
