@@ -27,15 +27,17 @@ from speech_to_speech.presets import DEFAULT_PRESET, PRESETS, preset
 
 EXIT_USAGE = 2  # also what argparse exits with on a bad flag
 BACKEND_FIELDS: tuple[registry.Kind, ...] = ("vad", "stt", "llm", "tts")
+# What a user runs gets the default preset; benchmarks measure the settings they are given.
+PRESET_BY_DEFAULT = ("serve", "local")
 
 
 def _settings_parent() -> tuple[argparse.ArgumentParser, list[str]]:
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument("--config", type=Path, metavar="FILE", help="YAML settings (flags override them).")
-    parent.add_argument("--preset", choices=tuple(PRESETS), default=DEFAULT_PRESET,
+    parent.add_argument("--preset", choices=tuple(PRESETS), default=None,
                         help="A whole stack chosen by measurement, under --config and the flags: fast (SmolLM2-135M) "
-                             "or quality (Qwen2.5-Coder-0.5B). See the README's model survey."
-                             + (f" (default: {DEFAULT_PRESET})" if DEFAULT_PRESET else ""))
+                             f"or quality (Qwen2.5-Coder-0.5B); see the README's model survey. serve and local take "
+                             f"{DEFAULT_PRESET} unless --preset or --config is given; benchmarks take none.")
     group = parent.add_argument_group("server settings")
     extra: dict[str, str] = {kind: f"One of: {', '.join(registry.names(kind))}." for kind in BACKEND_FIELDS}
     fields = add_model_flags(group, ServerSettings, extra_help=extra)
@@ -66,8 +68,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
 def settings_from_args(args: argparse.Namespace, fields: list[str]) -> ServerSettings:
     """Defaults (a command's own first), the preset, the YAML file, then the flags given. Raises ValueError."""
     values: dict[str, Any] = dict(getattr(args, "settings_base", None) or {})
-    if getattr(args, "preset", None):
-        values.update(preset(args.preset))
+    chosen = getattr(args, "preset", None)
+    if chosen is None and args.command in PRESET_BY_DEFAULT and args.config is None:
+        chosen = DEFAULT_PRESET  # a config file describes a whole stack of its own
+    if chosen:
+        values.update(preset(chosen))
     if args.config is not None:
         values.update(settings_from_yaml(load_yaml(args.config)))
     values.update(given_values(args, fields))

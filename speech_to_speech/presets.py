@@ -35,7 +35,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "temperature": 0.0,
     },
 }
-DEFAULT_PRESET: str | None = None
+# serve and local without --preset or --config: right answers at 819 ms beat wrong ones at 583 ms (README).
+DEFAULT_PRESET = "quality"
 
 
 def preset(name: str) -> dict[str, Any]:

@@ -40,7 +40,7 @@ CONTEXT_TOKENS = 4096  # chat_size exchanges of spoken turns, with the system pr
 MISSING = (
     "the llama-cpp backend needs llama-cpp-python: pip install 'speech-to-speech[llama-cpp]' (it builds "
     "llama.cpp from source; on CPUs with AMX set CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON "
-    "-DGGML_F16C=ON\" first)"
+    "-DGGML_F16C=ON\" first); or run the fast preset, which needs none: --preset fast"
 )
 
 

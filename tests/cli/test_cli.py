@@ -9,6 +9,7 @@ import pytest
 
 from speech_to_speech import cli
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.presets import DEFAULT_PRESET, preset
 from speech_to_speech.testing.sound_devices import DEVICES, install_fake_sounddevice, without_portaudio
 
 
@@ -27,8 +28,15 @@ def serve(served: list[ServerSettings], *argv: str) -> ServerSettings:
     return served[-1]
 
 
-def test_serve_passes_the_defaults_to_the_realtime_server(served: list[ServerSettings]) -> None:
-    assert serve(served) == ServerSettings()
+def test_serve_passes_the_default_preset_to_the_realtime_server(served: list[ServerSettings]) -> None:
+    assert serve(served) == ServerSettings(**preset(DEFAULT_PRESET))
+    assert serve(served, "--preset", "fast") == ServerSettings(**preset("fast"))
+
+
+def test_a_config_file_replaces_the_default_preset(served: list[ServerSettings], tmp_path: Path) -> None:
+    config = tmp_path / "mine.yaml"
+    config.write_text("server:\n  port: 9001\n")
+    assert serve(served, "--config", str(config)) == ServerSettings(port=9001)
 
 
 def test_every_settings_field_has_a_flag() -> None:
