@@ -78,6 +78,8 @@ def turns_rows(summary: dict[str, Any]) -> list[str]:
     """The rows under the turns latency: requests answered, double answers, responses that ended otherwise."""
     rows = [f"| | requests answered | {summary['answered']} of {summary['requests']} | | |",
             f"| | double answers (two responses with audio) | {summary['double_answers']} | | |"]
+    if "split_requests" in summary:
+        rows.append(f"| | requests heard as more than one turn | {summary['split_requests']} | | |")
     ended = summary.get("not_completed") or {}
     if ended:
         rows.append("| | responses not completed | " + ", ".join(f"{k} ×{v}" for k, v in ended.items()) + " | | |")
