@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
@@ -98,8 +99,15 @@ def _without_system(turns: list[Turn]) -> list[Turn]:
 
 
 def prompt_for(tokenizer: Any, request: GenerateResponseRequest, settings: ServerSettings) -> str:
-    """The prompt of ``request`` for a model: its tools in the template's own format when it has one."""
+    """The prompt of ``request`` for a model: its tools in the template's own format when it has one.
+
+    The answer to a tool's result is asked without the tools, the result as
+    user text: shown its own call format there, the small model answers with
+    another call or the result's JSON instead of a sentence to say.
+    """
     native = knows_tools(tokenizer) and bool(native_tools(request))
+    if native and request.messages and request.messages[-1].role == "tool" and request.tool_choice == "auto":
+        return render_prompt(tokenizer, chat_turns(replace(request, tools=()), settings))
     turns = chat_turns(request, settings, native)
     return render_prompt(tokenizer, turns, native_tools(request) if native else None)
 

@@ -96,3 +96,12 @@ def test_a_tool_without_parameters_is_called_whatever_the_model_put_in_its_argum
 def test_arguments_encoded_twice_are_read() -> None:
     twice = '<tool_call>{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}</tool_call>'
     assert calls(split([twice])) == [("get_weather", {"city": "Rome"})]
+
+
+def test_the_answer_to_a_tool_result_is_asked_without_the_tools_and_the_result_is_user_text() -> None:
+    call = {"call_id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}
+    prompt = prompt_for(ChatTemplate(TEMPLATE), request(
+        ChatMessage("user", "Weather in Paris?"), ChatMessage("assistant", "", (call,)),
+        ChatMessage("tool", '{"sky": "sunny"}', tool_call_id="call_1")), ServerSettings(init_chat_prompt="Be brief."))
+    assert "<tools>" not in prompt and "<tool_call>" not in prompt
+    assert prompt.endswith('<user>Weather in Paris?\nTool result (get_weather): {"sky": "sunny"}</user>\n<assistant>')
