@@ -98,8 +98,8 @@ def reads_finished(transcript: str) -> bool:
     text = transcript.strip()
     if not text.endswith((".", "?", "!")) or text.endswith("..."):
         return False
-    words = re.sub(r"[^\w']+", " ", text).split()
-    return bool(words) and words[-1].lower() not in OPEN_ENDED_WORDS
+    last = _last_word(text)
+    return bool(last) and last not in OPEN_ENDED_WORDS
 
 
 def ends_mid_phrase(transcript: str) -> bool:
@@ -109,8 +109,13 @@ def ends_mid_phrase(transcript: str) -> bool:
         return False
     if text.endswith(("...", "…", ",", "-", "—")):
         return True
-    last = re.sub(r"[^\w']+", " ", text).split()
-    return bool(last) and last[-1].lower() in CONTINUATION_WORDS
+    return _last_word(text) in CONTINUATION_WORDS
+
+
+def _last_word(text: str) -> str:
+    """The last word of ``text``, lowercased, without punctuation ("" when there is none)."""
+    words = re.sub(r"[^\w']+", " ", text).split()
+    return words[-1].lower() if words else ""
 
 
 def eagerness(turn_detection: TurnDetection | None) -> Eagerness:

@@ -43,10 +43,15 @@ def server_vad(silence_ms: int) -> dict[str, Any]:
             "audio": {"input": {"turn_detection": {"type": "server_vad", "silence_duration_ms": silence_ms}}}}
 
 
+def detecting(make_server: ServerFactory, words: str, min_silence_ms: int = SLOW_SILENCE_MS) -> Any:
+    """A server with the real VAD and turn detector, whose scripted STT hears ``words`` in every pass."""
+    return make_server(vad="silero", min_silence_ms=min_silence_ms, max_turn_silence_ms=MAX_TURN_SILENCE_MS,
+                       scripted_transcripts=[words], scripted_replies=["One eighty."])
+
+
 @pytest.fixture
 def detecting_server(make_server: ServerFactory) -> Any:
-    return make_server(vad="silero", min_silence_ms=SLOW_SILENCE_MS, max_turn_silence_ms=MAX_TURN_SILENCE_MS,
-                       scripted_transcripts=["What is twelve times fifteen?"], scripted_replies=["One eighty."])
+    return detecting(make_server, "What is twelve times fifteen?")
 
 
 async def say(client: RealtimeTestClient, *parts: np.ndarray) -> None:
@@ -100,8 +105,7 @@ async def test_a_finished_question_ends_its_turn_at_the_first_pause(detecting_se
 
 
 async def test_a_phrase_left_hanging_waits_then_ends_after_the_longest_silence(make_server: ServerFactory) -> None:
-    server = make_server(vad="silero", min_silence_ms=SLOW_SILENCE_MS, max_turn_silence_ms=MAX_TURN_SILENCE_MS,
-                         scripted_transcripts=["Tell me about the history of ancient Rome, uh,"])
+    server = detecting(make_server, "Tell me about the history of ancient Rome, uh,")
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.update_session(semantic())
         await say(client, speech("unfinished_rome_uh"), silence(MAX_TURN_SILENCE_MS / 1000 + 0.6, RATE))
@@ -151,8 +155,7 @@ async def test_without_weights_the_server_runs_on_silence_and_says_so(make_serve
 
 async def test_words_that_stop_mid_phrase_keep_a_finished_sounding_turn_open(make_server: ServerFactory) -> None:
     """The audio sounds finished, but the pause's transcript ends on "to": the turn waits for the rest."""
-    server = make_server(vad="silero", min_silence_ms=SLOW_SILENCE_MS, max_turn_silence_ms=MAX_TURN_SILENCE_MS,
-                         scripted_transcripts=["Can you tell me how long it takes to"])
+    server = detecting(make_server, "Can you tell me how long it takes to")
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.update_session(semantic())
         await say(client, speech("finished_twelve_fifteen"), silence(MAX_TURN_SILENCE_MS / 1000 + 0.6, RATE))
@@ -165,8 +168,7 @@ async def test_words_that_stop_mid_phrase_keep_a_finished_sounding_turn_open(mak
 
 async def test_sound_and_words_in_dispute_leave_the_turn_to_the_silence_window(make_server: ServerFactory) -> None:
     """It sounds unfinished, but the words are a whole question: the turn ends as silence alone would end it."""
-    server = make_server(vad="silero", min_silence_ms=600, max_turn_silence_ms=MAX_TURN_SILENCE_MS,
-                         scripted_transcripts=["What is twelve times fifteen?"])
+    server = detecting(make_server, "What is twelve times fifteen?", min_silence_ms=600)
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.update_session(semantic())
         await say(client, speech("unfinished_rome_uh"), silence(1.0, RATE))  # under the longest silence
