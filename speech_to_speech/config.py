@@ -129,6 +129,13 @@ class ServerSettings(BaseModel):
     chat_size: int = Field(10, ge=1, description="Conversation turns kept in the LLM context.")
     max_new_tokens: int = Field(128, ge=1, description="Token limit per response.")
     temperature: float = Field(0.0, ge=0.0, description="Sampling temperature (0 = greedy).")
+    top_p: float = Field(
+        1.0, gt=0.0, le=1.0, description="Sample only from the likeliest tokens holding this much probability "
+        "(1 = all; used when temperature > 0)."
+    )
+    repetition_penalty: float = Field(
+        1.0, ge=1.0, le=2.0, description="Penalty on tokens the reply already holds (1 = none; greedy decoding too)."
+    )
     llm_threads: int | None = Field(
         None, ge=1, description="CPU threads per local LLM generation; default: half the cores."
     )

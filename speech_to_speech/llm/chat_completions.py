@@ -27,10 +27,8 @@ class ChatCompletionsLLM(LLMHandler):
             "stream": True,
             "stream_options": {"include_usage": True},
             "max_completion_tokens": request.max_output_tokens or settings.max_new_tokens,
-            **common.reasoning_options(request, settings, chat=True),
+            **common.request_options(request, settings, chat=True),
         }
-        if settings.temperature:
-            kwargs["temperature"] = settings.temperature
         if request.tools and request.tool_choice != "none":
             kwargs["tools"] = [
                 {"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),

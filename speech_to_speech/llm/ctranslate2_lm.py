@@ -140,10 +140,12 @@ class CTranslate2LM(LLMHandler):
     model: LoadedCT2
 
     def _sampling(self) -> dict[str, Any]:
-        temperature = self.settings.temperature
-        if temperature <= 0:
-            return {"sampling_topk": 1}
-        return {"sampling_topk": 0, "sampling_temperature": temperature}
+        settings = self.settings
+        penalty = {"repetition_penalty": settings.repetition_penalty}
+        if settings.temperature <= 0:
+            return {"sampling_topk": 1, **penalty}
+        return {"sampling_topk": 0, "sampling_temperature": settings.temperature, "sampling_topp": settings.top_p,
+                **penalty}
 
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         lm = self.model

@@ -114,10 +114,12 @@ class LlamaCppLM(LLMHandler):
     model: LoadedLlama
 
     def _sampling(self) -> dict[str, Any]:
-        temperature = self.settings.temperature
-        if temperature <= 0:
-            return {"temp": 0.0, "top_k": 1}
-        return {"temp": temperature}
+        settings = self.settings
+        penalty = {"repeat_penalty": settings.repetition_penalty}
+        if settings.temperature <= 0:
+            return {"temp": 0.0, "top_k": 1, **penalty}
+        # top_k 0 and min_p 0: llama.cpp's own defaults (40, 0.05) would cut more than top_p asks.
+        return {"temp": settings.temperature, "top_p": settings.top_p, "top_k": 0, "min_p": 0.0, **penalty}
 
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         lm = self.model

@@ -64,16 +64,20 @@ class MLXLM(LLMHandler):
 
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         from mlx_lm import stream_generate
-        from mlx_lm.sample_utils import make_sampler
+        from mlx_lm.sample_utils import make_logits_processors, make_sampler
 
         lm = self.model
         prompt = prompt_for(lm.tokenizer, request, self.settings)
         limit = request.max_output_tokens or self.settings.max_new_tokens
         progress: dict[str, Any] = {"prompt": 0, "output": 0, "finish": None}
-        sampler = make_sampler(temp=self.settings.temperature)
+        settings = self.settings
+        sampler = make_sampler(temp=settings.temperature, top_p=settings.top_p)
+        penalties = make_logits_processors(
+            repetition_penalty=settings.repetition_penalty if settings.repetition_penalty != 1.0 else None)
 
         def texts() -> Iterator[str]:
-            for step in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens=limit, sampler=sampler):
+            for step in stream_generate(lm.model, lm.tokenizer, prompt, max_tokens=limit, sampler=sampler,
+                                        logits_processors=penalties):
                 progress.update(prompt=step.prompt_tokens, output=step.generation_tokens, finish=step.finish_reason)
                 if step.text:
                     yield step.text

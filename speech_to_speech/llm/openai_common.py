@@ -86,3 +86,25 @@ def reasoning_options(request: GenerateResponseRequest, settings: ServerSettings
     if settings.responses_api_disable_thinking and not request.reasoning_effort:
         options["extra_body"] = {"chat_template_kwargs": {"enable_thinking": False}}
     return options
+
+
+def sampling_options(settings: ServerSettings) -> dict[str, Any]:
+    """The sampling settings that differ from the provider's defaults.
+
+    OpenAI has no repetition penalty; vLLM takes it as an extra sampling parameter.
+    """
+    options: dict[str, Any] = {}
+    if settings.temperature:
+        options["temperature"] = settings.temperature
+    if settings.top_p < 1.0:
+        options["top_p"] = settings.top_p
+    if settings.repetition_penalty != 1.0:
+        options["extra_body"] = {"repetition_penalty": settings.repetition_penalty}
+    return options
+
+
+def request_options(request: GenerateResponseRequest, settings: ServerSettings, chat: bool) -> dict[str, Any]:
+    """Reasoning and sampling options of one request, their ``extra_body`` parts merged."""
+    reasoning, sampling = reasoning_options(request, settings, chat), sampling_options(settings)
+    extra = {**reasoning.pop("extra_body", {}), **sampling.pop("extra_body", {})}
+    return {**reasoning, **sampling, **({"extra_body": extra} if extra else {})}

@@ -26,10 +26,8 @@ class ResponsesApiLLM(LLMHandler):
             "stream": True,
             "store": False,
             "max_output_tokens": request.max_output_tokens or settings.max_new_tokens,
-            **common.reasoning_options(request, settings, chat=False),
+            **common.request_options(request, settings, chat=False),
         }
-        if settings.temperature:
-            kwargs["temperature"] = settings.temperature
         if request.tools and request.tool_choice != "none":
             kwargs["tools"] = [
                 {"type": "function", "name": t["name"], "description": t.get("description", ""),

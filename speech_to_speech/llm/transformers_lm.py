@@ -96,10 +96,11 @@ class TransformersLM(LLMHandler):
     model: LoadedLM
 
     def _sampling(self) -> dict[str, Any]:
-        temperature = self.settings.temperature
-        if temperature <= 0:
-            return {"do_sample": False}
-        return {"do_sample": True, "temperature": temperature}
+        settings = self.settings
+        penalty = {"repetition_penalty": settings.repetition_penalty}
+        if settings.temperature <= 0:
+            return {"do_sample": False, **penalty}
+        return {"do_sample": True, "temperature": settings.temperature, "top_p": settings.top_p, **penalty}
 
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         import torch

@@ -121,3 +121,26 @@ def test_tools_render_into_the_prompt_and_parsing_holds_on_the_real_output(
     for call in calls:
         assert call.name == "get_weather"
         assert isinstance(json.loads(call.arguments)["city"], str)
+
+
+def test_sampling_from_a_tiny_nucleus_gives_the_greedy_reply(local_llm: tuple[type, Any], make_handler: Any) -> None:
+    # top_p is a setting that reaches the sampler: hot sampling kept to the likeliest token is greedy decoding.
+    cls, model = local_llm
+    request = ask("Name a colour of the sky.", max_output_tokens=12)
+    greedy = reply(make_handler(cls, model, ServerSettings(temperature=0.0)), request)
+    nucleus = ServerSettings(temperature=1.5, top_p=1e-6)
+    assert [reply(make_handler(cls, model, nucleus), request) for _ in range(2)] == [greedy, greedy]
+
+
+def _repeated_words(text: str) -> int:
+    words = [w.strip(".,!?").lower() for w in text.split()]
+    return len(words) - len(set(words))
+
+
+def test_a_repetition_penalty_makes_the_greedy_reply_repeat_itself_less(local_llm: tuple[type, Any],
+                                                                        make_handler: Any) -> None:
+    cls, model = local_llm
+    request = ask("Repeat after me exactly: la la la la la la la la la la la la la la la la", max_output_tokens=30)
+    plain = reply(make_handler(cls, model, ServerSettings()), request)
+    penalised = reply(make_handler(cls, model, ServerSettings(repetition_penalty=1.8)), request)
+    assert _repeated_words(penalised) < _repeated_words(plain), (plain, penalised)

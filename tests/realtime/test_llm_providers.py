@@ -180,3 +180,21 @@ async def test_disable_thinking_is_replaced_by_a_client_effort(make_server: Serv
         await ask(client, "2", reasoning={"effort": "none"})
     assert fake.requests[0]["chat_template_kwargs"] == {"enable_thinking": False}
     assert "chat_template_kwargs" not in fake.requests[1] and fake.requests[1]["reasoning_effort"] == "none"
+
+
+async def test_sampling_settings_reach_the_provider_only_when_set(make_server: ServerFactory, provider: Any,
+                                                                  backend: str) -> None:
+    fake, url = provider
+    fake.scenarios = [Scenario("Ok.")]
+    tuned = start(make_server, backend, url, temperature=0.6, top_p=0.9, repetition_penalty=1.1,
+                  responses_api_disable_thinking=True)
+    async with RealtimeTestClient.connect(tuned.ws_url) as client:
+        await client.wait_for("session.created")
+        await ask(client, "1")
+    sent = fake.requests[-1]
+    assert (sent["temperature"], sent["top_p"], sent["repetition_penalty"]) == (0.6, 0.9, 1.1)
+    assert sent["chat_template_kwargs"] == {"enable_thinking": False}  # both extra_body parts arrive
+    async with RealtimeTestClient.connect(start(make_server, backend, url).ws_url) as client:
+        await client.wait_for("session.created")
+        await ask(client, "2")
+    assert not {"temperature", "top_p", "repetition_penalty"} & fake.requests[-1].keys()  # provider defaults
