@@ -71,6 +71,16 @@ class ServerSettings(BaseModel):
     response_stall_timeout_s: float = Field(
         60.0, ge=0.0, description="Fail a response whose pipeline produces nothing this long (a hung stage; 0: never)."
     )
+    # ------------------------------------------------------------ resume and replay (see docs/sessions.md)
+    disconnect_grace_s: float = Field(
+        30.0, ge=0.0, description="How long a session whose socket dropped keeps running, resumable (0: not at all)."
+    )
+    replay_journal_max_bytes: int = Field(
+        4 * 1024 * 1024, ge=0, description="Server events a session keeps for a resume, in bytes of JSON."
+    )
+    replay_journal_ttl_s: float = Field(
+        120.0, ge=0.0, description="How long a session keeps a server event for a resume, in seconds."
+    )
 
     # ------------------------------------------------------------ VAD
     vad: str = Field("silero", description="VAD backend.")

@@ -20,6 +20,7 @@ from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import ClientEvent, parse_client_event
 from speech_to_speech.realtime.items import client_item, response_options
+from speech_to_speech.realtime.session_events import SESSION_EVENTS
 from speech_to_speech.realtime.tool_results import followup_call_ids
 
 if TYPE_CHECKING:
@@ -155,6 +156,7 @@ CLIENT_EVENTS: dict[str, Callable[[RealtimeService, ClientEvent], None]] = {
     "response.cancel": response_cancel,
     "output_audio_buffer.clear": output_audio_buffer_clear,
 }
+CLIENT_EVENTS.update(SESSION_EVENTS)  # heartbeat, event_ack, close, resume: the session's lifecycle
 
 
 def prepare_event(service: RealtimeService, raw: str | bytes | dict[str, Any]) -> ClientEvent | RealtimeError:

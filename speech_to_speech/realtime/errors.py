@@ -78,6 +78,10 @@ SERVER_ERROR = "server_error"
 INVALID_SDP = "invalid_sdp"
 WEBRTC_UNAVAILABLE = "webrtc_unavailable"
 CALL_NOT_FOUND = "call_not_found"
+# Resuming a session over a new socket (docs/sessions.md, "Resume and replay").
+SESSION_RESUME_EXPIRED = "session_resume_expired"
+SESSION_RESUME_INVALID_TOKEN = "session_resume_invalid_token"
+SESSION_RESUME_REQUIRED = "session_resume_required"
 
 
 def stage_failed(stage: str) -> str:

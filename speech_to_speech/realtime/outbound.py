@@ -1,6 +1,7 @@
-"""What waits for a session's client: one bounded queue of server events.
+"""What waits for a session's client: one bounded queue of serialised server events.
 
-Counted in events and in bytes of compact JSON (base64 audio included), per
+It holds :class:`Frame` objects (the events as emitted, serialised once),
+counted in events and in bytes of compact JSON (base64 audio included), per
 session. When a slow client lets more pile up than the limits allow, the
 queue overflows once: audio deltas still waiting are dropped, ordinary
 events are refused from then on, and ``on_overflow`` is told, so the owner
@@ -13,16 +14,15 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
-from speech_to_speech.realtime.transport import dumps
+from speech_to_speech.realtime.frames import Frame
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 DEFAULT_MAX_EVENTS = 512
 # After an overflow: room for the error and the response ending that report it.
 RESERVE_BYTES = 64 * 1024
 RESERVE_EVENTS = 8
-_AFTER_OVERFLOW = frozenset({"error", "response.done"})
+_AFTER_OVERFLOW = frozenset({"error", "response.done", "session.closed"})
 _DROPPED_ON_OVERFLOW = frozenset({"response.output_audio.delta"})
 
 
@@ -34,7 +34,7 @@ class OutboundQueue:
         self.on_overflow = on_overflow
         self.overflowed = False
         self.pending_bytes = 0
-        self._items: deque[tuple[dict[str, Any], int]] = deque()
+        self._items: deque[Frame] = deque()
         self._ready = asyncio.Event()
         self._unfinished = 0  # taken by get() and not yet task_done(): being sent
         self._idle = asyncio.Event()
@@ -43,44 +43,43 @@ class OutboundQueue:
     def __len__(self) -> int:
         return len(self._items)
 
-    def put(self, event: dict[str, Any]) -> None:
-        size = len(dumps(event).encode())
+    def put(self, frame: Frame) -> None:
         if self.overflowed:
-            if event.get("type") in _AFTER_OVERFLOW and self._fits(size, RESERVE_BYTES, RESERVE_EVENTS):
-                self._append(event, size)
+            if frame.type in _AFTER_OVERFLOW and self._fits(frame.size, RESERVE_BYTES, RESERVE_EVENTS):
+                self._append(frame)
             return
-        if not self._fits(size, 0, 0):
+        if not self._fits(frame.size, 0, 0):
             self._overflow()
-            self.put(event)
+            self.put(frame)
             return
-        self._append(event, size)
+        self._append(frame)
 
     def _fits(self, size: int, extra_bytes: int, extra_events: int) -> bool:
         return (len(self._items) + 1 <= self.max_events + extra_events
                 and self.pending_bytes + size <= self.max_bytes + extra_bytes)
 
-    def _append(self, event: dict[str, Any], size: int) -> None:
-        self._items.append((event, size))
-        self.pending_bytes += size
+    def _append(self, frame: Frame) -> None:
+        self._items.append(frame)
+        self.pending_bytes += frame.size
         self._ready.set()
         self._idle.clear()
 
     def _overflow(self) -> None:
         self.overflowed = True
-        kept = [(e, n) for e, n in self._items if e.get("type") not in _DROPPED_ON_OVERFLOW]
+        kept = [frame for frame in self._items if frame.type not in _DROPPED_ON_OVERFLOW]
         self._items = deque(kept)
-        self.pending_bytes = sum(n for _, n in kept)
+        self.pending_bytes = sum(frame.size for frame in kept)
         if self.on_overflow is not None:
             self.on_overflow()
 
-    async def get(self) -> dict[str, Any]:
+    async def get(self) -> Frame:
         while not self._items:
             self._ready.clear()
             await self._ready.wait()
-        event, size = self._items.popleft()
-        self.pending_bytes -= size
+        frame = self._items.popleft()
+        self.pending_bytes -= frame.size
         self._unfinished += 1
-        return event
+        return frame
 
     def task_done(self) -> None:
         """The event last taken by :meth:`get` went out."""

@@ -17,28 +17,43 @@ from speech_to_speech.realtime.access import AccessPolicy, deny, is_loopback
 from speech_to_speech.realtime.admission import ClientAdmission
 from speech_to_speech.realtime.demo import mount_demo
 from speech_to_speech.realtime.languages import LanguageService
+from speech_to_speech.realtime.live_session import LiveSession, evict_oldest
 from speech_to_speech.realtime.metrics import CONTENT_TYPE, ServerMetrics
-from speech_to_speech.realtime.session_runner import LiveSessions, busy_error, claim_unit, serve_session
+from speech_to_speech.realtime.session_registry import SessionRegistry
+from speech_to_speech.realtime.session_runner import (
+    LiveSessions,
+    busy_error,
+    claim_unit,
+    resume_session,
+    serve_session,
+)
 from speech_to_speech.realtime.transport import WebSocketTransport
 from speech_to_speech.realtime.webrtc import add_webrtc_routes
 
 log = logging.getLogger(__name__)
 
 MODEL_ID = "speech-to-speech"
+ABNORMAL_CLOSURE = 1006
 
 
-async def _websocket_messages(websocket: WebSocket) -> AsyncIterator[str | bytes]:
+async def _websocket_messages(websocket: WebSocket, transport: WebSocketTransport) -> AsyncIterator[str | bytes]:
+    """The client's frames; the close code it went with is left on ``transport`` (a goodbye or a drop)."""
     try:
         while True:
             message = await websocket.receive()
             if message["type"] == "websocket.disconnect":
+                code = message.get("code")
+                # uvicorn reports a connection lost without a close frame as 1005 with no reason (a close
+                # frame without a code comes with one): call it what RFC 6455 does, 1006, a drop.
+                transport.peer_close_code = ABNORMAL_CLOSURE if code == 1005 and "reason" not in message else code
                 return
             payload = message.get("text")
             if payload is None:
                 payload = message.get("bytes")
             if payload is not None:
                 yield payload
-    except WebSocketDisconnect:
+    except WebSocketDisconnect as disconnect:
+        transport.peer_close_code = disconnect.code
         return
 
 
@@ -54,6 +69,8 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
     app.state.languages = languages
     app.state.metrics = metrics = ServerMetrics(pool)
     app.state.sessions = sessions = LiveSessions()
+    # Resumable sessions by id: a socket opened with ?autostart=0 takes one over (docs/sessions.md).
+    app.state.registry = registry = SessionRegistry[LiveSession]()
     app.state.admission = admission = ClientAdmission(settings.max_sessions_per_client,
                                                       settings.max_sessions_per_minute)
     app.add_middleware(AccessPolicy, api_key=settings.api_key, allowed_origins=settings.allowed_origins,
@@ -110,26 +127,34 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
             await deny(websocket.scope, websocket.send, 429, errors.error_event(
                 errors.TOO_MANY_SESSIONS, refusal, type="rate_limit_error"), [("retry-after", "60")])
             return
+        offered = websocket.scope.get("subprotocols") or []
+        subprotocol = "realtime" if "realtime" in offered else None
+        transport = WebSocketTransport(websocket)
         try:
-            unit = await claim_unit(pool, settings)
+            if websocket.query_params.get("autostart", "1").lower() in ("0", "false", "off"):
+                await websocket.accept(subprotocol=subprotocol)  # resume-only: no unit, no session.created
+                await resume_session(transport, _websocket_messages(websocket, transport), registry, settings,
+                                     metrics=metrics)
+                return
+            unit = await claim_unit(pool, settings, evict=lambda: evict_oldest(registry))
             if unit is None:
                 await deny(websocket.scope, websocket.send, 503, busy_error(pool), [("retry-after", "1")])
                 return
-            offered = websocket.scope.get("subprotocols") or []
             try:
-                await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
+                await websocket.accept(subprotocol=subprotocol)
             except BaseException:
                 pool.release(unit)
                 raise
             await serve_session(
-                WebSocketTransport(websocket),
-                _websocket_messages(websocket),
+                transport,
+                _websocket_messages(websocket, transport),
                 pool,
                 settings,
                 validate_language=languages.validate_session_language,
                 metrics=metrics,
                 unit=unit,
                 sessions=sessions,
+                registry=registry,
             )
         finally:
             admission.leave(address)

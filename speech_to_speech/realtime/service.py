@@ -59,6 +59,7 @@ from speech_to_speech.realtime.input_limits import input_refusal
 from speech_to_speech.realtime.playback import Playback
 from speech_to_speech.realtime.response import Event, OpenMessage, ResponseState
 from speech_to_speech.realtime.session import SessionState
+from speech_to_speech.realtime.session_events import SessionControl
 from speech_to_speech.realtime.speculation import Speculation, SpeculationSlot, same_words
 from speech_to_speech.realtime.tool_results import (
     INPUT_CALL_IDS_KEY,
@@ -126,6 +127,8 @@ class RealtimeService:
         self.user_speaking = False
         self.tool_results = ToolResultLedger()
         self.uncommitted_samples = 0
+        # The live session around this service (heartbeat, event_ack, close); None: not served.
+        self.session_control: SessionControl | None = None
 
     @property
     def config(self) -> RuntimeConfig:
@@ -142,8 +145,10 @@ class RealtimeService:
         for event in events:
             self.emit(event)
 
-    def start(self) -> None:
-        self.emit({"type": "session.created", "session": self.state.session})
+    def start(self, fields: dict[str, Any] | None = None, session_fields: dict[str, Any] | None = None) -> None:
+        """``session.created``; ``fields`` join it (session_id, resume_token), ``session_fields`` its session."""
+        self.emit({"type": "session.created", **(fields or {}), "session": {**self.state.session,
+                                                                             **(session_fields or {})}})
 
     # ------------------------------------------------------------ client events
 

@@ -4,13 +4,15 @@ A client that sends nothing for ``idle_timeout_s`` (no event, no media
 audio, and no response of its own under way) gives its unit back. A response
 whose pipeline produces nothing for ``response_stall_timeout_s`` (a stage
 hung) fails with an error; the session goes on, and its unit is drained,
-quarantined and rebuilt when the session ends.
+quarantined and rebuilt when the session ends. A session whose socket
+dropped is not idle: the disconnect grace decides when it ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from speech_to_speech.config import ServerSettings
@@ -34,11 +36,14 @@ class Closing:
     reported: bool = False  # the client was told already (with the failed response)
 
 
-async def guard(service: RealtimeService, settings: ServerSettings) -> Closing:
+async def guard(service: RealtimeService, settings: ServerSettings,
+                detached: Callable[[], bool] = lambda: False) -> Closing:
     """Return when the session is idle past its timeout (stalled responses are failed on the way)."""
     idle, stall = settings.idle_timeout_s, settings.response_stall_timeout_s
     while True:
         now = time.monotonic()
+        if detached():
+            service.last_activity = now  # its grace period, not the idle timeout, ends a detached session
         response = service.response
         if response is not None:
             service.last_activity = now  # a response under way is not idleness

@@ -31,13 +31,18 @@ class MediaTrack(Protocol):
 
 
 class Transport(ABC):
-    """Where a session's server events go. The send loop never knows which one it feeds."""
+    """Where a session's server events go, as text frames serialised once when they were emitted.
+
+    The send loop never knows which transport it feeds.
+    """
 
     # None: audio travels inside events (WebSocket); else it is played on this track (WebRTC).
     media: MediaTrack | None = None
+    # The close code the client sent when it went (None: no close frame was read, or not yet).
+    peer_close_code: int | None = None
 
     @abstractmethod
-    async def send_event(self, event: dict[str, Any]) -> None: ...
+    async def send_text(self, text: str) -> None: ...
 
     @abstractmethod
     async def close(self, code: int = 1000, reason: str = "") -> None: ...
@@ -47,8 +52,8 @@ class WebSocketTransport(Transport):
     def __init__(self, websocket: WebSocket) -> None:
         self.websocket = websocket
 
-    async def send_event(self, event: dict[str, Any]) -> None:
-        await self.websocket.send_text(dumps(event))
+    async def send_text(self, text: str) -> None:
+        await self.websocket.send_text(text)
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         with contextlib.suppress(RuntimeError):  # already closed

@@ -43,6 +43,7 @@ from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.languages import LanguageService
+from speech_to_speech.realtime.live_session import evict_oldest
 from speech_to_speech.realtime.metrics import ServerMetrics
 from speech_to_speech.realtime.service import RealtimeService
 from speech_to_speech.realtime.session import SessionState
@@ -198,7 +199,8 @@ def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings
         if refusal is not None:
             return error_response(429, errors.TOO_MANY_SESSIONS, refusal, type="rate_limit_error",
                                   headers={"Retry-After": "60"})
-        unit = await claim_unit(pool, settings)
+        registry = request.app.state.registry  # a detached WebSocket session gives its unit up to a new call
+        unit = await claim_unit(pool, settings, evict=lambda: evict_oldest(registry))
         if unit is None:
             admission.leave(address)
             return error_response(503, errors.SESSION_LIMIT_REACHED,

@@ -24,7 +24,7 @@ from aiortc.mediastreams import MediaStreamTrack
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.service import RealtimeService
-from speech_to_speech.realtime.transport import Transport, dumps
+from speech_to_speech.realtime.transport import Transport
 from speech_to_speech.realtime.webrtc_media import InputPump, PlayoutTrack, loopback_candidates
 
 log = logging.getLogger(__name__)
@@ -52,8 +52,7 @@ class DataChannelTransport(Transport):
             channel.send(message)
         self._early.clear()
 
-    async def send_event(self, event: dict[str, Any]) -> None:
-        message = dumps(event)
+    async def send_text(self, message: str) -> None:
         channel = self._channel
         if channel is None:
             if self.expects_channel:

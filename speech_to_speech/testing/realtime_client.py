@@ -47,6 +47,8 @@ KNOWN_EXTRA = frozenset(
     for kind in ("session.created", "session.updated")
     for name in ("id", "object", "extensions")
 )
+# Extension events outside the GA schema (docs/sessions.md): checked, like ours, for a string event_id.
+EXTENSION_EVENTS = frozenset({"playback.acknowledged"})
 
 
 def _models_by_type() -> dict[str, type[pydantic.BaseModel]]:
@@ -59,6 +61,14 @@ def _models_by_type() -> dict[str, type[pydantic.BaseModel]]:
 
 
 _MODELS = _models_by_type()
+# The session contract (docs/sessions.md, "Resume and replay"): every event of a session carries its
+# server_event_seq; session.created names the session, its socket's generation, a resume token and
+# the session's capabilities; the lifecycle events are extensions.
+KNOWN_EXTRA |= {f"{kind}:server_event_seq" for kind in _MODELS} | {
+    f"session.created:{name}"
+    for name in ("session_id", "attachment_generation", "resume_token", "session.capabilities")}
+EXTENSION_EVENTS |= {"session.resumed", "session.replaced", "session.heartbeat_ack", "session.closed",
+                     "session.expired", "session.resync_required"}
 
 
 class ProtocolViolation(AssertionError):
@@ -90,7 +100,7 @@ def validate_server_event(event: Any, allowed_extra: Iterable[str] = ()) -> None
     kind = event.get("type")
     if not isinstance(event.get("event_id"), str) or not event["event_id"]:
         raise ProtocolViolation(f"{kind} has no string event_id: {event!r:.300}")
-    if isinstance(kind, str) and kind.startswith(EXTENSION_PREFIX):
+    if isinstance(kind, str) and (kind.startswith(EXTENSION_PREFIX) or kind in EXTENSION_EVENTS):
         return
     model = _MODELS.get(kind) if isinstance(kind, str) else None
     if model is None:

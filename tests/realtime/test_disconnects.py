@@ -3,7 +3,10 @@
 One unit, so the next session is served by the very unit the vanished client
 used: it must start clean (no queued item, no thread left over) and its first
 response must hold nothing of the old one (only its own response id, only
-its own words).
+its own words). A client that closes its socket normally ends its session at
+once; one whose connection drops leaves a session that waits out its
+disconnect grace (docs/sessions.md), or that the next client evicts when it
+needs the unit.
 """
 
 from __future__ import annotations
@@ -95,27 +98,32 @@ def _queued(server: RunningServer) -> dict[str, int]:
     return {name: q.qsize() for name, q in vars(queues).items() if q.qsize()}
 
 
-@pytest.fixture
-def one_unit(make_server: ServerFactory) -> RunningServer:
-    return make_server(num_pipelines=1, scripted_replies=[REPLY], scripted_token_delay_ms=30,
-                       scripted_stt_delay_ms=300, scripted_transcripts=["old spoken words"])
+# close: a normal close (1000) ends the session at once; abort: the TCP connection drops (no close
+# frame) and the session ends when its grace does; evicted: the next client takes the unit before that.
+HOW = {"close": 0.5, "abort": 0.5, "evicted": 30.0}
 
 
-@pytest.mark.parametrize("how", ["abort", "close"])
+@pytest.mark.parametrize("how", list(HOW))
 @pytest.mark.parametrize("point", list(POINTS), ids=list(POINTS))
-async def test_the_next_session_starts_clean(one_unit: RunningServer, point: str, how: str) -> None:
+async def test_the_next_session_starts_clean(make_server: ServerFactory, point: str, how: str) -> None:
+    one_unit = make_server(num_pipelines=1, scripted_replies=[REPLY], scripted_token_delay_ms=30,
+                           scripted_stt_delay_ms=300, scripted_transcripts=["old spoken words"],
+                           disconnect_grace_s=HOW[how])
     await _wait_idle(one_unit)
     threads_before = threading.active_count()
     async with RealtimeTestClient.connect(one_unit.ws_url) as gone:
         await gone.wait_for("session.created")
         await POINTS[point](gone)
-        if how == "abort":
-            gone.abort()  # the TCP connection drops: no close frame
-        else:
+        if how == "close":
             await gone.close()
-    await _wait_idle(one_unit)
-    assert _queued(one_unit) == {}
-    await _threads_back_to(threads_before)
+        else:
+            gone.abort()
+    if how == "evicted":
+        assert [slot.state for slot in one_unit.pool.status()] == ["busy"]  # the session waits for a resume
+    else:
+        await _wait_idle(one_unit)
+        assert _queued(one_unit) == {}
+        await _threads_back_to(threads_before)
 
     async with RealtimeTestClient.connect(one_unit.ws_url) as fresh:
         first = await fresh.recv()
@@ -131,3 +139,4 @@ async def test_the_next_session_starts_clean(one_unit: RunningServer, point: str
     assert words.strip() == f"You said fresh question. {FILLER}."
     await _wait_idle(one_unit)
     assert _queued(one_unit) == {}
+    await _threads_back_to(threads_before)

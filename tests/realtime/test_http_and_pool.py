@@ -128,7 +128,8 @@ async def test_session_limit(make_server: ServerFactory) -> None:
 
 
 async def test_no_unit_leaks_after_many_sessions_and_abrupt_disconnects(make_server: ServerFactory) -> None:
-    server = make_server(num_pipelines=2, scripted_token_delay_ms=5, scripted_replies=[
+    # A vanished client's session waits out a (short) disconnect grace for a resume, then gives its unit back.
+    server = make_server(num_pipelines=2, scripted_token_delay_ms=5, disconnect_grace_s=0.3, scripted_replies=[
         "A reply that takes a little while to say, so that a client can vanish in the middle of it."])
     for round_ in range(12):
         async with RealtimeTestClient.connect(server.ws_url) as client:

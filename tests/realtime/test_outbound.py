@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-
+from speech_to_speech.realtime.frames import Frame, to_frame
 from speech_to_speech.realtime.outbound import RESERVE_EVENTS, OutboundQueue
 
 
-def _event(kind: str, size: int = 10) -> dict[str, Any]:
-    return {"type": kind, "pad": "x" * size}
+def _event(kind: str, size: int = 10) -> Frame:
+    return to_frame({"type": kind, "pad": "x" * size})
 
 
 async def _drain(queue: OutboundQueue) -> list[str]:
     out = []
     while len(queue):
-        out.append((await queue.get())["type"])
+        out.append((await queue.get()).type)
         queue.task_done()
     return out
 

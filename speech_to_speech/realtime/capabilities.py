@@ -1,0 +1,55 @@
+"""What a session can do, told in ``session.created.session.capabilities``.
+
+Clients branch on these flags, not on the server's name, so they must be
+true of the session they describe: a WebRTC session's events travel on a
+data channel that dies with its peer connection, so it cannot be resumed;
+a WebSocket session can. Client events the server does not accept are not
+advertised (a flag is read from the event table, not written by hand).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from speech_to_speech.audio.chunker import VAD_CHUNK
+from speech_to_speech.realtime.client_events import CLIENT_EVENTS
+
+VAD_RATE = 16000
+# Policies sessions may choose; the first of each is the default (docs/sessions.md).
+OVERLAP_POLICIES: tuple[str, ...] = ("barge_in_on_speech", "listen_only")
+PLAYBACK_COMMIT_POLICIES: tuple[str, ...] = ("commit_all_on_done", "ack_only")
+
+
+def session_capabilities(*, resumable: bool, media_track: bool, multi_session: bool,
+                         turn_detector: bool) -> dict[str, Any]:
+    """The capabilities object of one session.
+
+    ``resumable``: its socket may drop and a new one take it over; ``media_track``:
+    audio travels on a WebRTC track rather than in events; ``multi_session``: the
+    server serves several sessions at once; ``turn_detector``: a model, not only
+    silence, judges when a turn ends.
+    """
+    signals = ["server_vad", "client_event"] + (["turn_detector"] if turn_detector else [])
+    overlap = _overlap_served()
+    playback_ack = "playback.ack" in CLIENT_EVENTS
+    return {
+        "implementation_level": "cascaded",
+        "supports_input_append": not media_track,
+        "supports_session_resume": resumable,
+        "supports_session_lease": resumable,
+        "supports_playback_ack": playback_ack,
+        "supports_barge_in": True,
+        "supports_multi_session": multi_session,
+        "chunk_period_ms": VAD_CHUNK * 1000 // VAD_RATE,
+        "input_modes": ["media_track"] if media_track else ["append_audio_chunk"],
+        "signal_sources": signals,
+        "overlap_policies": list(OVERLAP_POLICIES if overlap else OVERLAP_POLICIES[:1]),
+        "playback_commit_policies": list(PLAYBACK_COMMIT_POLICIES if playback_ack else PLAYBACK_COMMIT_POLICIES[:1]),
+    }
+
+
+def _overlap_served() -> bool:
+    """Whether sessions take ``overlap_policy`` (the overlap policy is built beside this module)."""
+    from speech_to_speech.realtime.session import SETTABLE_FIELDS, SessionModel
+
+    return "overlap_policy" in SETTABLE_FIELDS or "overlap_policy" in SessionModel.model_fields
