@@ -25,3 +25,45 @@ class SessionLimitReached(ClientError):
 
 class SessionRejected(ClientError):
     """The server refused our session.update (a bad voice, threshold, tool schema, ...)."""
+
+
+# ---------------------------------------------------------------- the RealtimeClient library
+
+
+class RealtimeClientError(ClientError):
+    """Any failure of a ``RealtimeClient`` call (a ClientError, so `talk` prints it as one line)."""
+
+
+class ProtocolError(RealtimeClientError):
+    """The server answered a call with an ``error`` event: its ``code``, message and the rejected ``event_id``."""
+
+    def __init__(self, message: str, *, code: str | None = None, event_id: str | None = None,
+                 error: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.event_id = event_id
+        self.error = dict(error or {})
+
+
+class ConnectionLost(RealtimeClientError):
+    """The connection dropped and could not be resumed (no resume support, reconnect off, or every try failed)."""
+
+
+class ResumeFailed(ConnectionLost):
+    """The server refused ``session.resume`` (``session_resume_expired``, ``session_resume_invalid_token``)."""
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class SessionClosed(RealtimeClientError):
+    """The session ended (``session.closed``, ``session.expired``, replaced) while a call waited on it."""
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class WaitTimeout(RealtimeClientError, TimeoutError):
+    """A wait (``wait_for``, ``ResponseHandle.wait``, the handshake) ran out of time."""

@@ -1,0 +1,523 @@
+"""RealtimeClient: one Realtime session as an async context manager that survives a dropped connection.
+
+```python
+async with RealtimeClient("ws://127.0.0.1:8765/v1/realtime") as client:
+    await client.stream_pcm(question_pcm16_24k)
+    async for response in client.responses():
+        async for chunk in response.audio():
+            play(chunk)
+        break
+```
+
+Entering connects, waits for ``session.created`` (keeping ``session_id``,
+``resume_token`` and the capabilities) and applies ``session`` with a
+``session.update``; leaving sends ``session.close`` and waits (briefly) for
+``session.closed``. In between, one reader task turns frames into typed
+events for every ``events()``/``responses()`` reader, and one writer task
+sends what the caller queued, in order.
+
+When the connection drops and the server said ``supports_session_resume``,
+the reader reconnects (``ReconnectPolicy``), sends ``session.resume`` from the
+last ``server_event_seq`` it received, drops replayed events it already had,
+and publishes one ``ConnectionResumed``; what the caller sent meanwhile waits
+and goes out on the new connection. Readers see one gapless, duplicate-free
+stream. ``session.event_ack`` (trims the server's journal) and
+``session.heartbeat`` go out on their own timers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import logging
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from speech_to_speech.client.config import DEFAULT_URL
+from speech_to_speech.client.errors import (
+    ClientError,
+    ConnectionLost,
+    ProtocolError,
+    RealtimeClientError,
+    ResumeFailed,
+    SessionClosed,
+    SessionLimitReached,
+    WaitTimeout,
+)
+from speech_to_speech.client.events import (
+    ErrorEvent,
+    RealtimeEvent,
+    SessionCreated,
+    SessionEnded,
+    parse_event,
+    resumed_event,
+)
+from speech_to_speech.client.link import Connector, Link, LinkClosed, websocket_connector
+from speech_to_speech.client.reconnect import ReconnectPolicy, resume, resume_url
+from speech_to_speech.client.responses import ResponseHandle, ResponseTracker
+from speech_to_speech.client.streams import Fanout, Subscription
+from speech_to_speech.realtime.errors import SESSION_LIMIT_REACHED
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RATE = 24000
+# Close codes after which there is no session to resume: a goodbye (1000), the server going away (1001),
+# a policy close (1008: output limit, refused resume), "try again later" (1013).
+FINAL_CLOSE_CODES = frozenset({1000, 1001, 1008, 1013})
+
+
+class RealtimeClient:
+    """A Realtime session over a WebSocket (or any ``connect``), with automatic resume.
+
+    ``session``: the session object for the opening ``session.update`` (None: keep the server's).
+    ``reconnect``: None turns automatic resume off (a drop then raises ConnectionLost).
+    ``heartbeat_interval_s`` / ``event_ack_interval_s``: None turns that timer off.
+    ``connect``: opens a ``Link`` for a URL (tests, the in-process client); the default opens a WebSocket.
+    """
+
+    def __init__(self, url: str = DEFAULT_URL, *, session: Mapping[str, Any] | None = None,
+                 model: str | None = None, api_key: str | None = None,
+                 reconnect: ReconnectPolicy | None = ReconnectPolicy(),  # noqa: B008 - frozen, shared safely
+                 heartbeat_interval_s: float | None = 30.0, event_ack_interval_s: float | None = 1.0,
+                 handshake_timeout_s: float = 10.0, close_timeout_s: float = 2.0,
+                 connect: Connector | None = None, keep_responses: int = 16) -> None:
+        self.url = url
+        self.reconnect = reconnect
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self.event_ack_interval_s = event_ack_interval_s
+        self.handshake_timeout_s = handshake_timeout_s
+        self.close_timeout_s = close_timeout_s
+        self._session_config = dict(session) if session is not None else None
+        self._connect = connect or websocket_connector(model=model, api_key=api_key, timeout=handshake_timeout_s)
+        # What the server told us.
+        self.session_id: str | None = None
+        self.resume_token: str | None = None
+        self.attachment_generation: int | None = None
+        self.session_info: dict[str, Any] = {}
+        self.last_server_event_seq = 0
+        self.resumes = 0  # connections resumed so far
+        self.duplicates_dropped = 0  # replayed events we already had
+        self._acked_seq = 0
+        # Plumbing.
+        self._link: Link | None = None
+        self._connected = asyncio.Event()
+        self._outgoing: deque[dict[str, Any]] = deque()
+        self._outgoing_ready = asyncio.Event()
+        self._events: Fanout[RealtimeEvent] = Fanout()
+        self._responses = ResponseTracker(lambda: self.output_rate, keep_responses)
+        self._serial = itertools.count(1)
+        self._reader: asyncio.Task[None] | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._timers: list[asyncio.Task[None]] = []
+        self._closing = False
+        self._end: RealtimeClientError | None = None  # set once the session is over: what waits then raise
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> RealtimeClient:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Connect, wait for ``session.created``, start the reader/writer, apply ``session``."""
+        link = await self._connect(self.url)
+        try:
+            created = await self._await_created(link)
+        except BaseException:
+            link.abort()
+            raise
+        self._link = link
+        self._connected.set()
+        self._adopt(created)
+        self._dispatch(created)
+        self._reader = asyncio.create_task(self._read_loop(), name="realtime-client-reader")
+        self._writer = asyncio.create_task(self._write_loop(link), name="realtime-client-writer")
+        for interval, tick in ((self.event_ack_interval_s, self._ack), (self.heartbeat_interval_s, self._beat)):
+            if interval:
+                self._timers.append(asyncio.create_task(self._every(interval, tick), name="realtime-client-timer"))
+        if self._session_config is not None:
+            try:
+                await self.update_session(self._session_config, timeout_s=self.handshake_timeout_s)
+            except BaseException:
+                await self.close()
+                raise
+
+    async def close(self) -> None:
+        """Say goodbye (``session.close`` → ``session.closed``, bounded), then close the connection (1000)."""
+        if self._closing:
+            return
+        self._closing = True
+        for timer in self._timers:  # nothing may follow the goodbye
+            timer.cancel()
+        link = self._link
+        try:
+            if link is not None and self._end is None and self._connected.is_set() and self.capabilities:
+                with contextlib.suppress(RealtimeClientError, TimeoutError):
+                    await self._request({"type": "session.close"}, ("session.closed",), self.close_timeout_s)
+        finally:
+            for task in (self._reader, self._writer, *self._timers):
+                if task is not None:
+                    task.cancel()
+            for task in (self._reader, self._writer, *self._timers):
+                if task is not None:
+                    with contextlib.suppress(BaseException):
+                        await task
+            if link is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(link.close(1000, "client closed"), self.close_timeout_s)
+                link.abort()
+            self._finish(SessionClosed("the client closed the session", reason="client_close"), None)
+
+    # ------------------------------------------------------------ what the server said
+
+    @property
+    def capabilities(self) -> Mapping[str, Any]:
+        value = self.session_info.get("capabilities")
+        return value if isinstance(value, Mapping) else {}
+
+    @property
+    def supports_resume(self) -> bool:
+        return bool(self.capabilities.get("supports_session_resume"))
+
+    @property
+    def output_rate(self) -> int:
+        return _rate(self.session_info, "output")
+
+    @property
+    def input_rate(self) -> int:
+        return _rate(self.session_info, "input")
+
+    @property
+    def connected(self) -> bool:
+        """True while a connection is up (False while reconnecting, and after the end)."""
+        return self._connected.is_set() and self._end is None
+
+    @property
+    def ended(self) -> RealtimeClientError | None:
+        """Why the session is over (None while it is not)."""
+        return self._end
+
+    # ------------------------------------------------------------ reading
+
+    def events(self) -> Subscription[RealtimeEvent]:
+        """Every server event from this call on (typed); ends after the session does.
+
+        Subscribes at once: call it before ``async with`` to also see ``session.created``.
+        A connection that is lost for good raises ConnectionLost from the iteration.
+        """
+        return self._events.subscribe()
+
+    def __aiter__(self) -> Subscription[RealtimeEvent]:
+        return self.events()
+
+    def responses(self) -> Subscription[ResponseHandle]:
+        """A handle per assistant response: the ones nobody took yet, then each new one."""
+        return self._responses.subscribe()
+
+    async def wait_for(self, types: str | Iterable[str], timeout_s: float | None = 30.0, *,
+                       raise_errors: bool = True) -> RealtimeEvent:
+        """The next event of ``types``; an ``error`` event meanwhile raises ProtocolError (unless waited for)."""
+        wanted = {types} if isinstance(types, str) else set(types)
+        subscription = self.events()
+        try:
+            async with asyncio.timeout(timeout_s):
+                async for event in subscription:
+                    if event.type in wanted:
+                        return event
+                    if raise_errors and isinstance(event, ErrorEvent):
+                        raise _protocol_error(event)
+        except TimeoutError as error:
+            if isinstance(error, RealtimeClientError):
+                raise
+            raise WaitTimeout(f"no {' or '.join(sorted(wanted))} within {timeout_s:g}s") from None
+        finally:
+            subscription.close()
+        raise self._end or SessionClosed("the session ended")
+
+    # ------------------------------------------------------------ sending
+
+    def send_nowait(self, event: Mapping[str, Any]) -> str:
+        """Queue a client event (stamped with an ``event_id`` if it has none); returns the ``event_id``."""
+        if self._end is not None:
+            raise self._end
+        stamped = {"event_id": f"evt_client_{next(self._serial)}", **event}
+        self._outgoing.append(stamped)
+        self._outgoing_ready.set()
+        return str(stamped["event_id"])
+
+    async def send(self, event: Mapping[str, Any]) -> str:
+        """Send any client event (the escape hatch for events without a method); returns its ``event_id``."""
+        return self.send_nowait(event)
+
+    async def update_session(self, session: Mapping[str, Any], *, timeout_s: float | None = 10.0) -> RealtimeEvent:
+        """``session.update``, then its ``session.updated`` (ProtocolError if the server rejects it)."""
+        return await self._request({"type": "session.update", "session": dict(session)}, ("session.updated",),
+                                   timeout_s)
+
+    async def append_audio(self, pcm: bytes) -> str:
+        """One ``input_audio_buffer.append`` of PCM16 mono at the session's input rate."""
+        return self.send_nowait({"type": "input_audio_buffer.append", "audio": base64.b64encode(pcm).decode()})
+
+    async def stream_pcm(self, pcm: bytes, *, chunk_ms: int = 100, realtime: bool = True,
+                         rate: int | None = None) -> int:
+        """Send ``pcm`` (PCM16 mono) as ``chunk_ms`` appends, paced in real time unless ``realtime=False``.
+
+        Returns the number of appends sent.
+        """
+        rate = rate or self.input_rate
+        step = max(2, rate * chunk_ms // 1000 * 2)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        count = 0
+        for offset in range(0, len(pcm), step):
+            await self.append_audio(pcm[offset : offset + step])
+            count += 1
+            if realtime:
+                await asyncio.sleep(max(0.0, started + count * chunk_ms / 1000 - loop.time()))
+        return count
+
+    async def commit(self, *, create_response: bool = False) -> str:
+        """Seal the buffered audio into a user turn (and ask for an answer when ``create_response``)."""
+        event_id = self.send_nowait({"type": "input_audio_buffer.commit"})
+        if create_response:
+            await self.create_response()
+        return event_id
+
+    async def create_response(self, response: Mapping[str, Any] | None = None) -> str:
+        event: dict[str, Any] = {"type": "response.create"}
+        if response is not None:
+            event["response"] = dict(response)
+        return self.send_nowait(event)
+
+    async def cancel_response(self, response_id: str | None = None) -> str:
+        event: dict[str, Any] = {"type": "response.cancel"}
+        if response_id is not None:
+            event["response_id"] = response_id
+        return self.send_nowait(event)
+
+    async def clear_input(self) -> str:
+        return self.send_nowait({"type": "input_audio_buffer.clear"})
+
+    async def ack_playback(self, played_ms: float, *, response_id: str, item_id: str | None = None,
+                           committed_ms: float | None = None, truncate: bool | None = None) -> str:
+        """``playback.ack``: how much of ``response_id`` the listener has heard (cumulative, in ms)."""
+        event: dict[str, Any] = {"type": "playback.ack", "response_id": response_id, "played_ms": int(played_ms)}
+        if item_id is not None:
+            event["item_id"] = item_id
+        if committed_ms is not None:
+            event["committed_ms"] = int(committed_ms)
+        if truncate is not None:
+            event["truncate"] = truncate
+        return self.send_nowait(event)
+
+    # ------------------------------------------------------------ internals
+
+    async def _request(self, event: Mapping[str, Any], replies: tuple[str, ...],
+                       timeout_s: float | None) -> RealtimeEvent:
+        """Send ``event`` and wait for one of ``replies``; an error naming its event_id raises ProtocolError."""
+        subscription = self.events()
+        try:
+            event_id = self.send_nowait(event)
+            async with asyncio.timeout(timeout_s):
+                async for reply in subscription:
+                    if reply.type in replies:
+                        return reply
+                    if isinstance(reply, ErrorEvent) and reply.related_event_id == event_id:
+                        raise _protocol_error(reply, f"the server refused {event['type']}")
+        except TimeoutError as error:
+            if isinstance(error, RealtimeClientError):
+                raise
+            raise WaitTimeout(f"no {' or '.join(replies)} within {timeout_s:g}s of {event['type']}") from None
+        finally:
+            subscription.close()
+        raise self._end or SessionClosed("the session ended")
+
+    async def _await_created(self, link: Link) -> SessionCreated:
+        timeout = self.handshake_timeout_s
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    event = _decode(await link.recv())
+                    if isinstance(event, SessionCreated):
+                        return event
+                    if isinstance(event, ErrorEvent):
+                        if event.code == SESSION_LIMIT_REACHED:
+                            raise SessionLimitReached(f"the server is at its session limit: {event.message}")
+                        raise _protocol_error(event, "the server sent an error instead of session.created")
+        except TimeoutError:
+            raise WaitTimeout(f"the server sent nothing within {timeout:.0f}s of connecting") from None
+        except LinkClosed as closed:
+            raise ConnectionLost(_closed_message(closed)) from None
+
+    def _adopt(self, created: SessionCreated) -> None:
+        self.session_info = dict(created.session)
+        self.session_id = created.session_id
+        self.resume_token = created.resume_token
+        generation = created.raw.get("attachment_generation")
+        self.attachment_generation = generation if isinstance(generation, int) else None
+
+    async def _read_loop(self) -> None:
+        link = self._link
+        while link is not None:
+            try:
+                message = await link.recv()
+            except LinkClosed as closed:
+                if self._closing or self._end is not None:
+                    return
+                link = await self._recover(closed)
+                continue
+            event = _decode(message)
+            if event is None:
+                continue
+            seq = event.server_event_seq
+            if seq is not None:
+                if seq <= self.last_server_event_seq:
+                    self.duplicates_dropped += 1
+                    continue
+                self.last_server_event_seq = seq
+            self._dispatch(event)
+
+    def _dispatch(self, event: RealtimeEvent) -> None:
+        if event.type == "session.updated":
+            session = event.raw.get("session")
+            if isinstance(session, Mapping):
+                self.session_info = {**self.session_info, **session}
+        self._responses.handle(event)
+        self._events.publish(event)
+        if isinstance(event, SessionEnded):
+            reason = event.reason or "no reason given"
+            self._finish(SessionClosed(f"the server ended the session ({event.type}: {reason})", reason=reason), None)
+        elif event.type == "session.replaced":
+            self._finish(SessionClosed("another connection took this session over", reason="replaced"), None)
+
+    def _finish(self, end: RealtimeClientError, stream_error: RealtimeClientError | None) -> None:
+        """The session is over: waits raise ``end``; readers stop (raising ``stream_error`` if given)."""
+        if self._end is not None:
+            return
+        self._end = end
+        self._connected.clear()
+        self._outgoing.clear()
+        self._events.end(stream_error)
+        self._responses.end(stream_error, end)
+
+    async def _recover(self, closed: LinkClosed) -> Link | None:
+        """Reconnect and resume after ``closed``; the new link, or None (the session ended, with the reason)."""
+        self._connected.clear()
+        lost = ConnectionLost(_closed_message(closed))
+        if (self.reconnect is None or not self.supports_resume or self.session_id is None
+                or self.resume_token is None or closed.code in FINAL_CLOSE_CODES):
+            self._finish(lost, lost)
+            return None
+        await self._stop_writer()
+        log.info("connection lost (%s); resuming session %s", closed, self.session_id)
+        last_error: BaseException = closed
+        for attempt, delay in enumerate(self.reconnect.delays(), 1):
+            await asyncio.sleep(delay)
+            try:
+                link = await self._connect(resume_url(self.url))
+            except ClientError as error:
+                last_error = error
+                continue
+            try:
+                resumed = await resume(link, session_id=self.session_id, resume_token=self.resume_token,
+                                       last_seq=self.last_server_event_seq, event_id=f"evt_client_{next(self._serial)}",
+                                       timeout=self.handshake_timeout_s)
+            except ResumeFailed as refusal:
+                await link.close()
+                self._finish(refusal, refusal)
+                return None
+            except (LinkClosed, TimeoutError, ValueError) as error:
+                link.abort()
+                last_error = error
+                continue
+            self._link = link
+            self.resume_token = resumed.resume_token or self.resume_token
+            self.attachment_generation = resumed.attachment_generation or self.attachment_generation
+            self.resumes += 1
+            session = resumed.event.get("session")
+            if isinstance(session, Mapping):
+                self.session_info = {**self.session_info, **session}
+            self._connected.set()
+            self._dispatch(resumed_event(resumed.event, attempt))
+            self._writer = asyncio.create_task(self._write_loop(link), name="realtime-client-writer")
+            log.info("session %s resumed after %d attempt(s)", self.session_id, attempt)
+            return link
+        failure = ConnectionLost(f"{lost}; {self.reconnect.attempts} reconnect attempt(s) failed "
+                                 f"(last: {last_error})")
+        self._finish(failure, failure)
+        return None
+
+    async def _stop_writer(self) -> None:
+        if self._writer is not None:
+            self._writer.cancel()
+            with contextlib.suppress(BaseException):
+                await self._writer
+            self._writer = None
+
+    async def _write_loop(self, link: Link) -> None:
+        """Send queued events in order; one that fails stays queued for the next connection."""
+        while True:
+            while not self._outgoing:
+                self._outgoing_ready.clear()
+                await self._outgoing_ready.wait()
+            event = self._outgoing[0]
+            try:
+                await link.send(json.dumps(event, separators=(",", ":")))
+            except LinkClosed:
+                return  # the reader sees the close too, and recovers
+            if self._outgoing and self._outgoing[0] is event:
+                self._outgoing.popleft()
+
+    async def _every(self, interval: float, tick: Any) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            if self.connected and not self._closing:
+                tick()
+
+    def _ack(self) -> None:
+        """``session.event_ack`` up to what we hold, so the server can trim its replay journal."""
+        seq = self.last_server_event_seq
+        if self.supports_resume and seq > self._acked_seq:
+            self._acked_seq = seq
+            self.send_nowait({"type": "session.event_ack", "server_event_seq": seq})
+
+    def _beat(self) -> None:
+        if self.capabilities.get("supports_session_lease") or self.supports_resume:
+            self.send_nowait({"type": "session.heartbeat"})
+
+    def __repr__(self) -> str:
+        state = "ended" if self._end else "connected" if self.connected else "not connected"
+        return f"<RealtimeClient {self.url} session={self.session_id} {state} seq={self.last_server_event_seq}>"
+
+
+def _decode(message: str | bytes) -> RealtimeEvent | None:
+    try:
+        raw = json.loads(message)
+    except ValueError:
+        log.warning("ignored a frame that is not JSON: %r", message[:80])
+        return None
+    return parse_event(raw) if isinstance(raw, dict) else None
+
+
+def _rate(session: Mapping[str, Any], direction: str) -> int:
+    audio = session.get("audio")
+    part = audio.get(direction) if isinstance(audio, Mapping) else None
+    fmt = part.get("format") if isinstance(part, Mapping) else None
+    rate = fmt.get("rate") if isinstance(fmt, Mapping) else None
+    return rate if isinstance(rate, int) and rate > 0 else DEFAULT_RATE
+
+
+def _closed_message(closed: LinkClosed) -> str:
+    return f"the server closed the connection (code {closed.code}: {closed.reason or 'no reason given'})"
+
+
+def _protocol_error(event: ErrorEvent, prefix: str = "the server sent an error") -> ProtocolError:
+    return ProtocolError(f"{prefix}: {event.message} ({event.code})", code=event.code,
+                         event_id=event.related_event_id, error=dict(event.error))

@@ -1,0 +1,104 @@
+"""Reconnecting after a dropped connection: the backoff, and the ``session.resume`` handshake.
+
+The server keeps a detached session running for ``disconnect_grace_s`` and
+journals what it says meanwhile; a new socket on ``?autostart=0`` whose first
+event is ``session.resume`` gets ``session.resumed`` and then every journaled
+event after the seq it names. A refusal (``session_resume_expired``,
+``session_resume_invalid_token``) is final; anything else is worth another try.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from speech_to_speech.client.errors import ResumeFailed
+from speech_to_speech.client.link import Link
+
+RESUME_EXPIRED = "session_resume_expired"
+RESUME_INVALID_TOKEN = "session_resume_invalid_token"
+
+
+@dataclass(frozen=True)
+class ReconnectPolicy:
+    """How hard to try: ``attempts`` connections, waiting a jittered, doubling delay before each.
+
+    The n-th wait is uniform in [d/2, d] with d = min(max_delay_s, initial_delay_s * 2**(n-1)),
+    so clients dropped together by one network failure do not all come back in the same instant.
+    """
+
+    attempts: int = 5
+    initial_delay_s: float = 0.25
+    max_delay_s: float = 4.0
+    jitter: bool = True
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("ReconnectPolicy.attempts must be at least 1")
+        if self.initial_delay_s < 0 or self.max_delay_s < self.initial_delay_s:
+            raise ValueError("ReconnectPolicy needs 0 <= initial_delay_s <= max_delay_s")
+
+    def delays(self, rng: random.Random | None = None) -> Iterator[float]:
+        """The wait before each attempt, in seconds (``attempts`` of them)."""
+        rng = rng or random.Random()
+        for attempt in range(self.attempts):
+            ceiling = min(self.max_delay_s, self.initial_delay_s * (2 ** attempt))
+            yield rng.uniform(ceiling / 2, ceiling) if self.jitter else ceiling
+
+
+def resume_url(url: str) -> str:
+    """``url`` with ``autostart=0``: the server waits for ``session.resume`` instead of starting a session."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "autostart"] + [("autostart", "0")]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What ``session.resumed`` said: the rotated token, the new generation, and the event itself."""
+
+    resume_token: str | None
+    attachment_generation: int | None
+    event: Mapping[str, Any]
+
+
+async def resume(link: Link, *, session_id: str, resume_token: str, last_seq: int, event_id: str,
+                 timeout: float) -> Resumed:
+    """Send ``session.resume`` on a fresh ``link`` and read the answer.
+
+    Raises ResumeFailed when the server refuses (final), LinkClosed or TimeoutError when the
+    connection failed first (worth another attempt).
+    """
+    await link.send(json.dumps({"type": "session.resume", "event_id": event_id, "session_id": session_id,
+                                "resume_token": resume_token, "last_received_server_event_seq": last_seq}))
+    async with asyncio.timeout(timeout):
+        while True:
+            message = await link.recv()
+            event = json.loads(message)
+            if not isinstance(event, dict):
+                continue
+            if event.get("type") == "session.resumed":
+                token = event.get("resume_token")
+                generation = event.get("attachment_generation")
+                return Resumed(token if isinstance(token, str) else None,
+                               generation if isinstance(generation, int) else None, event)
+            if event.get("type") == "error":
+                raise _refusal(event)
+
+
+def _refusal(event: Mapping[str, Any]) -> ResumeFailed:
+    error = event.get("error")
+    if isinstance(error, Mapping):
+        code, message = error.get("code"), error.get("message")
+    else:  # the flat handshake shape
+        code, message = event.get("code"), error
+    code = None if code is None else str(code)
+    what = {RESUME_EXPIRED: "the session is over on the server (it expired or ended)",
+            RESUME_INVALID_TOKEN: "the server refused the resume token"}.get(code or "", "the server refused to resume")
+    return ResumeFailed(f"could not resume the session: {what} ({code}: {message})", code=code)
+
