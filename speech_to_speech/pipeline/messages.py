@@ -296,7 +296,13 @@ class AudioOutput:
 
 @dataclass(frozen=True)
 class TranscriptText:
-    """Transcript text that goes to the wire in order with the audio (after TTS)."""
+    """Transcript text that goes to the wire in order with the audio (after TTS).
+
+    The TTS sends one per clause, before that clause's audio, and the next one
+    only after all of it: the audio between two of them voices the first one's
+    text. The playback ledger's text marks rest on this order
+    (realtime/text_marks.py); a stage that reorders the two breaks truncation.
+    """
 
     response_id: str
     generation: int

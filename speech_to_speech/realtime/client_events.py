@@ -20,6 +20,7 @@ from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import ClientEvent, parse_client_event
 from speech_to_speech.realtime.items import client_item, response_options
+from speech_to_speech.realtime.playback_ack import acknowledge
 from speech_to_speech.realtime.session_events import SESSION_EVENTS
 from speech_to_speech.realtime.tool_results import followup_call_ids
 
@@ -97,6 +98,12 @@ def conversation_item_delete(service: RealtimeService, event: ClientEvent) -> No
     service.emit({"type": "conversation.item.deleted", "item_id": item_id})
 
 
+def playback_ack(service: RealtimeService, event: ClientEvent) -> None:
+    active = service.response.id if service.response is not None else None
+    service.emit(acknowledge(service.playback, event.data, active_response=active,
+                             session_id=service.state.session.get("id")))
+
+
 def _existing_item(service: RealtimeService, event: ClientEvent) -> str:
     item_id = event.data.get("item_id")
     if not isinstance(item_id, str) or item_id not in service.conversation:
@@ -155,6 +162,7 @@ CLIENT_EVENTS: dict[str, Callable[[RealtimeService, ClientEvent], None]] = {
     "response.create": response_create,
     "response.cancel": response_cancel,
     "output_audio_buffer.clear": output_audio_buffer_clear,
+    "playback.ack": playback_ack,
 }
 CLIENT_EVENTS.update(SESSION_EVENTS)  # heartbeat, event_ack, close, resume: the session's lifecycle
 

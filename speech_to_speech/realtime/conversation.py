@@ -2,12 +2,15 @@
 
 Items are kept as the dicts clients were sent (``conversation.item.retrieve``
 returns them as delivered). Items of a response that ended ``incomplete`` or
-``failed`` stay retrievable but leave the model's history (rolled back).
+``failed`` stay retrievable but leave the model's history (rolled back). An
+assistant answer may enter the history only as far as it was heard
+(``history_text``, set by the playback ledger for ``ack_only`` sessions).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from speech_to_speech.pipeline.messages import ChatMessage
@@ -20,6 +23,8 @@ class Conversation:
         self._items: dict[str, dict[str, Any]] = {}
         self._excluded: set[str] = set()  # rolled back: not part of the model's history
         self.max_items = max_items
+        # The text an item has in the model's history when not its own (None: its own).
+        self.history_text: Callable[[str, dict[str, Any]], str | None] = lambda item_id, item: None
 
     def __contains__(self, item_id: object) -> bool:
         return item_id in self._items
@@ -84,6 +89,9 @@ class Conversation:
             if item_id in self._excluded:
                 continue
             message = to_chat_message(item)
+            said = self.history_text(item_id, item) if message is not None else None
+            if said is not None:  # an unheard answer leaves no empty turn behind: nothing was said
+                message = ChatMessage("assistant", said) if said else None
             if message is None:
                 continue
             # An assistant turn's text and its tool calls become one message, as providers expect.

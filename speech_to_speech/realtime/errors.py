@@ -67,6 +67,7 @@ TOO_MANY_SESSIONS = "too_many_sessions"
 INVALID_SESSION_TYPE = "invalid_session_type"
 ACTIVE_RESPONSE = "conversation_already_has_active_response"
 ITEM_NOT_FOUND = "conversation_item_not_found"
+RESPONSE_NOT_FOUND = "response_not_found"  # a playback.ack of a response this session does not know
 INVALID_REQUEST = "invalid_request_error"
 INVALID_VALUE = "invalid_value"
 COMMIT_EMPTY = "input_audio_buffer_commit_empty"

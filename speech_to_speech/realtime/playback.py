@@ -9,9 +9,12 @@ track's play head: it sends ``output_audio_buffer.started`` / ``stopped`` /
 played and says so with ``conversation.item.truncated``.
 
 Cutting an item cuts its audio (the length later truncations are checked
-against) and its transcript, which is what the LLM's history holds. Without
-word timings the transcript is cut in proportion to the audio heard, back to
-the last whole word: the model is only told what the user could have heard.
+against) and its transcript, which is what the LLM's history holds. The cut
+follows the item's text marks (text_marks.py: where each clause's audio ends),
+back to the last whole word: the model is only told what the user could have
+heard. A client may also report its play head (``playback.ack``,
+playback_ack.py); with ``playback_commit_policy: ack_only`` an answer enters
+the history only as far as the client committed it.
 
 Everything here runs on the event loop (the track reports from its ``recv``).
 """
@@ -20,52 +23,76 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.conversation import Conversation
 from speech_to_speech.realtime.errors import RealtimeError
+from speech_to_speech.realtime.text_marks import TextMarks
+from speech_to_speech.realtime.text_marks import heard_text as marked_text
 from speech_to_speech.realtime.transport import MediaTrack
 
 Event = dict[str, Any]
 
 # The pipeline's output rate: every count below is in 24 kHz samples.
 TTS_RATE = 24000
+# Playback commit policies (session field ``playback_commit_policy``); the first is the default.
+COMMIT_ALL_ON_DONE = "commit_all_on_done"
+ACK_ONLY = "ack_only"
+# The key of a response's playback figures in response.done's metadata (a JSON string, as metadata values are).
+PLAYBACK_KEY = "playback"
+# Responses the ledger still answers acks for, beyond those with items in the conversation.
+MAX_KNOWN_RESPONSES = 64
 
 
 def samples_to_ms(samples: int) -> int:
     return samples * 1000 // TTS_RATE
 
 
+def ms_to_samples(ms: int) -> int:
+    return ms * TTS_RATE // 1000
+
+
+def duration_ms(samples: int) -> int:
+    """An audio length in ms rounded up: a client adding up its chunks' lengths may round up too."""
+    return -(-samples * 1000 // TTS_RATE)
+
+
 def heard_text(transcript: str, heard: int, total: int) -> str:
-    """The part of ``transcript`` spoken in the first ``heard`` of ``total`` samples, in whole words."""
-    if heard <= 0:
-        return ""
-    if heard >= total:
-        return transcript
-    cut = len(transcript) * heard // total
-    if cut < len(transcript) and not transcript[cut].isspace():
-        cut = max(transcript.rfind(" ", 0, cut), 0)  # a word counts once all of it was heard
-    return transcript[:cut].rstrip()
+    """The part of ``transcript`` spoken in the first ``heard`` of ``total`` samples, in whole words (no marks)."""
+    return marked_text(transcript, None, heard, total)
 
 
 @dataclass
-class _ItemAudio:
+class ItemAudio:
+    """What the ledger knows of one assistant item's audio; acked positions are in ms, as clients send them."""
+
     response_id: str
-    produced: int = 0  # samples the pipeline made for the item (sent as events, or queued on the track)
+    policy: str = COMMIT_ALL_ON_DONE  # the session's playback_commit_policy when the item began
+    produced: int = 0  # samples the item's audio has (made by the pipeline, less what cuts removed)
     played: int = 0  # of those, played out on the media track (WebRTC)
+    generated: int = 0  # samples the pipeline made for the item, whatever was cut later
+    dropped: int = 0  # samples cleared from the media track before they were played
+    text_chars: int = 0  # transcript characters seen so far
+    marks: TextMarks = field(default_factory=TextMarks)
+    played_ms: int = 0  # the client's cumulative play head (playback.ack)
+    committed_ms: int = 0  # how far the client committed it to the history (playback.ack)
+    done: bool = False  # its response ended: no more audio comes
 
 
 class Playback:
     """One session's ledger of assistant audio; with a media track, also the track's play-out events."""
 
     def __init__(self, conversation: Conversation, emit: Callable[[Event], None],
-                 media: MediaTrack | None = None) -> None:
+                 media: MediaTrack | None = None, policy: Callable[[], str] = lambda: COMMIT_ALL_ON_DONE) -> None:
         self._conversation = conversation
         self._emit = emit
         self._media = media
-        self._items: dict[str, _ItemAudio] = {}
+        self._policy = policy
+        self._items: dict[str, ItemAudio] = {}
+        self._responses: dict[str, list[str]] = {}  # response id -> its items with audio, oldest first
+        conversation.history_text = self.history_text
         # What the track holds, in its order: [item_id, samples not yet played].
         self._queue: deque[list[Any]] = deque()
         self._playing: str | None = None  # the response whose audio is playing (started, not stopped)
@@ -74,15 +101,47 @@ class Playback:
         if media is not None:
             media.set_play_listener(self._played)
 
+    @property
+    def conversation(self) -> Conversation:
+        return self._conversation
+
     # ------------------------------------------------------------ pipeline side
+
+    def _entry(self, response_id: str, item_id: str) -> ItemAudio:
+        entry = self._items.get(item_id)
+        if entry is None:
+            self.forget_stale()
+            entry = self._items[item_id] = ItemAudio(response_id, self._policy())
+            self._responses.setdefault(response_id, []).append(item_id)
+        return entry
+
+    def forget_stale(self) -> None:
+        """Keep the ledger as small as the conversation: items that left it (and are not queued) go."""
+        queued = {item_id for item_id, _ in self._queue}
+        for item_id in [i for i in self._items if i not in self._conversation and i not in queued]:
+            entry = self._items.pop(item_id)
+            self._responses[entry.response_id].remove(item_id)
+        while len(self._responses) > MAX_KNOWN_RESPONSES:
+            stale = next((r for r, items in self._responses.items() if not items), None)
+            if stale is None:
+                break
+            del self._responses[stale]
+
+    def spoken_text(self, response_id: str, item_id: str, text_chars: int) -> None:
+        """The item's transcript grew to ``text_chars``: a clause whose audio comes next (text_marks.py)."""
+        entry = self._entry(response_id, item_id)
+        if text_chars > entry.text_chars:
+            entry.marks.clause(entry.text_chars, text_chars, entry.produced)
+            entry.text_chars = text_chars
 
     def produced(self, response_id: str, item_id: str, samples: Any) -> None:
         """``samples`` (24 kHz PCM16) of an item's audio: counted, and played on the track if there is one."""
         count = len(samples)
         if not count:
             return
-        entry = self._items.setdefault(item_id, _ItemAudio(response_id))
+        entry = self._entry(response_id, item_id)
         entry.produced += count
+        entry.generated += count
         if self._media is None:
             return
         if self._queue and self._queue[-1][0] == item_id:
@@ -96,6 +155,16 @@ class Playback:
         """How much audio of the item was produced so far, in ms: where its next chunk starts."""
         entry = self._items.get(item_id)
         return samples_to_ms(entry.produced) if entry is not None else 0
+
+    def settle(self, response_id: str, status: str) -> dict[str, int]:
+        """The response ends with ``status``: its items are done (complete unless cancelled); its figures."""
+        for item_id in self._responses.setdefault(response_id, []):
+            entry = self._items[item_id]
+            entry.done = True
+            if status != "cancelled":  # a cancelled clause's audio stopped short: its end stays unknown
+                entry.marks.close(entry.produced)
+        self._responses[response_id] = self._responses.pop(response_id)  # most recent last
+        return self.figures(response_id)
 
     def response_ended(self, response_id: str) -> None:
         """No more audio will come for ``response_id``: ``stopped`` once the track has played what it holds."""
@@ -145,6 +214,8 @@ class Playback:
         if self._media is None:
             return
         unplayed = [item_id for item_id, _ in self._queue]
+        for item_id, count in self._queue:
+            self._items[item_id].dropped += count
         affected = self._playing or (self._items[unplayed[0]].response_id if unplayed else None)
         self._media.clear()
         self._queue.clear()
@@ -154,7 +225,7 @@ class Playback:
         if response_id is not None:
             self._emit({"type": "output_audio_buffer.cleared", "response_id": response_id})
         for item_id in dict.fromkeys(unplayed):
-            self._cut(item_id, self._items[item_id].played)
+            self.cut(item_id, self._items[item_id].played)
 
     # ------------------------------------------------------------ truncation
 
@@ -173,23 +244,96 @@ class Playback:
                                 param="audio_end_ms")
         entry = self._items.get(item_id)
         produced = entry.produced if entry is not None else 0
-        duration_ms = -(-produced * 1000 // TTS_RATE)  # rounded up: a client's count may round up too
-        if audio_end_ms > duration_ms:
+        if audio_end_ms > duration_ms(produced):
             raise RealtimeError(errors.INVALID_VALUE,
-                                f"Audio content of {duration_ms}ms is already shorter than {audio_end_ms}ms",
+                                f"Audio content of {duration_ms(produced)}ms is already shorter than {audio_end_ms}ms",
                                 param="audio_end_ms")
-        self._cut(item_id, min(produced, audio_end_ms * TTS_RATE // 1000), audio_end_ms)
+        self.cut(item_id, min(produced, ms_to_samples(audio_end_ms)), audio_end_ms)
 
-    def _cut(self, item_id: str, samples: int, audio_end_ms: int | None = None) -> None:
+    def cut(self, item_id: str, samples: int, audio_end_ms: int | None = None) -> None:
+        """Cut the item's audio at ``samples`` and its transcript where that audio ends (by its marks)."""
         item = self._conversation.get(item_id)
         if item is None:
             return  # deleted meanwhile
         entry = self._items.get(item_id)
         content = (item.get("content") or [{}])[0]
-        if content.get("transcript"):
-            content["transcript"] = heard_text(content["transcript"], samples, entry.produced if entry else 0)
-        if entry is not None:
+        transcript = content.get("transcript") or ""
+        if entry is None:
+            content["transcript"] = heard_text(transcript, samples, 0) if transcript else transcript
+        else:
+            heard = marked_text(transcript, entry.marks, samples, entry.produced)
+            if transcript:
+                content["transcript"] = heard
+            entry.marks.cut(len(heard), samples)
+            entry.text_chars = len(heard)
             entry.produced = samples
             entry.played = min(entry.played, samples)
+            entry.played_ms = min(entry.played_ms, samples_to_ms(samples))
+            entry.committed_ms = min(entry.committed_ms, entry.played_ms)
         self._emit({"type": "conversation.item.truncated", "item_id": item_id, "content_index": 0,
                     "audio_end_ms": samples_to_ms(samples) if audio_end_ms is None else audio_end_ms})
+
+    # ------------------------------------------------------------ acknowledged playback
+
+    def items_of(self, response_id: str) -> list[str] | None:
+        """The response's items with audio; None for a response the ledger does not know."""
+        return self._responses.get(response_id)
+
+    def item(self, item_id: str) -> ItemAudio | None:
+        return self._items.get(item_id)
+
+    def acknowledged(self, item_id: str, played_ms: int, committed_ms: int, truncate: bool) -> None:
+        """Record a checked ``playback.ack`` (playback_ack.py) of the item; a truncating one cuts it there."""
+        entry = self._items[item_id]
+        if truncate:  # even at the end of its audio: a cancelled clause's text may run past it
+            self.cut(item_id, _samples_at(entry, played_ms), played_ms)
+        entry.played_ms = played_ms
+        entry.committed_ms = min(committed_ms, played_ms)
+
+    def figures(self, response_id: str) -> dict[str, int]:
+        """The response's ``playback``: audio generated, sent (not dropped unplayed), played, committed; in ms."""
+        totals = {"generated_ms": 0, "sent_ms": 0, "played_ms": 0, "committed_ms": 0}
+        for item_id in self._responses.get(response_id, []):
+            entry = self._items[item_id]
+            totals["generated_ms"] += samples_to_ms(entry.generated)
+            totals["sent_ms"] += samples_to_ms(entry.generated - entry.dropped)
+            totals["played_ms"] += max(entry.played_ms, samples_to_ms(entry.played))
+            totals["committed_ms"] += self.committed_ms(entry)
+        return totals
+
+    def committed_ms(self, entry: ItemAudio) -> int:
+        """How much of the item's audio its history text covers, under the policy it was made with."""
+        if entry.policy == ACK_ONLY:
+            return entry.committed_ms
+        return samples_to_ms(entry.produced) if entry.done else 0
+
+    def delta_metadata(self, response_id: str, item_id: str) -> dict[str, Any]:
+        """The metadata of the item's next audio delta: its audio so far, new text marks, the figures.
+
+        A mark's ``audio_end_ms`` is rounded up: by then all of its text was voiced.
+        """
+        entry = self._items.get(item_id)
+        return {
+            "audio_duration_ms": samples_to_ms(entry.produced) if entry is not None else 0,
+            "audio_text_marks": [{"text_chars": m.text_chars, "audio_end_ms": duration_ms(m.audio_end)}
+                                 for m in (entry.marks.unsent() if entry is not None else [])],
+            "playback": self.figures(response_id),
+        }
+
+    def history_text(self, item_id: str, item: dict[str, Any]) -> str | None:
+        """The text the LLM's history holds for the item; None: its whole text (not an ``ack_only`` answer)."""
+        entry = self._items.get(item_id)
+        if entry is None or entry.policy != ACK_ONLY:
+            return None
+        transcript = ((item.get("content") or [{}])[0]).get("transcript") or ""
+        return marked_text(transcript, entry.marks, _samples_at(entry, entry.committed_ms), entry.produced)
+
+
+def _samples_at(entry: ItemAudio, ms: int) -> int:
+    """``ms`` into the item's audio, in samples; within a millisecond of its end counts as the end.
+
+    Clients add up their chunks' durations in whole ms, rounding either way: an
+    ack of all they received must not lose the last word to a rounding.
+    """
+    samples = ms_to_samples(ms)
+    return entry.produced if ms > 0 and samples >= entry.produced - TTS_RATE // 1000 else samples

@@ -139,9 +139,13 @@ class ResponseState:
         content["text"] = message.transcript
         return {"type": "response.output_text.delta", **self._ref(message), "delta": text}
 
-    def audio_delta(self, message: OpenMessage, payload: str) -> Event:
+    def audio_delta(self, message: OpenMessage, payload: str, metadata: dict[str, Any] | None = None) -> Event:
+        """An audio chunk; ``metadata`` (additive): its item's audio so far and text marks (playback.py)."""
         message.audio_started = True
-        return {"type": "response.output_audio.delta", **self._ref(message), "delta": payload}
+        event: Event = {"type": "response.output_audio.delta", **self._ref(message), "delta": payload}
+        if metadata is not None:
+            event["metadata"] = metadata
+        return event
 
     def visemes(self, message: OpenMessage, audio_start_ms: int, visemes: AudioVisemes) -> Event:
         """The visemes extension's event for the audio chunk about to go out (docs/visemes.md)."""

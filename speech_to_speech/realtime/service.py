@@ -56,7 +56,7 @@ from speech_to_speech.realtime.conversation import Conversation, item_text
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import ClientEvent, EventLimits
 from speech_to_speech.realtime.input_limits import input_refusal
-from speech_to_speech.realtime.playback import Playback
+from speech_to_speech.realtime.playback import PLAYBACK_KEY, Playback
 from speech_to_speech.realtime.response import Event, OpenMessage, ResponseState
 from speech_to_speech.realtime.session import SessionState
 from speech_to_speech.realtime.session_events import SessionControl
@@ -115,7 +115,8 @@ class RealtimeService:
         # anything: the clocks of the idle timeout and of the stalled-response guard (session_guard.py).
         self.last_activity = self.last_output = time.monotonic()
         # What the user heard of each assistant item; with a media track, also what it played.
-        self.playback = Playback(self.conversation, self.emit, media)
+        self.playback = Playback(self.conversation, self.emit, media,
+                                 policy=lambda: self.state.playback_commit_policy)
         self.audio = WireAudio(lambda: self.state.input_format, lambda: self.state.output_format)
         self.conversation_id = ids.new_id("conv")
         self.response: ResponseState | None = None
@@ -310,6 +311,8 @@ class RealtimeService:
             self.tool_results.answered(response.input_call_ids)
             response.metadata = {**(response.metadata or {}),
                                  INPUT_CALL_IDS_KEY: encode_call_ids(response.input_call_ids)}
+        response.metadata = {**(response.metadata or {}),
+                             PLAYBACK_KEY: json.dumps(self.playback.settle(response.id, status))}
         self._end_output_audio(response, status)
         self.emit_all(response.finish(status, reason, error))
         self.playback.response_ended(response.id)
@@ -501,6 +504,8 @@ class RealtimeService:
             return
         message = self._open_message(response)
         self.emit(response.text_delta(message, item.text))
+        if response.audio:  # the clause whose audio comes next (text marks)
+            self.playback.spoken_text(response.id, message.item["id"], len(message.transcript))
 
     def _open_message(self, response: ResponseState) -> OpenMessage:
         message, events = response.open_message(self._previous_item_id())
@@ -518,7 +523,8 @@ class RealtimeService:
         self.playback.produced(response.id, message.item["id"], item.samples)
         if self.media is not None:
             return  # the track plays it
-        self.emit(response.audio_delta(message, self.audio.encode_output(item.samples)))
+        self.emit(response.audio_delta(message, self.audio.encode_output(item.samples),
+                                       self.playback.delta_metadata(response.id, message.item["id"])))
 
     def _visemes(self, item: AudioVisemes) -> None:
         """The visemes extension: sent just before the audio chunk they describe (docs/visemes.md)."""
@@ -532,7 +538,8 @@ class RealtimeService:
         """The resampler's held-back tail ends this response (dropped if cancelled), never the next."""
         tail = self.audio.end_output(keep_tail=status != "cancelled" and response.message is not None)
         if tail is not None and response.message is not None:
-            self.emit(response.audio_delta(response.message, tail))
+            self.emit(response.audio_delta(response.message, tail,
+                                           self.playback.delta_metadata(response.id, response.message.item["id"])))
 
     def _tool_call(self, item: AssistantToolCallPart) -> None:
         response = self._current(item)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 # The session fields a client may set: the GA session object's, and our ``extensions``.
 SETTABLE_FIELDS = frozenset({"type", "audio", "include", "instructions", "max_output_tokens", "output_modalities",
                              "parallel_tool_calls", "prompt", "reasoning", "tool_choice", "tools", "tracing",
-                             "truncation", "extensions"})
+                             "truncation", "extensions", "playback_commit_policy"})
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 INPUT_RATE_DEFAULT = 24000
 
@@ -95,6 +95,8 @@ class SessionModel(_Open):
     max_output_tokens: int | Literal["inf"] | None = None
     reasoning: Reasoning | None = None
     extensions: list[str] | None = None
+    # How much of an answer enters the LLM's history (docs/sessions.md, "Playback truth").
+    playback_commit_policy: Literal["commit_all_on_done", "ack_only"] = "commit_all_on_done"
 
     @field_validator("output_modalities")
     @classmethod
@@ -174,6 +176,7 @@ class SessionState:
             "prompt": None,
             "reasoning": {"effort": startup_reasoning} if startup_reasoning else None,
             "extensions": [],
+            "playback_commit_policy": "commit_all_on_done",
         }
         self._default_instructions = instructions
 
@@ -270,6 +273,10 @@ class SessionState:
     def input_format(self) -> dict[str, Any]:
         fmt: dict[str, Any] = self.session["audio"]["input"].get("format") or {}
         return fmt
+
+    @property
+    def playback_commit_policy(self) -> str:
+        return str(self.session.get("playback_commit_policy") or "commit_all_on_done")
 
     @property
     def output_format(self) -> dict[str, Any]:
