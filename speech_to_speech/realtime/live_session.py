@@ -275,7 +275,7 @@ class LiveSession:
         if not self.closer.done() and self.attachment is attachment:
             code = attachment.transport.peer_close_code
             if not self.resumable or (receiver.done() and code in GOODBYE_CODES):
-                log.info("session %s: socket closed with %s", self.id, code)
+                log.info("session %s: its socket closed (%s)", self.id, code)
                 self.end(None)  # a goodbye, or a transport that cannot come back: the session ends now
             else:
                 self._detach(attachment, code)

@@ -174,6 +174,8 @@ async def test_a_client_that_does_not_read_is_closed_at_the_output_limit(make_se
         assert slow.close_code == 1008
         errors = [e["error"]["code"] for e in received if e["type"] == "error"]
         assert "output_limit_exceeded" in errors
+        closed = [e for e in received if e["type"] == "session.closed"]
+        assert [(e["reason"], "details" in e) for e in closed] == [("output_limit_exceeded", True)]
         done = [e for e in received if e["type"] == "response.done"]
         assert done and done[-1]["response"]["status"] == "failed"
         await other.send("response.create", response={"output_modalities": ["text"]})

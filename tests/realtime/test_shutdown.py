@@ -64,3 +64,24 @@ async def test_sigterm_closes_every_session_with_an_error_and_exits_zero(
     output = process.stdout.read().decode() if process.stdout else ""
     assert code == 0, output
     assert "Traceback" not in output
+
+
+async def test_sigterm_ends_a_session_whose_socket_dropped(served: tuple[subprocess.Popen[bytes], int]) -> None:
+    """A detached session (waiting out its 30 s grace for a resume) is ended by the shutdown, not abandoned."""
+    process, port = served
+    async with RealtimeTestClient.connect(f"ws://127.0.0.1:{port}/v1/realtime") as gone:
+        created = await gone.wait_for("session.created")
+        await gone.send("response.create")
+        await gone.wait_for("response.output_audio_transcript.delta")
+        gone.abort()
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    code = await asyncio.to_thread(process.wait, 30)
+    output = process.stdout.read().decode() if process.stdout else ""
+    assert code == 0, output
+    assert time.monotonic() - started < 10
+    session = created["session_id"]
+    assert f"session {session} lost its socket" in output
+    assert output.index(f"session {session} on unit") > output.index(f"session {session} lost its socket")
+    assert "Traceback" not in output

@@ -187,6 +187,23 @@ async def test_a_call_the_client_closes_frees_its_unit(rtc: ModuleType, make_ser
     await _wait_idle(server)  # no DELETE: the peer connection closed
 
 
+async def test_a_call_says_it_cannot_be_resumed_and_takes_the_unit_of_a_detached_socket(
+        rtc: ModuleType, make_server: ServerFactory) -> None:
+    server = make_server(num_pipelines=1, disconnect_grace_s=30.0)
+    async with RealtimeTestClient.connect(server.ws_url) as dropped:
+        await dropped.wait_for("session.created")
+        dropped.abort()  # its session waits for a resume, holding the only unit
+    async with rtc.webrtc_call(server.http_url) as call:  # evicts it
+        created = await call.events.wait_for("session.created")
+        capabilities = created["session"]["capabilities"]
+        assert capabilities["supports_session_resume"] is False  # its events die with the data channel
+        assert capabilities["input_modes"] == ["media_track"]
+        assert "resume_token" not in created
+        assert created["session_id"] == created["session"]["id"]
+        await call.hang_up()
+    await _wait_idle(server)
+
+
 async def test_a_call_that_never_connects_frees_its_unit(rtc: ModuleType, make_server: ServerFactory,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from speech_to_speech.realtime import webrtc
