@@ -164,7 +164,9 @@ class Playback:
             if status != "cancelled":  # a cancelled clause's audio stopped short: its end stays unknown
                 entry.marks.close(entry.produced)
         self._responses[response_id] = self._responses.pop(response_id)  # most recent last
-        return self.figures(response_id)
+        figures = self.figures(response_id)
+        self.forget_stale()  # a text-only session makes no items, but ends responses
+        return figures
 
     def response_ended(self, response_id: str) -> None:
         """No more audio will come for ``response_id``: ``stopped`` once the track has played what it holds."""
