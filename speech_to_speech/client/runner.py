@@ -1,17 +1,16 @@
 """listen_and_play_realtime: connect, stream audio in, play replies, run tools, until done.
 
-With a microphone it runs until interrupted (Ctrl-C) or the server closes;
-with ``input_wav`` it exits once the file was sent and every reply to it has
-been played (or ``file_idle_timeout_s`` passed).
+With a microphone it runs until interrupted (Ctrl-C) or the server ends the
+session; with ``input_wav`` it exits once the file was sent and every reply to
+it has been played (or ``file_idle_timeout_s`` passed). The connection is a
+``RealtimeClient``: a drop that the server can resume does not end either.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import itertools
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -19,17 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rich.console import Console
-from websockets.asyncio.client import ClientConnection
-from websockets.exceptions import ConnectionClosed
 
 from speech_to_speech.audio.resample import to_int16
 from speech_to_speech.client.config import RealtimeAudioClientConfig
-from speech_to_speech.client.connection import connect
 from speech_to_speech.client.devices import Microphone, Speaker
 from speech_to_speech.client.errors import ClientError
+from speech_to_speech.client.events import ConnectionResumed, RealtimeEvent, SessionEnded
 from speech_to_speech.client.files import WavRecorder, WavSource
+from speech_to_speech.client.link import Connector
 from speech_to_speech.client.playback import Playback, Samples
-from speech_to_speech.client.session import ClientSession, check_session_reply
+from speech_to_speech.client.realtime_client import RealtimeClient
+from speech_to_speech.client.session import ClientSession
+from speech_to_speech.client.streams import Subscription
 from speech_to_speech.client.tool_scheduler import ToolCoordinator
 from speech_to_speech.client.tools import ToolCaller, load_tool_module
 from speech_to_speech.client.transcript import TranscriptView
@@ -69,6 +69,7 @@ class SessionSummary:
     sent: list[Event] = field(default_factory=list)  # client events except audio appends
     followups: list[list[str]] = field(default_factory=list)  # call ids of each automatic create (refused too)
     recorded_seconds: float = 0.0
+    resumes: int = 0  # dropped connections the session survived
 
 
 def _with_tool_module(config: RealtimeAudioClientConfig) -> RealtimeAudioClientConfig:
@@ -93,11 +94,14 @@ def _tool_coordinator(config: RealtimeAudioClientConfig, view: TranscriptView | 
 
 async def listen_and_play_realtime(config: RealtimeAudioClientConfig, *, console: Console | None = None,
                                    source: AudioSource | None = None, sink: AudioSink | None = None,
-                                   on_event: Callable[[Event], None] | None = None) -> SessionSummary:
+                                   on_event: Callable[[Event], None] | None = None,
+                                   connect: Connector | None = None) -> SessionSummary:
     """Talk to a Realtime server with ``config``'s audio in and out; see the module doc for when it ends.
 
     ``source``/``sink`` replace the microphone/speaker (or WAV files) with your own audio I/O;
-    ``on_event`` sees every server event after the client handled it.
+    ``on_event`` sees every server event after the client handled it; ``connect`` replaces the
+    WebSocket (e.g. ``inline.asgi_connector(app)``). The connection is a ``RealtimeClient``: when
+    it drops and the server can resume the session, the conversation carries on.
     """
     config = _with_tool_module(config)
     if source is None:
@@ -108,69 +112,46 @@ async def listen_and_play_realtime(config: RealtimeAudioClientConfig, *, console
     playback = Playback(config.recv_rate, sink.rate, config.jitter_ms)
     view = TranscriptView(console) if config.show_transcript else None
     summary = SessionSummary()
-    outgoing: asyncio.Queue[Event] = asyncio.Queue()
     serial = itertools.count(1)
 
     def send(event: Event) -> str:
         event = {"event_id": f"evt_client_{next(serial)}", **event}
         if event["type"] != "input_audio_buffer.append":
             summary.sent.append(event)
-        outgoing.put_nowait(event)
+        if client.ended is None:  # after the end (a tool finishing late) there is nobody to tell
+            client.send_nowait(event)
         return str(event["event_id"])
 
     tools = _tool_coordinator(config, view, send)
     session = ClientSession(config, playback, send, view=view, tools=tools, on_event=on_event)
-    websocket = await connect(config.url, model=config.model, api_key=config.api_key,
-                              timeout=config.connect_timeout_s)
+    client = RealtimeClient(config.url, model=config.model, api_key=config.api_key,
+                            handshake_timeout_s=config.connect_timeout_s, connect=connect)
+    events = client.events()  # before connecting: nothing the server says can slip past
     try:
-        await _handshake(websocket, session, config.connect_timeout_s)
-        sink.start(playback)
-        if view is not None:
-            view.start()
-        await _run(websocket, session, source, outgoing, config)
+        async with client:
+            session.start()  # queued first, so the server applies it before any audio
+            sink.start(playback)
+            if view is not None:
+                view.start()
+            await _run(events, session, source, config)
     finally:
         if tools is not None:
             await tools.close()
         await sink.close()
         if view is not None:
             view.stop()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(websocket.close(), 2.0)
     summary.responses = session.responses
     summary.user_transcripts = list(session.user_transcripts.values())
     summary.followups = tools.followups_sent if tools is not None else []
     summary.recorded_seconds = sink.seconds if isinstance(sink, WavRecorder) else 0.0
+    summary.resumes = client.resumes
     return summary
 
 
-async def _recv(websocket: ClientConnection, timeout: float) -> Event:
-    try:
-        message = await asyncio.wait_for(websocket.recv(), timeout)
-    except TimeoutError:
-        raise ClientError(f"the server sent nothing within {timeout:.0f}s of connecting") from None
-    except ConnectionClosed as closed:
-        raise ClientError(f"the server closed the connection ({closed.rcvd or 'no close frame'})") from None
-    event = json.loads(message)
-    if not isinstance(event, dict):
-        raise ClientError(f"the server sent a non-object event: {message!r:.120}")
-    return event
-
-
-async def _handshake(websocket: ClientConnection, session: ClientSession, timeout: float) -> None:
-    """Wait for session.created (or the session-limit error), then queue our session.update."""
-    while True:
-        event = await _recv(websocket, timeout)
-        check_session_reply(event)
-        if event.get("type") == "session.created":
-            break
-    session.start()  # queued first, so the server applies it before any audio
-
-
-async def _run(websocket: ClientConnection, session: ClientSession, source: AudioSource,
-               outgoing: asyncio.Queue[Event], config: RealtimeAudioClientConfig) -> None:
+async def _run(events: Subscription[RealtimeEvent], session: ClientSession, source: AudioSource,
+               config: RealtimeAudioClientConfig) -> None:
     tasks = [
-        asyncio.create_task(_write(websocket, outgoing), name="client-writer"),
-        asyncio.create_task(_read(websocket, session), name="client-reader"),
+        asyncio.create_task(_read(events, session), name="client-reader"),
         asyncio.create_task(_stream_audio(source, session), name="client-audio"),
     ]
     if isinstance(source, WavSource):
@@ -185,23 +166,20 @@ async def _run(websocket: ClientConnection, session: ClientSession, source: Audi
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _write(websocket: ClientConnection, outgoing: asyncio.Queue[Event]) -> None:
-    while True:
-        event = await outgoing.get()
-        await websocket.send(json.dumps(event))
-
-
-async def _read(websocket: ClientConnection, session: ClientSession) -> None:
-    try:
-        async for message in websocket:
-            event = json.loads(message)
-            if isinstance(event, dict):
-                session.handle(event)
-    except ConnectionClosed:
-        pass
-    # We never get here on our own shutdown (this task is cancelled first): the server hung up.
-    reason = websocket.close_reason or "no reason given"
-    raise ClientError(f"the server closed the connection (code {websocket.close_code}: {reason})")
+async def _read(events: Subscription[RealtimeEvent], session: ClientSession) -> None:
+    """Hand every server event to the session; a resumed connection is only a log line here."""
+    ended = "the server ended the session"
+    async for event in events:  # a connection lost for good raises ConnectionLost (a ClientError)
+        if isinstance(event, ConnectionResumed):
+            log.info("the connection dropped and was resumed (attempt %d)", event.attempt)
+            continue
+        if event.type == "session.created":
+            continue  # the handshake's, already handled by the client
+        if isinstance(event, SessionEnded):
+            ended = f"the server ended the session ({event.reason or event.type})"
+        session.handle(event.to_dict())
+    # We never get here on our own shutdown (this task is cancelled first).
+    raise ClientError(ended)
 
 
 async def _stream_audio(source: AudioSource, session: ClientSession) -> None:
