@@ -78,12 +78,29 @@ class SpeechStarted:
     # False when the VAD is configured not to interrupt (turn_detection.interrupt_response).
     interrupt_response: bool = True
     item_id: str | None = None
+    # Audio ms from the first voiced chunk to the end of the last one so far (no padding).
+    speech_ms: int = 0
 
 
 @dataclass(frozen=True)
 class SpeechStopped:
     audio_end_ms: int
     item_id: str | None = None
+    # Audio ms from the first voiced chunk to the end of the last one (no padding); None if unknown.
+    speech_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class SpeechOngoing:
+    """The utterance ``item_id`` has been voiced for ``speech_ms`` of audio and goes on.
+
+    Sent once per utterance, when its voiced span reaches the session's
+    ``overlap_barge_in_ms`` (listen_only sessions only): the overlap policy
+    decides on the VAD's audio clock, not on when events reach the event loop.
+    """
+
+    item_id: str | None
+    speech_ms: int
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,8 @@ class RuntimeConfig(BaseModel):
     max_output_tokens: int | None = None
     output_modalities: tuple[str, ...] = ("audio",)
     extensions: tuple[str, ...] = ()
+    # listen_only sessions: the VAD reports (SpeechOngoing) when an utterance's voiced span reaches it.
+    overlap_barge_in_ms: int | None = None
 
     @property
     def interrupt_response_enabled(self) -> bool:

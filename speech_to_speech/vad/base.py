@@ -31,6 +31,7 @@ from speech_to_speech.pipeline.messages import (
     FloatAudio,
     SpeculationVoided,
     SpeculativeTranscript,
+    SpeechOngoing,
     SpeechStarted,
     SpeechStopped,
     TurnDecision,
@@ -96,11 +97,21 @@ class VADHandler(BackendHandler):
         self._voiced_ms = 0
         self._silence_run_ms = 0
         self._item_id: str | None = None
+        self._reset_voice()
         self._manual_buffer: list[AudioChunk] = []
         # A speculative utterance of this turn is out and no speech followed it.
         self._speculated = False
         self._speculations = 0  # speculative utterances of this turn so far (their numbers)
         self._reset_pause()
+
+    def _reset_voice(self) -> None:
+        # The voiced span of the current turn, in input samples (its first voiced chunk to its last):
+        # the audio clock the overlap policy decides on.
+        self._voice_start = self._voice_end = 0
+        self._ongoing_sent = False  # SpeechOngoing went out for this turn
+
+    def _speech_ms(self) -> int:
+        return _ms(self._voice_end - self._voice_start)
 
     def _reset_pause(self) -> None:
         """Speech (or a new turn): whatever the detector was asked about the last pause no longer applies."""
@@ -158,10 +169,13 @@ class VADHandler(BackendHandler):
             self._voiced_ms = CHUNK_MS
             self._silence_run_ms = 0
             self._item_id = ids.item_id()
+            self._voice_start = chunk.offset
+            self._voice_end = chunk.offset + VAD_CHUNK
         else:
             self._speech.append(chunk)
             if voiced:
                 self._voiced_ms += CHUNK_MS
+                self._voice_end = chunk.offset + VAD_CHUNK
                 if self._silence_run_ms:
                     self._reset_pause()
                 self._silence_run_ms = 0
@@ -176,9 +190,10 @@ class VADHandler(BackendHandler):
                 self._silence_run_ms = 0  # hysteresis band: neither speech nor silence
         if not self._started_sent and self._voiced_ms >= self.settings.min_speech_ms:
             self._started_sent = True
-            self.emit_event(
-                SpeechStarted(_ms(self._speech[0].offset), interrupt_response=interrupt, item_id=self._item_id)
-            )
+            self.emit_event(SpeechStarted(_ms(self._speech[0].offset), interrupt_response=interrupt,
+                                          item_id=self._item_id, speech_ms=self._speech_ms()))
+        if voiced and self._started_sent:
+            self._note_ongoing()
         turn_ms = len(self._speech) * CHUNK_MS
         if turn_ms >= self.settings.max_speech_ms:
             yield from self._end_turn(manual=False)
@@ -203,6 +218,13 @@ class VADHandler(BackendHandler):
             end_ms = _ms(self._speech[-1].offset + VAD_CHUNK)
             yield replace(self._utterance(self._speech, self._item_id, manual=False, end_ms=end_ms),
                           speculation=self._speculations)
+
+    def _note_ongoing(self) -> None:
+        """Say once per turn when its voiced span reaches the session's ``overlap_barge_in_ms`` (if set)."""
+        mark = self.context.config.current.overlap_barge_in_ms
+        if mark is not None and not self._ongoing_sent and self._speech_ms() >= mark:
+            self._ongoing_sent = True
+            self.emit_event(SpeechOngoing(self._item_id, self._speech_ms()))
 
     # ------------------------------------------------------------ the turn detector
 
@@ -322,6 +344,7 @@ class VADHandler(BackendHandler):
 
     def _end_turn(self, manual: bool, decision: TurnDecision | None = None) -> Iterator[Any]:
         speech, started, item_id = self._speech, self._started_sent, self._item_id
+        speech_ms = self._speech_ms()
         speculated, self._speculated = self._speculated, False
         reuses = self._speculations if speculated else 0
         # Keep only a pad's worth of the trailing silence, so the last word stays whole.
@@ -333,6 +356,7 @@ class VADHandler(BackendHandler):
         self._silence_run_ms = 0
         self._item_id = None
         self._speculations = 0
+        self._reset_voice()
         self._reset_pause()
         if not started:
             return  # too short to be a turn: a click or a cough
@@ -340,7 +364,7 @@ class VADHandler(BackendHandler):
         end_ms = _ms(kept[-1].offset + VAD_CHUNK)
         if decision is not None:
             self.emit_event(decision)
-        self.emit_event(SpeechStopped(end_ms, item_id=item_id))
+        self.emit_event(SpeechStopped(end_ms, item_id=item_id, speech_ms=speech_ms))
         yield replace(self._utterance(kept, item_id, manual=manual, end_ms=end_ms), reuses=reuses)
 
     def _utterance(self, chunks: list[AudioChunk], item_id: str | None, *, manual: bool, end_ms: int) -> Utterance:
@@ -363,13 +387,13 @@ class VADHandler(BackendHandler):
             return
         if self._in_speech:
             chunks, item_id = self._speech, item.item_id or self._item_id
-            started = self._started_sent
+            started, speech_ms = self._started_sent, self._speech_ms()
             if item_id != self._item_id:
                 self._void_speculations()  # the turn's words are committed under the client's id
             self._reset_turn()
             end_ms = _ms(chunks[-1].offset + VAD_CHUNK)
             if started:
-                self.emit_event(SpeechStopped(end_ms, item_id=item_id))
+                self.emit_event(SpeechStopped(end_ms, item_id=item_id, speech_ms=speech_ms))
             yield self._utterance(chunks, item_id, manual=True, end_ms=end_ms)
             return
         if item.item_id is not None:

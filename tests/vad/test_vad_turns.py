@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from speech_to_speech.audio.chunker import Chunker
 from speech_to_speech.pipeline.cancel_scope import CancelScope
@@ -20,6 +22,7 @@ from speech_to_speech.pipeline.messages import (
     ClearInput,
     CommitInput,
     SpeculationVoided,
+    SpeechOngoing,
     SpeechStarted,
     SpeechStopped,
     Utterance,
@@ -248,3 +251,52 @@ def test_committing_a_turn_under_the_clients_id_voids_its_speculations() -> None
 def test_a_turn_without_speculations_voids_nothing_when_cleared(vad: VAD) -> None:
     vad.feed(speech(chunks(12)))
     assert vad.item(ClearInput()) == []
+
+
+# ---------------------------------------------------------------- the voiced span (overlap policy)
+
+
+def test_the_voiced_span_runs_from_the_first_voiced_chunk_to_the_last_without_padding(vad: VAD) -> None:
+    audio = [silence(chunks(12)), speech(chunks(10)), silence(chunks(5)), speech(chunks(5)), silence(chunks(32))]
+    started, stopped, _ = vad.feed(np.concatenate(audio))
+    assert started.speech_ms == 8 * 32  # what was voiced when it became speech (min_speech_ms 250)
+    assert stopped.speech_ms == (10 + 5 + 5) * 32  # the pause inside counts; the pads around do not
+
+
+def test_speech_ongoing_comes_once_as_the_voiced_span_reaches_the_overlap_barge_in_threshold(vad: VAD) -> None:
+    vad.config.update(overlap_barge_in_ms=640)
+    assert SpeechOngoing not in kinds(vad.feed(speech(chunks(19))))
+    (mark,) = vad.feed(speech(chunks(1)))  # 20 * 32 ms = 640 ms
+    assert isinstance(mark, SpeechOngoing) and mark.speech_ms == 640
+    rest = vad.feed(np.concatenate([speech(chunks(20)), silence(chunks(32))]))
+    assert kinds(rest) == [SpeechStopped, Utterance]
+    assert rest[0].speech_ms == 40 * 32 and rest[0].item_id == mark.item_id
+
+
+def test_no_speech_ongoing_without_the_setting_or_short_of_it(vad: VAD) -> None:
+    assert SpeechOngoing not in kinds(vad.feed(np.concatenate([speech(chunks(60)), silence(chunks(32))])))
+    vad.config.update(overlap_barge_in_ms=640)
+    assert SpeechOngoing not in kinds(vad.feed(np.concatenate([speech(chunks(19)), silence(chunks(32))])))
+
+
+@settings(max_examples=60, deadline=None)
+@given(threshold_chunks=st.integers(min_value=0, max_value=40),
+       segments=st.lists(st.tuples(st.booleans(), st.integers(min_value=1, max_value=24)), max_size=12))
+def test_speech_ongoing_is_sent_for_a_turn_iff_its_final_voiced_span_reaches_the_threshold(
+        threshold_chunks: int, segments: list[tuple[bool, int]]) -> None:
+    vad = VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=300, speculation_silence_ms=0)
+    threshold = threshold_chunks * 32
+    vad.config.update(overlap_barge_in_ms=threshold)
+    audio = [speech(chunks(n)) if voiced else silence(chunks(n)) for voiced, n in segments]
+    items = vad.feed(np.concatenate([*audio, silence(chunks(32))]))
+    marks: list[SpeechOngoing] = []
+    for item in items:
+        if isinstance(item, SpeechStarted):
+            marks = []
+        elif isinstance(item, SpeechOngoing):
+            assert item.speech_ms >= threshold
+            marks.append(item)
+        elif isinstance(item, SpeechStopped):
+            assert item.speech_ms is not None
+            assert len(marks) == (1 if item.speech_ms >= threshold else 0)  # once, and only then
+            assert all(m.item_id == item.item_id and m.speech_ms <= item.speech_ms for m in marks)
