@@ -174,6 +174,11 @@ class Playback:
             self._ended.add(response_id)
             self._stop_if_drained()
 
+    @property
+    def audible(self) -> bool:
+        """Assistant audio is queued or playing on the media track (never without one): it is still heard."""
+        return self._playing is not None or bool(self._queue)
+
     # ------------------------------------------------------------ track side
 
     def _played(self, count: int) -> None:

@@ -30,6 +30,7 @@ from speech_to_speech.pipeline.messages import (
     ResponseDone,
     SpeculationVoided,
     SpeculativeTranscript,
+    SpeechOngoing,
     SpeechStarted,
     SpeechStopped,
     StageError,
@@ -56,6 +57,7 @@ from speech_to_speech.realtime.conversation import Conversation, item_text
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import ClientEvent, EventLimits
 from speech_to_speech.realtime.input_limits import input_refusal
+from speech_to_speech.realtime.overlap import OverlapGate
 from speech_to_speech.realtime.playback import PLAYBACK_KEY, Playback
 from speech_to_speech.realtime.response import Event, OpenMessage, ResponseState
 from speech_to_speech.realtime.session import SessionState
@@ -126,6 +128,7 @@ class RealtimeService:
         self.speculations = SpeculationSlot(unit.cancel_scope)
         self._turn_decision: TurnDecision | None = None  # how the detector ended the last turn
         self.user_speaking = False
+        self.overlap = OverlapGate(self)  # what speech over the assistant does (overlap_policy)
         self.tool_results = ToolResultLedger()
         self.uncommitted_samples = 0
         # The live session around this service (heartbeat, event_ack, close); None: not served.
@@ -366,11 +369,7 @@ class RealtimeService:
 
     def _speech_started(self, item: SpeechStarted) -> None:
         self.user_speaking = True
-        interrupt = item.interrupt_response and self.config.interrupt_response_enabled
-        if self.response is not None and interrupt:
-            self.cancel_response("turn_detected")
-        elif interrupt:
-            self.clear_playback()  # a finished response may still be playing on the media track
+        self.overlap.speech_started(item)  # barge-in now, or listen (overlap_policy)
         self.emit({"type": "input_audio_buffer.speech_started", "audio_start_ms": item.audio_start_ms,
                    "item_id": item.item_id})
 
@@ -379,14 +378,16 @@ class RealtimeService:
                    "item_id": item.item_id})
         self.user_speaking = False
         self.uncommitted_samples = 0
+        answer = self.overlap.speech_stopped(item)  # False: a backchannel, or a turn deferred
         if item.item_id is not None and item.item_id not in self.conversation:
             self.commit_user_audio(item.item_id)
             td = self.config.turn_detection
             # As OpenAI's server does, the automatic response opens with the commit; it is
             # submitted once the turn's transcript is in (and adopts a matching speculation).
-            if self.response is None and td is not None and td.create_response:
+            if self.response is None and td is not None and td.create_response and answer:
                 self.start_response({}, turn_item_id=item.item_id)
                 self._note_turn_decision(item.item_id)
+        self.overlap.settle()
 
     def _turn_decided(self, item: TurnDecision) -> None:
         if self.on_turn_decision is not None:
@@ -470,7 +471,7 @@ class RealtimeService:
         """Start answering the words so far, held off the wire until the turn ends (see speculation)."""
         if self.unit.detects_turns:
             self.unit.queues.recv_audio_chunks.put(item)  # the turn detector weighs the words of the pause
-        if not item.transcript.strip() or self.speculations.is_void(item):
+        if not item.transcript.strip() or self.speculations.is_void(item) or self.overlap.listening(item.item_id):
             return
         running = self.speculations.current
         if running is not None and running.item_id == item.item_id and same_words(running.transcript,
@@ -572,6 +573,7 @@ class RealtimeService:
         response = self.response
         if response is not None and response.submitted and response.owns(item):
             self._finish_response(item.status, item.reason, item.error)
+            self.overlap.response_ended(response.id)
 
     def _stage_error(self, item: StageError) -> None:
         log.warning("pipeline stage %s failed: %s", item.stage, item.message)
@@ -607,6 +609,7 @@ class RealtimeService:
 _DISPATCH: dict[type, Callable[[RealtimeService, Any], None]] = {
     SpeechStarted: RealtimeService._speech_started,
     SpeechStopped: RealtimeService._speech_stopped,
+    SpeechOngoing: lambda service, item: service.overlap.speech_ongoing(item),
     TurnDecision: RealtimeService._turn_decided,
     TranscriptionDelta: RealtimeService._transcription_delta,
     TranscriptionSnapshot: RealtimeService._transcription_snapshot,

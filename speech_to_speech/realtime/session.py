@@ -17,6 +17,7 @@ from speech_to_speech import ids
 from speech_to_speech.pipeline.session_config import RuntimeConfig, TurnDetection
 from speech_to_speech.realtime.content_limits import VOICE_MAX_CHARS, VOICE_PATTERN, ContentLimits
 from speech_to_speech.realtime.errors import INVALID_REQUEST, INVALID_SESSION_TYPE, RealtimeError
+from speech_to_speech.realtime.overlap import LISTEN_ONLY, MAX_THRESHOLD_MS, OVERLAP_DEFAULTS, OVERLAP_FIELDS
 
 if TYPE_CHECKING:
     from speech_to_speech.config import ServerSettings
@@ -27,6 +28,8 @@ SETTABLE_FIELDS = frozenset({"type", "audio", "include", "instructions", "max_ou
                              "truncation", "extensions", "playback_commit_policy"})
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 INPUT_RATE_DEFAULT = 24000
+# What speech over the assistant does: top-level fields too (docs/sessions.md, "Overlap policy").
+SETTABLE_FIELDS = SETTABLE_FIELDS | OVERLAP_FIELDS
 
 
 class _Open(BaseModel):
@@ -94,6 +97,9 @@ class SessionModel(_Open):
     tool_choice: str | dict[str, Any] | None = None
     max_output_tokens: int | Literal["inf"] | None = None
     reasoning: Reasoning | None = None
+    overlap_policy: Literal["barge_in_on_speech", "listen_only"] = "barge_in_on_speech"
+    overlap_short_ack_ms: int = Field(default=700, ge=0, le=MAX_THRESHOLD_MS, strict=True)
+    overlap_barge_in_ms: int = Field(default=1200, ge=0, le=MAX_THRESHOLD_MS, strict=True)
     extensions: list[str] | None = None
     # How much of an answer enters the LLM's history (docs/sessions.md, "Playback truth").
     playback_commit_policy: Literal["commit_all_on_done", "ack_only"] = "commit_all_on_done"
@@ -149,6 +155,8 @@ class SessionState:
         self.limits = limits or ContentLimits()
         # The unit has a turn detector: sessions start with semantic_vad and may ask for it.
         self.semantic_turns = semantic_turns
+        # The client set overlap_policy, so it knows overlap.decision: it is told every decision.
+        self.reports_overlap = False
         self._vad_defaults = {"threshold": vad_threshold, "prefix_padding_ms": prefix_ms,
                               "silence_duration_ms": silence_ms, "idle_timeout_ms": None}
         self.session: dict[str, Any] = {
@@ -173,6 +181,7 @@ class SessionState:
             "max_output_tokens": "inf",
             "tracing": None,
             "truncation": "auto",
+            **OVERLAP_DEFAULTS,
             "prompt": None,
             "reasoning": {"effort": startup_reasoning} if startup_reasoning else None,
             "extensions": [],
@@ -241,6 +250,7 @@ class SessionState:
                           [tool.model_dump(exclude_none=True) for tool in parsed.tools or []], event_id)
         config = runtime_config(parsed)
         self.session = merged
+        self.reports_overlap = self.reports_overlap or "overlap_policy" in patch
         return config
 
     def _turn_detection_defaults(self, kind: Any) -> dict[str, Any]:
@@ -330,4 +340,5 @@ def runtime_config(session: SessionModel) -> RuntimeConfig:
         max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
         output_modalities=tuple(session.output_modalities or ("audio",)),
         extensions=tuple(session.extensions or ()),
+        overlap_barge_in_ms=session.overlap_barge_in_ms if session.overlap_policy == LISTEN_ONLY else None,
     )

@@ -49,6 +49,10 @@ KNOWN_EXTRA = frozenset(
 ) | {"response.output_audio.delta:metadata"}  # audio duration, text marks, playback figures (docs/sessions.md)
 # Extension events outside the GA schema (docs/sessions.md): checked, like ours, for a string event_id.
 EXTENSION_EVENTS = frozenset({"playback.acknowledged"})
+# The overlap policy's session fields and its decisions (docs/sessions.md, "Overlap policy").
+KNOWN_EXTRA |= {f"{kind}:session.{name}" for kind in ("session.created", "session.updated")
+                for name in ("overlap_policy", "overlap_short_ack_ms", "overlap_barge_in_ms")}
+EXTENSION_EVENTS |= {"overlap.decision"}
 
 
 def _models_by_type() -> dict[str, type[pydantic.BaseModel]]:

@@ -389,3 +389,35 @@ async def test_visemes_go_on_the_data_channel_with_their_place_in_the_item(rtc: 
         assert event["item_id"] == visemes[0]["item_id"] and event["response_id"] == _response_id(events)
         assert abs(event["audio_start_ms"] - position) <= 1
         position += sum(c["duration_ms"] for c in event["visemes"])
+
+
+async def test_listen_only_judges_speech_over_an_answer_that_is_done_but_still_playing(
+        rtc: ModuleType, make_server: ServerFactory) -> None:
+    """The overlap policy (docs/sessions.md): the assistant still speaks while its audio plays on the track."""
+    server = make_server(scripted_transcripts=["Tell me a long story.", "Mm-hmm.", "Stop there, please."],
+                         scripted_replies=[LONG_REPLY, "Stopped."], scripted_tts_ms_per_char=60.0)
+    async with rtc.webrtc_call(server.http_url, session={"overlap_policy": "listen_only"}) as call:
+        call.microphone.say(spoken_turn(RATE))
+        events = await call.events.collect_until("output_audio_buffer.started", timeout=20)
+        story_id = _response_id(events)
+        assert next(e for e in events if e["type"] == "response.done")["response"]["status"] == "completed"
+        await call.speaker.wait_for_sound(frames=25)
+        # A backchannel: acknowledged; the story plays on and nothing answers it.
+        call.microphone.say(spoken_turn(RATE, speech_s=0.3))
+        heard = await call.events.collect_until("conversation.item.input_audio_transcription.completed",
+                                                timeout=20)
+        [ack] = [e for e in heard if e["type"] == "overlap.decision"]
+        assert (ack["action"], ack["reason"]) == ("acknowledge", "short_backchannel")
+        assert ack["metadata"]["response_id"] is None  # only the story's audio was still going
+        assert not {"output_audio_buffer.cleared", "output_audio_buffer.stopped", "response.created"} & set(
+            types(heard))
+        # A long overlap: the story is cleared from the track while the user still speaks, then answered.
+        call.microphone.say(spoken_turn(RATE, speech_s=2.0))
+        cut = await call.events.collect_until("output_audio_buffer.cleared", timeout=20)
+        [barge] = [e for e in cut if e["type"] == "overlap.decision"]
+        assert (barge["action"], barge["reason"]) == ("barge_in", "long_overlap_speech")
+        assert cut[-1]["response_id"] == story_id
+        assert "input_audio_buffer.speech_stopped" not in types(cut)
+        answer = await call.events.collect_until("response.done", timeout=20)
+        assert answer[-1]["response"]["output"][0]["content"][0]["transcript"] == "Stopped."
+        await call.hang_up()
