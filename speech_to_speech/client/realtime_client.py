@@ -59,6 +59,7 @@ from speech_to_speech.client.events import (
 from speech_to_speech.client.link import Connector, Link, LinkClosed, websocket_connector
 from speech_to_speech.client.reconnect import ReconnectPolicy, resume, resume_url
 from speech_to_speech.client.responses import ResponseHandle, ResponseTracker
+from speech_to_speech.client.sequence import ReceivedSeqs
 from speech_to_speech.client.streams import Fanout, Subscription
 from speech_to_speech.realtime.errors import SESSION_LIMIT_REACHED
 
@@ -98,7 +99,7 @@ class RealtimeClient:
         self.resume_token: str | None = None
         self.attachment_generation: int | None = None
         self.session_info: dict[str, Any] = {}
-        self.last_server_event_seq = 0
+        self._seqs = ReceivedSeqs()
         self.resumes = 0  # connections resumed so far
         self.duplicates_dropped = 0  # replayed events we already had
         self._acked_seq = 0
@@ -135,6 +136,8 @@ class RealtimeClient:
             raise
         self._link = link
         self._connected.set()
+        if created.server_event_seq is not None:
+            self._seqs.accept(created.server_event_seq, created.type)
         self._adopt(created)
         self._dispatch(created)
         self._reader = asyncio.create_task(self._read_loop(), name="realtime-client-reader")
@@ -193,6 +196,11 @@ class RealtimeClient:
     @property
     def input_rate(self) -> int:
         return _rate(self.session_info, "input")
+
+    @property
+    def last_server_event_seq(self) -> int:
+        """The resume cursor: every event up to this seq was received (or is gone from the journal for good)."""
+        return self._seqs.floor
 
     @property
     def connected(self) -> bool:
@@ -377,11 +385,9 @@ class RealtimeClient:
             if event is None:
                 continue
             seq = event.server_event_seq
-            if seq is not None:
-                if seq <= self.last_server_event_seq:
-                    self.duplicates_dropped += 1
-                    continue
-                self.last_server_event_seq = seq
+            if seq is not None and not self._seqs.accept(seq, event.type):
+                self.duplicates_dropped += 1  # replayed, and we have it
+                continue
             self._dispatch(event)
 
     def _dispatch(self, event: RealtimeEvent) -> None:

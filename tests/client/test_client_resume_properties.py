@@ -1,7 +1,9 @@
 """Properties of reconnect and resume, driven through ``connect=`` with an in-memory journal server.
 
-Whatever the cuts and however far back a server replays, readers get every
-journaled event exactly once, in order, and one ConnectionResumed per resume.
+Whatever the cuts, however far back a server replays, and whatever journal
+gaps it announces (``session.resync_required``, whose seq is newer than the
+held events after it), readers get every event the server sent exactly once,
+in the order it was first sent, and one ConnectionResumed per resume.
 (The real server replays exactly what was asked; tests/client/test_realtime_client.py
 covers it over loopback. This one explores cut positions and over-long replays.)
 """
@@ -12,6 +14,7 @@ import asyncio
 import json
 import random
 from collections import deque
+from dataclasses import dataclass
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -32,14 +35,15 @@ class JournalLink:
     async def send(self, message: str) -> None:
         event = json.loads(message)
         if event["type"] == "session.resume":
-            self.server.resumed_from.append(event["last_received_server_event_seq"])
-            frames, self.drop = self.server.segment(event["last_received_server_event_seq"])
+            frames, self.drop = self.server.resume(event["last_received_server_event_seq"])
             self.frames.extend(frames)
 
     async def recv(self) -> str:
         if self.frames:
             await asyncio.sleep(0)
-            return self.frames.popleft()
+            frame = self.frames.popleft()
+            self.server.delivered(frame)
+            return frame
         if self.drop:
             raise LinkClosed()
         await self._forever
@@ -53,65 +57,101 @@ class JournalLink:
         pass
 
 
-class JournalServer:
-    """Journals events 1..total (the last one ends the session); drops each connection after ``cuts``."""
+@dataclass(frozen=True)
+class Segment:
+    """One connection's life: ``new`` events made and sent live, ``away`` made after it drops (journaled only).
 
-    def __init__(self, total: int, cuts: list[int], rewinds: list[int]) -> None:
-        self.total, self.cuts, self.rewinds = total, deque(cuts), deque(rewinds)
-        self.resumed_from: list[int] = []
+    Its resume replays from ``rewind`` events before the client's cursor (a server replaying too much),
+    or, with ``gap``, says session.resync_required and skips the ``gap`` oldest events the client lacks.
+    """
+
+    new: int
+    away: int
+    rewind: int
+    gap: int
+
+
+class JournalServer:
+    """A journaling server in memory: the events of a plan of connections, and the order they were sent in."""
+
+    def __init__(self, plan: list[Segment]) -> None:
+        self.plan = deque(plan)
+        self.journal: list[str] = []  # seq n is journal[n - 1]
+        self.first_sent: list[int] = []  # each seq once, in the order a client first got it
+        self.trimmed: set[int] = set()  # gone from the journal (a gap): never sent again
         self.generation = 1
 
-    def frame(self, seq: int) -> str:
-        if seq == 1:
-            return json.dumps({"type": "session.created", "event_id": "e1", "server_event_seq": 1,
-                               "session_id": "s", "resume_token": "rt_1",
-                               "session": {"id": "s", "capabilities": {"supports_session_resume": True}}})
-        kind = "session.expired" if seq == self.total else "test.event"
-        return json.dumps({"type": kind, "event_id": f"e{seq}", "server_event_seq": seq, "session_id": "s"})
+    def produce(self, kind: str = "test.event") -> str:
+        seq = len(self.journal) + 1
+        fields = {"session_id": "s"}
+        if kind == "session.created":
+            fields.update(resume_token="rt_1", session={"id": "s", "capabilities": {"supports_session_resume": True}})
+        self.journal.append(json.dumps({"type": kind, "event_id": f"e{seq}", "server_event_seq": seq, **fields}))
+        return self.journal[-1]
 
-    def segment(self, last: int) -> tuple[list[str], bool]:
-        """What a resume from ``last`` gets: session.resumed, a replay (maybe rewound), events up to the next cut."""
+    def delivered(self, frame: str) -> None:
+        seq = json.loads(frame).get("server_event_seq")
+        if seq is not None and seq not in self.first_sent:
+            self.first_sent.append(seq)
+
+    def _live(self, segment: Segment) -> tuple[list[str], bool]:
+        frames = [self.produce() for _ in range(segment.new)]
+        last = not self.plan
+        if last:
+            frames.append(self.produce("session.expired"))
+        else:
+            for _ in range(segment.away):
+                self.produce()
+        return frames, not last
+
+    def resume(self, cursor: int) -> tuple[list[str], bool]:
+        segment = self.plan.popleft()
         self.generation += 1
-        start = max(2, last + 1 - (self.rewinds.popleft() if self.rewinds else 0))
-        end = self.cuts.popleft() if self.cuts else self.total
-        resumed = json.dumps({"type": "session.resumed", "session_id": "s", "attachment_generation": self.generation,
-                              "resume_token": f"rt_{self.generation}"})
-        return [resumed, *(self.frame(seq) for seq in range(start, max(start, end) + 1))], end < self.total
+        frames = [json.dumps({"type": "session.resumed", "session_id": "s",
+                              "attachment_generation": self.generation, "resume_token": f"rt_{self.generation}"})]
+        held = [seq for seq in range(cursor + 1, len(self.journal) + 1) if seq not in self.trimmed]
+        if segment.gap and held:
+            self.trimmed.update(held[: segment.gap])
+            held = held[segment.gap :]
+            frames.append(self.produce("session.resync_required"))
+        else:
+            start = max(2, cursor + 1 - segment.rewind)
+            held = [seq for seq in range(start, len(self.journal) + 1) if seq not in self.trimmed]
+        frames += [self.journal[seq - 1] for seq in held]
+        live, drop = self._live(segment)
+        return frames + live, drop
 
     async def connect(self, url: str) -> Link:
         if "autostart=0" in url:
             return JournalLink(self, [], drop=False)
-        end = self.cuts.popleft() if self.cuts else self.total
-        return JournalLink(self, [self.frame(seq) for seq in range(1, end + 1)], drop=end < self.total)
+        created = self.produce("session.created")
+        live, drop = self._live(self.plan.popleft())
+        return JournalLink(self, [created, *live], drop)
 
 
-@st.composite
-def schedules(draw: st.DrawFn) -> tuple[int, list[int], list[int]]:
-    total = draw(st.integers(3, 40))
-    cuts = sorted(draw(st.sets(st.integers(1, total - 1), max_size=5)))
-    rewinds = draw(st.lists(st.integers(0, 10), min_size=len(cuts), max_size=len(cuts)))
-    return total, cuts, rewinds
+segments = st.builds(Segment, new=st.integers(0, 6), away=st.integers(0, 6), rewind=st.integers(0, 8),
+                     gap=st.one_of(st.just(0), st.integers(1, 4)))
 
 
-@settings(max_examples=60, deadline=None)
-@given(schedules())
-def test_every_event_reaches_readers_once_in_order_whatever_the_cuts_and_replays(
-        schedule: tuple[int, list[int], list[int]]) -> None:
-    total, cuts, rewinds = schedule
+@settings(max_examples=80, deadline=None)
+@given(st.lists(segments, min_size=1, max_size=6))
+def test_every_event_reaches_readers_once_in_the_order_it_was_first_sent(plan: list[Segment]) -> None:
+    server = JournalServer(plan)
 
-    async def scenario() -> tuple[list[int], int, int]:
-        server = JournalServer(total, cuts, rewinds)
+    async def scenario() -> tuple[list[int], int, RealtimeClient]:
         client = RealtimeClient("ws://journal/v1/realtime", connect=server.connect, reconnect=AT_ONCE,
                                 event_ack_interval_s=None, heartbeat_interval_s=None, close_timeout_s=0.1)
         events = client.events()
         async with client:
             seen = [event async for event in events]
         resumed = sum(isinstance(event, ConnectionResumed) for event in seen)
-        return [e.server_event_seq for e in seen if e.server_event_seq is not None], resumed, client.resumes
+        return [e.server_event_seq for e in seen if e.server_event_seq is not None], resumed, client
 
-    seqs, resumed, resumes = asyncio.run(asyncio.wait_for(scenario(), 10))
-    assert seqs == list(range(1, total + 1))
-    assert resumed == resumes == len(cuts)
+    seqs, resumed, client = asyncio.run(asyncio.wait_for(scenario(), 10))
+    assert seqs == server.first_sent  # each once, nothing the server sent skipped
+    assert seqs[-1] == len(server.journal)  # to the end (session.expired)
+    assert resumed == client.resumes == len(plan) - 1
+    assert client.last_server_event_seq == len(server.journal)  # the resume cursor got past every gap
 
 
 @given(st.integers(1, 8), st.floats(0.0, 2.0), st.floats(0.0, 8.0), st.integers(0, 2**16))
