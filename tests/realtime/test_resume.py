@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from speech_to_speech.testing.realtime_client import Event, RealtimeTestClient
+from speech_to_speech.testing.realtime_client import Event, RealtimeTestClient, spoken_turn
 from speech_to_speech.testing.server import RunningServer
 from speech_to_speech.testing.tcp_proxy import TcpProxy
 
@@ -302,7 +302,7 @@ async def test_session_close_says_closed_and_ends_the_session_at_once(make_serve
 
 async def test_a_detached_session_outlives_the_idle_timeout_until_its_grace_ends(
         make_server: ServerFactory) -> None:
-    server = make_server(num_pipelines=1, idle_timeout_s=0.3, disconnect_grace_s=1.5)
+    server = make_server(num_pipelines=1, idle_timeout_s=0.3, disconnect_grace_s=4.0)
     async with RealtimeTestClient.connect(server.ws_url) as first:
         created = await first.wait_for("session.created")
         first.abort()
@@ -352,3 +352,24 @@ async def test_session_created_tells_the_session_id_generation_token_and_capabil
         assert "session.heartbeat" not in capabilities
         updated = await client.update_session({})
         assert updated["server_event_seq"] > created["server_event_seq"]
+
+
+async def test_a_replay_repeats_every_event_exactly_as_it_was_first_sent(make_server: ServerFactory) -> None:
+    """Events are fixed when emitted: the user item's ``conversation.item.added`` still has no transcript
+    when it is replayed, although the item got one a moment after it was emitted."""
+    server = make_server(num_pipelines=1, scripted_transcripts=["words heard"], scripted_stt_delay_ms=100)
+    async with RealtimeTestClient.connect(server.ws_url) as first:
+        created = await first.wait_for("session.created")
+        await first.append_audio(spoken_turn(24000), 24000)
+        await first.wait_for("response.done")
+        first.abort()
+    async with _resumed(server.ws_url, created, 0) as (second, _):
+        await second.barrier()
+    original = {e["server_event_seq"]: e for e in _session_events(first)}
+    replayed = [r.event for r in second.received[1:-1]]
+    assert [e["server_event_seq"] for e in replayed] == sorted(original)
+    assert all(event == original[event["server_event_seq"]] for event in replayed)
+    added = next(e for e in replayed if e["type"] == "conversation.item.added" and e["item"]["role"] == "user")
+    assert added["item"]["content"][0]["transcript"] is None
+    done = next(e for e in replayed if e["type"] == "conversation.item.done" and e["item"]["role"] == "user")
+    assert done["item"]["content"][0]["transcript"] == "words heard"
