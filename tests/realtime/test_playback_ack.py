@@ -106,6 +106,7 @@ async def test_after_an_interruption_an_ack_only_session_tells_the_llm_only_the_
 
         acked = await _ack(client, response_id=answer.response_id, played_ms=mark["audio_end_ms"], truncate=True)
         assert acked["event"]["played_ms"] == acked["event"]["committed_ms"] == mark["audio_end_ms"]
+        assert acked["event"]["session_id"] == created["session"]["id"]
         await client.send("conversation.item.retrieve", item_id=answer.item_id)
         retrieved = await client.wait_for("conversation.item.retrieved")
         assert retrieved["item"]["content"][0]["transcript"] == heard
