@@ -214,3 +214,24 @@ def test_positions_move_back_only_with_truncate() -> None:
     assert answer.transcript == "one two three."
     with pytest.raises(RealtimeError):
         answer.ack(played_ms=400)  # the audio now ends at 300 ms
+
+
+def test_a_webrtc_clear_cuts_the_transcript_at_the_clause_the_track_had_played_to() -> None:
+    from .test_playback import FakeTrack
+
+    conversation, track, events = Conversation(), FakeTrack(), []
+    playback = Playback(conversation, events.append, track)
+    first, second = "It is 1234567 degrees. ", "Cold and windy outside today."
+    item = {"id": "item_a", "object": "realtime.item", "type": "message", "role": "assistant",
+            "status": "in_progress", "content": [{"type": "output_audio", "transcript": first}]}
+    conversation.add(item)
+    playback.spoken_text("resp_a", "item_a", len(first))
+    playback.produced("resp_a", "item_a", np.zeros(2000 * MS, np.int16))  # the number takes 2 s to say
+    item["content"][0]["transcript"] = first + second
+    playback.spoken_text("resp_a", "item_a", len(first + second))
+    playback.produced("resp_a", "item_a", np.zeros(500 * MS, np.int16))
+    track.advance(2000 * MS)  # played up to the end of the first clause, then the user barged in
+    playback.clear()
+    assert item["content"][0]["transcript"] == first.rstrip()  # by proportion it would keep "Cold and windy"
+    assert events[-1] == {"type": "conversation.item.truncated", "item_id": "item_a", "content_index": 0,
+                          "audio_end_ms": 2000}
