@@ -36,7 +36,7 @@ def session_capabilities(*, resumable: bool, media_track: bool, multi_session: b
         "implementation_level": "cascaded",
         "supports_input_append": not media_track,
         "supports_session_resume": resumable,
-        "supports_session_lease": resumable,
+        "supports_session_lease": True,  # session.heartbeat is answered and holds off the idle timeout
         "supports_playback_ack": playback_ack,
         "supports_barge_in": True,
         "supports_multi_session": multi_session,

@@ -190,6 +190,9 @@ class LiveSession:
     async def _stop(self) -> None:
         if self.registry is not None:
             self.registry.remove(self.id)
+        if self.detached_at is not None and self.metrics is not None:  # ended while detached (a shutdown)
+            self.metrics.detached_sessions.dec()
+        self.detached_at = None
         attachment, self.attachment = self.attachment, None
         tasks = [t for t in self._tasks if t is not asyncio.current_task()]
         if self._grace is not None:
@@ -229,6 +232,10 @@ class LiveSession:
                                  self.settings.max_pending_output_events_per_session, overflowed)
         attachment = Attachment(self.generation, transport, outgoing, prelude)
         self.attachment = attachment
+        if self.detached_at is not None:
+            self._count("resumed", -1)
+        elif self.generation > 1:
+            self._count("resumed")
         self.detached_at = None
         if self._grace is not None:
             self._grace.cancel()
@@ -253,6 +260,7 @@ class LiveSession:
         prelude.extend(replay.frames)
         if old is not None:
             old.release("replaced")
+            self._count("replaced")
         log.info("session %s resumed (generation %d) after seq %d: %d event(s) replayed%s", self.id,
                  self.generation + 1, request.last_received_server_event_seq, len(replay.frames),
                  "" if replay.complete else ", with a gap")
@@ -301,6 +309,7 @@ class LiveSession:
                  self.settings.disconnect_grace_s)
         self.attachment = None
         self.detached_at = time.monotonic()
+        self._count("detached", +1)
         self._grace = asyncio.create_task(self._expire_after(self.settings.disconnect_grace_s),
                                           name=f"unit{self.unit.index}-grace")
 
@@ -315,8 +324,14 @@ class LiveSession:
         if self.registry is not None:
             self.registry.remove(self.id)
         log.info("session %s expired: %s", self.id, reason)
+        self._count(reason, -1 if self.detached_at is not None else 0)
+        self.detached_at = None
         self.emit({"type": "session.expired", "session_id": self.id, "reason": reason})
         self.end(Closing(NORMAL_CLOSURE, reason, reason, reason, reported=True))
+
+    def _count(self, event: str, detached_change: int = 0) -> None:
+        if self.metrics is not None:
+            self.metrics.session_event(event, detached_change)
 
     async def _write(self, attachment: Attachment) -> None:
         transport, outgoing = attachment.transport, attachment.outgoing

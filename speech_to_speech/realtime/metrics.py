@@ -29,6 +29,8 @@ BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75,
            13.0, float("inf"))
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+# What can happen to a session's socket (docs/sessions.md, "Resume and replay").
+LIFECYCLE_EVENTS = ("detached", "resumed", "replaced", "disconnect_grace_expired", "evicted")
 
 
 class ServerMetrics:
@@ -54,6 +56,14 @@ class ServerMetrics:
         self.turn_decision_seconds = Histogram(
             "s2s_turn_decision_seconds", "Time the turn detector took to judge a pause.",
             buckets=BUCKETS, registry=self.registry)
+        self.session_lifecycle = Counter(
+            "s2s_session_lifecycle", "Sessions that lost their socket (detached), were resumed, had a socket "
+            "replaced, expired after their grace or were evicted for a new client.", ["event"],
+            registry=self.registry)
+        self.detached_sessions = Gauge("s2s_detached_sessions", "Sessions waiting for a resume, unit held.",
+                                       registry=self.registry)
+        for event in LIFECYCLE_EVENTS:
+            self.session_lifecycle.labels(event)
 
     def response_finished(self, status: str, marks: Mapping[str, float]) -> None:
         self.responses.labels(status).inc()
@@ -68,6 +78,12 @@ class ServerMetrics:
         self.turn_decisions.labels(decision.detector, decision.outcome).inc()
         if decision.inference_ms:
             self.turn_decision_seconds.observe(decision.inference_ms / 1000.0)
+
+    def session_event(self, event: str, detached_change: int = 0) -> None:
+        """A session detached, was resumed, … (LIFECYCLE_EVENTS); ``detached_change`` moves the gauge."""
+        self.session_lifecycle.labels(event).inc()
+        if detached_change:
+            self.detached_sessions.inc(detached_change)
 
     def event_sent(self, event: Mapping[str, Any]) -> None:
         if event.get("type") == "error":

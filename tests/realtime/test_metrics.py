@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from speech_to_speech.testing.realtime_client import spoken_turn
+from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn
 from speech_to_speech.testing.server import RunningServer
 
 from .conftest import ClientFactory, ServerFactory
@@ -55,3 +57,30 @@ def test_pool_states_are_all_reported(make_server: ServerFactory) -> None:
     for state in ("busy", "draining", "quarantined"):
         assert values[("s2s_pool_units", (("state", state),))] == 0
     assert values[("s2s_active_sessions", ())] == 0
+
+
+async def test_detached_resumed_and_expired_sessions_are_counted(make_server: ServerFactory) -> None:
+    server = make_server(num_pipelines=1, disconnect_grace_s=0.5)
+
+    def lifecycle(values: dict[tuple[str, tuple[tuple[str, str], ...]], float], event: str) -> float:
+        return values[("s2s_session_lifecycle_total", (("event", event),))]
+
+    async with RealtimeTestClient.connect(server.ws_url) as first:
+        created = await first.wait_for("session.created")
+        first.abort()
+    await asyncio.sleep(0.1)
+    detached = scrape(server)
+    assert (lifecycle(detached, "detached"), detached[("s2s_detached_sessions", ())]) == (1, 1)
+    async with RealtimeTestClient.connect(f"{server.ws_url}?autostart=0") as second:
+        await second.send("session.resume", session_id=created["session_id"],
+                          resume_token=created["resume_token"], last_received_server_event_seq=1)
+        assert (await second.recv())["type"] == "session.resumed"
+        resumed = scrape(server)
+        assert (lifecycle(resumed, "resumed"), resumed[("s2s_detached_sessions", ())]) == (1, 0)
+        second.abort()
+    await asyncio.sleep(1.0)  # past the grace
+    expired = scrape(server)
+    assert lifecycle(expired, "detached") == 2
+    assert lifecycle(expired, "disconnect_grace_expired") == 1
+    assert expired[("s2s_detached_sessions", ())] == 0
+    assert lifecycle(expired, "evicted") == lifecycle(expired, "replaced") == 0
