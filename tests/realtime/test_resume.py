@@ -373,3 +373,15 @@ async def test_a_replay_repeats_every_event_exactly_as_it_was_first_sent(make_se
     assert added["item"]["content"][0]["transcript"] is None
     done = next(e for e in replayed if e["type"] == "conversation.item.done" and e["item"]["role"] == "user")
     assert done["item"]["content"][0]["transcript"] == "words heard"
+
+
+async def test_a_resume_only_socket_that_says_nothing_is_closed(server: RunningServer,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from speech_to_speech.realtime import session_runner
+
+    monkeypatch.setattr(session_runner, "RESUME_HANDSHAKE_TIMEOUT_S", 0.3)
+    async with RealtimeTestClient.connect(f"{server.ws_url}?autostart=0") as client:
+        error = await client.recv()
+        assert (error["error"]["code"], error["error"]["event_id"]) == ("session_resume_required", None)
+        assert await client.wait_closed() == 1008
+    assert all(slot.state == "idle" for slot in server.pool.status())  # it never claimed a unit
