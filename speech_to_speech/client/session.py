@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from speech_to_speech.client.config import RealtimeAudioClientConfig
-from speech_to_speech.client.errors import ClientError, SessionLimitReached, SessionRejected
+from speech_to_speech.client.errors import SessionLimitReached, SessionRejected
 from speech_to_speech.client.playback import Cut, Playback
 from speech_to_speech.client.tool_scheduler import ToolCoordinator
 from speech_to_speech.client.transcript import TranscriptView
@@ -139,11 +139,3 @@ class ClientSession:
             or self.playback.speaking
         )
 
-
-def check_session_reply(event: Event) -> None:
-    """Errors that can arrive before the session starts (the limit is sent instead of session.created)."""
-    if event.get("type") == "error":
-        error = event.get("error") or {}
-        if error.get("code") == SESSION_LIMIT_REACHED:
-            raise SessionLimitReached(f"the server is at its session limit: {error.get('message')}")
-        raise ClientError(f"the server sent an error instead of session.created: {error.get('message')}")
