@@ -125,7 +125,8 @@ async def listen_and_play_realtime(config: RealtimeAudioClientConfig, *, console
     tools = _tool_coordinator(config, view, send)
     session = ClientSession(config, playback, send, view=view, tools=tools, on_event=on_event)
     client = RealtimeClient(config.url, model=config.model, api_key=config.api_key,
-                            handshake_timeout_s=config.connect_timeout_s, connect=connect)
+                            handshake_timeout_s=config.connect_timeout_s, connect=connect,
+                            keep_responses=0)  # the session plays audio from the events, not from handles
     events = client.events()  # before connecting: nothing the server says can slip past
     try:
         async with client:

@@ -27,6 +27,7 @@ from speech_to_speech.client import (
     ResponseHandle,
     ResumeFailed,
     SessionClosed,
+    SessionLimitReached,
     WaitTimeout,
 )
 from speech_to_speech.client.link import Link, websocket_connector
@@ -111,6 +112,17 @@ async def test_the_in_process_client_answers_the_same_question_without_a_socket(
     assert in_process.transcript == over_socket.transcript == "Paris is the capital of France."
     assert in_process.audio_bytes == over_socket.audio_bytes
     assert in_process.status == "completed"
+
+
+async def test_the_in_process_client_reports_a_busy_server_as_the_session_limit() -> None:
+    app, pool = build_app(ServerSettings(**{**SCRIPTED, "num_pipelines": 1}))
+    try:
+        async with InlineRealtimeClient(app):
+            with pytest.raises(SessionLimitReached, match="HTTP 503"):
+                async with InlineRealtimeClient(app):
+                    pass
+    finally:
+        pool.close()
 
 
 # ---------------------------------------------------------------- a cut socket is resumed
