@@ -22,7 +22,8 @@ last ``server_event_seq`` it received, drops replayed events it already had,
 and publishes one ``ConnectionResumed``; what the caller sent meanwhile waits
 and goes out on the new connection. Readers see one gapless, duplicate-free
 stream. ``session.event_ack`` (trims the server's journal) and
-``session.heartbeat`` go out on their own timers.
+``session.heartbeat`` go out on their own timers; a heartbeat left unanswered
+for a whole period drops the connection, which then resumes.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ class RealtimeClient:
         self.resumes = 0  # connections resumed so far
         self.duplicates_dropped = 0  # replayed events we already had
         self._acked_seq = 0
+        self._heartbeat_unanswered = False
         # Plumbing.
         self._link: Link | None = None
         self._connected = asyncio.Event()
@@ -391,7 +393,9 @@ class RealtimeClient:
             self._dispatch(event)
 
     def _dispatch(self, event: RealtimeEvent) -> None:
-        if event.type == "session.updated":
+        if event.type == "session.heartbeat_ack":
+            self._heartbeat_unanswered = False
+        elif event.type == "session.updated":
             session = event.raw.get("session")
             if isinstance(session, Mapping):
                 self.session_info = {**self.session_info, **session}
@@ -447,6 +451,7 @@ class RealtimeClient:
             self.resume_token = resumed.resume_token or self.resume_token
             self.attachment_generation = resumed.attachment_generation or self.attachment_generation
             self.resumes += 1
+            self._heartbeat_unanswered = False
             session = resumed.event.get("session")
             if isinstance(session, Mapping):
                 self.session_info = {**self.session_info, **session}
@@ -495,8 +500,20 @@ class RealtimeClient:
             self.send_nowait({"type": "session.event_ack", "server_event_seq": seq})
 
     def _beat(self) -> None:
-        if self.capabilities.get("supports_session_lease") or self.supports_resume:
-            self.send_nowait({"type": "session.heartbeat"})
+        """``session.heartbeat``; one still unanswered a period later means a dead connection.
+
+        A connection can die without either end hearing of it (a phone changing networks, a NAT
+        forgetting the flow); dropping it here lets the resume start now instead of when TCP gives up.
+        """
+        if not (self.capabilities.get("supports_session_lease") or self.supports_resume):
+            return
+        if self._heartbeat_unanswered and self._link is not None:
+            log.info("no session.heartbeat_ack within %gs: dropping the connection", self.heartbeat_interval_s)
+            self._heartbeat_unanswered = False
+            self._link.abort()
+            return
+        self._heartbeat_unanswered = True
+        self.send_nowait({"type": "session.heartbeat"})
 
     def __repr__(self) -> str:
         state = "ended" if self._end else "connected" if self.connected else "not connected"

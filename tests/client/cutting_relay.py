@@ -38,6 +38,7 @@ class CuttingRelay:
         self._rule: tuple[str, int] | None = None
         self._seen: dict[str, int] = {}
         self._lose_s = 0.0
+        self._frozen: set[tuple[ServerConnection, ClientConnection]] = set()
         self._losing = False
         self.lost: list[Event] = []  # server events dropped before a cut
         self.from_client: list[Event] = []  # client events relayed (audio appends left out)
@@ -54,6 +55,11 @@ class CuttingRelay:
         """
         self._rule, self._seen, self._lose_s = (event_type, nth), {}, lose_s
         self.cut_done.clear()
+
+    def freeze(self) -> None:
+        """Stop relaying on the connections open now, both ways, without closing anything: a dead network."""
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(lambda: self._frozen.update(self._live))
 
     def cut_now(self) -> None:
         assert self._loop is not None
@@ -98,21 +104,25 @@ class CuttingRelay:
         async def down() -> None:
             with contextlib.suppress(ConnectionClosed):
                 async for message in upstream:
+                    if pair in self._frozen:
+                        continue
                     if self._losing:
                         self.lost.append(json.loads(message))
                         continue
                     await downstream.send(message)
                     self._check_rule(message)
-            await downstream.close(upstream.close_code or 1000, upstream.close_reason or "")
+            await _pass_close(upstream, downstream)
 
         async def up() -> None:
             with contextlib.suppress(ConnectionClosed):
                 async for message in downstream:
+                    if pair in self._frozen:
+                        continue
                     await upstream.send(message)
                     event = json.loads(message)
                     if event.get("type") != "input_audio_buffer.append":
                         self.from_client.append(event)
-            await upstream.close(downstream.close_code or 1000, downstream.close_reason or "")
+            await _pass_close(downstream, upstream)
 
         tasks = [asyncio.create_task(down()), asyncio.create_task(up())]
         try:
@@ -147,3 +157,12 @@ class CuttingRelay:
             assert self._loop is not None
             self._loop.call_soon_threadsafe(lambda: stop[0].done() or stop[0].set_result(None))
             thread.join(timeout=10)
+
+
+async def _pass_close(closed: ServerConnection | ClientConnection, other: ServerConnection | ClientConnection) -> None:
+    """Close ``other`` as ``closed`` was: with its close frame's code, or abruptly if it had none."""
+    if closed.close_code in (None, 1005, 1006):
+        if other.transport is not None:
+            other.transport.abort()
+    else:
+        await other.close(closed.close_code, closed.close_reason or "")

@@ -236,6 +236,22 @@ async def test_event_acks_and_heartbeats_go_out_on_their_timers(make_server: Ser
     assert relay.from_client[-1]["type"] == "session.close"
 
 
+async def test_a_connection_that_goes_silent_is_dropped_at_the_next_heartbeat_and_resumed(
+        make_server: ServerFactory) -> None:
+    server = make_server(**SLOW)
+    with relayed(server) as relay:
+        client = RealtimeClient(relay.ws_url, heartbeat_interval_s=0.2, reconnect=FAST_RETRY)
+        async with collected(client) as collector:
+            await client.wait_for("session.heartbeat_ack", timeout_s=5)  # the lease works while the network does
+            relay.freeze()  # nothing passes any more, and nobody is told
+            resumed = await client.wait_for("session.resumed", timeout_s=5)
+            response = await ask(client)
+    assert isinstance(resumed, ConnectionResumed) and client.resumes == 1
+    assert response.transcript == REPLY
+    assert relay.paths == ["/v1/realtime", "/v1/realtime?autostart=0"]
+    assert seqs(collector.events) == list(range(1, len(seqs(collector.events)) + 1))
+
+
 async def test_leaving_the_block_closes_the_session_and_later_calls_say_so(make_server: ServerFactory) -> None:
     server = make_server()
     client = RealtimeClient(server.ws_url)
