@@ -134,7 +134,7 @@ async def listen_and_play_realtime(config: RealtimeAudioClientConfig, *, console
             sink.start(playback)
             if view is not None:
                 view.start()
-            await _run(events, session, source, config)
+            await _run(client, events, session, source, config)
     finally:
         if tools is not None:
             await tools.close()
@@ -149,14 +149,14 @@ async def listen_and_play_realtime(config: RealtimeAudioClientConfig, *, console
     return summary
 
 
-async def _run(events: Subscription[RealtimeEvent], session: ClientSession, source: AudioSource,
-               config: RealtimeAudioClientConfig) -> None:
+async def _run(client: RealtimeClient, events: Subscription[RealtimeEvent], session: ClientSession,
+               source: AudioSource, config: RealtimeAudioClientConfig) -> None:
     tasks = [
         asyncio.create_task(_read(events, session), name="client-reader"),
-        asyncio.create_task(_stream_audio(source, session), name="client-audio"),
+        asyncio.create_task(_stream_audio(source, session, client), name="client-audio"),
     ]
     if isinstance(source, WavSource):
-        tasks.append(asyncio.create_task(_until_answered(source, session, config), name="client-file-done"))
+        tasks.append(asyncio.create_task(_until_answered(source, session, client, config), name="client-file-done"))
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
@@ -183,8 +183,10 @@ async def _read(events: Subscription[RealtimeEvent], session: ClientSession) -> 
     raise ClientError(ended)
 
 
-async def _stream_audio(source: AudioSource, session: ClientSession) -> None:
+async def _stream_audio(source: AudioSource, session: ClientSession, client: RealtimeClient) -> None:
     async for chunk in source.chunks():
+        if source.live and not client.connected:
+            continue  # while reconnecting: what the mic hears now would reach the server seconds late
         if session.mic_blocked():
             if source.live:
                 continue  # a blocked microphone drops what it hears
@@ -194,14 +196,18 @@ async def _stream_audio(source: AudioSource, session: ClientSession) -> None:
         session.send({"type": "input_audio_buffer.append", "audio": audio})
 
 
-async def _until_answered(source: WavSource, session: ClientSession, config: RealtimeAudioClientConfig) -> None:
-    """File mode: return once the file was sent and the session stayed idle for QUIET_S."""
+async def _until_answered(source: WavSource, session: ClientSession, client: RealtimeClient,
+                          config: RealtimeAudioClientConfig) -> None:
+    """File mode: return once the file was sent and the session stayed idle (and connected) for QUIET_S.
+
+    A file's audio sent while reconnecting waits in the client and goes out after the resume.
+    """
     await source.finished.wait()
     deadline = time.monotonic() + config.file_idle_timeout_s
     quiet_since: float | None = None
     while True:
         now = time.monotonic()
-        if session.idle:
+        if session.idle and client.connected:  # an answer may be on its way in a replay
             quiet_since = quiet_since or now
             if now - quiet_since >= QUIET_S:
                 return
