@@ -10,11 +10,16 @@ overlap is heard while the slow scripted reply is still being spoken.
 from __future__ import annotations
 
 import asyncio
+import re
+from pathlib import Path
 from typing import Any
 
+import httpx
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
 from speech_to_speech.realtime.overlap import (
     ACKNOWLEDGE,
@@ -28,7 +33,7 @@ from speech_to_speech.realtime.overlap import (
     Thresholds,
     decide,
 )
-from speech_to_speech.testing.realtime_client import Event, RealtimeTestClient, spoken_turn, tone, types
+from speech_to_speech.testing.realtime_client import Event, RealtimeTestClient, silence, spoken_turn, tone, types
 
 from .conftest import ServerFactory
 
@@ -209,6 +214,7 @@ async def test_a_default_session_barges_in_as_before_and_is_told_nothing_new(mak
     session = created["session"]
     assert (session["overlap_policy"], session["overlap_short_ack_ms"], session["overlap_barge_in_ms"]) == (
         "barge_in_on_speech", 700, 1200)
+    assert session["capabilities"]["overlap_policies"] == ["barge_in_on_speech", "listen_only"]
     assert _decisions(events) == []  # stock clients never chose a policy: no event type they do not know
     assert any(_done(story, "cancelled")(e) for e in events)
 
@@ -283,6 +289,35 @@ async def test_invalid_overlap_fields_are_rejected_and_change_nothing(make_serve
         updated = await client.update_session({})
         assert updated["session"]["overlap_policy"] == "barge_in_on_speech"
         assert (updated["session"]["overlap_short_ack_ms"], updated["session"]["overlap_barge_in_ms"]) == (700, 1200)
+
+
+async def test_the_turn_detector_ending_a_backchannel_does_not_get_it_answered(make_server: ServerFactory) -> None:
+    """semantic_vad, the real Silero VAD and Smart Turn: the detector ends the turn; the policy leaves it unanswered."""
+    words = read_wav(Path(__file__).resolve().parents[1] / "fixtures" / "turns" / "finished_twelve_fifteen.wav",
+                     RATE)[0]
+    server = make_server(vad="silero", min_silence_ms=1500, max_turn_silence_ms=1200,
+                         scripted_transcripts=["What is twelve times fifteen?"], scripted_replies=[LONG_REPLY],
+                         scripted_token_delay_ms=40.0, scripted_tts_ms_per_char=20.0)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.update_session({**LISTEN_ONLY, "audio": {"input": {"turn_detection": {"type": "semantic_vad"}}}})
+        await client.append_audio(np.concatenate([words, silence(1.0, RATE)]), RATE, pace=1.0)
+        story = (await client.wait_for("response.created"))["response"]["id"]
+        await client.wait_for("response.output_audio.delta")
+        # "What…": the first 400 ms of the question, spoken over the answer, then silence.
+        await client.append_audio(np.concatenate([words[: int(0.4 * RATE)], silence(2.0, RATE)]), RATE, pace=1.0)
+        events = await client.collect_until("conversation.item.input_audio_transcription.completed")
+        events += await client.barrier()
+
+    [decision] = _decisions(events)
+    assert (decision["action"], decision["reason"]) == ("acknowledge", "short_backchannel")
+    assert decision["metadata"]["response_id"] == story
+    assert "input_audio_buffer.speech_stopped" in types(events)
+    assert "response.created" not in types(events)
+    # The detector judged both turns (the question's pause and the backchannel's).
+    metrics = httpx.get(server.http_url + "/metrics").text
+    judged = re.findall(r'^s2s_turn_decisions_total\{detector="smart-turn",outcome="\w+"\} (\d+)', metrics, re.M)
+    assert sum(float(n) for n in judged) >= 2
 
 
 # ---------------------------------------------------------------- the rule itself (hypothesis)
