@@ -29,7 +29,8 @@ Event = dict[str, Any]
 
 
 def _ms(data: dict[str, Any], key: str, default: int | None = None) -> int:
-    value = data.get(key, default)
+    value = data.get(key)
+    value = default if value is None else value  # an optional field sent as null is left out
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise RealtimeError(errors.INVALID_VALUE, f"'{key}' must be a non-negative integer of milliseconds",
                             param=key)
@@ -65,7 +66,8 @@ def acknowledge(playback: Playback, data: dict[str, Any], *, active_response: st
     response_id, item_id = _item_of(playback, data, active_response)
     played = _ms(data, "played_ms")
     committed = _ms(data, "committed_ms", played)
-    truncate = data.get("truncate", False)
+    truncate = data.get("truncate")
+    truncate = False if truncate is None else truncate
     if not isinstance(truncate, bool):
         raise RealtimeError(errors.INVALID_VALUE, "'truncate' must be true or false", param="truncate")
     if committed > played:

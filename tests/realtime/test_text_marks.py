@@ -203,6 +203,13 @@ def test_a_bad_ack_is_refused_naming_the_field(fields: dict[str, Any], param: st
     assert refused.value.param == param
 
 
+def test_optional_fields_sent_as_null_take_their_defaults() -> None:
+    answer = Answer([(["hello", "there."], 500)], ACK_ONLY)
+    acked = answer.ack(played_ms=500, item_id=None, committed_ms=None, truncate=None)["event"]
+    assert (acked["committed_ms"], acked["truncate"], acked["item_id"]) == (500, False, "item_a")
+    assert answer.history() == "hello there."
+
+
 def test_positions_move_back_only_with_truncate() -> None:
     answer = Answer([(["one", "two", "three."], 300), (["four", "five."], 300)], ACK_ONLY)
     answer.ack(played_ms=400)
