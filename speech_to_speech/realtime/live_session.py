@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 POLICY_VIOLATION = 1008
 NORMAL_CLOSURE = 1000
+INTERNAL_ERROR = 1011
 # Close codes of a client that said goodbye: its session ends at once. 1005 is a close frame without a
 # code (what a browser's or Node's ``ws.close()`` sends); 1001 a page or app going away. Any other end
 # (1006: the connection dropped without a close frame) detaches the session for its grace period.
@@ -285,11 +286,13 @@ class LiveSession:
             if not self.resumable or (receiver.done() and code in GOODBYE_CODES):
                 log.info("session %s: its socket closed (%s)", self.id, code)
                 self.end(None)  # a goodbye, or a transport that cannot come back: the session ends now
+                if self.resumable:
+                    return  # nothing left to say on a closed socket: the client may connect again at once
             else:
                 self._detach(attachment, code)
                 await _cancel(writer, receiver)
-                with contextlib.suppress(Exception):
-                    await attachment.transport.close(POLICY_VIOLATION, "connection lost")
+                with contextlib.suppress(Exception):  # 1011, not a final code: the client may resume
+                    await attachment.transport.close(INTERNAL_ERROR, "connection lost; the session can be resumed")
                 return
         await asyncio.shield(self.finished)  # the session is ending: its goodbye may still be flushing
 

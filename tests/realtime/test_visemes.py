@@ -47,7 +47,8 @@ async def test_visemes_come_before_each_audio_chunk_and_last_as_long(make_server
         delta, visemes = events[index], events[index - 1]
         assert visemes["type"] == VISEMES_EXTENSION  # right before its audio, every time
         assert set(visemes) == {"type", "event_id", "response_id", "item_id", "output_index", "content_index",
-                                "audio_start_ms", "source", "visemes"}  # the schema of docs/visemes.md
+                                "audio_start_ms", "source", "visemes",  # the schema of docs/visemes.md
+                                "server_event_seq"}  # as on every event of a session (docs/sessions.md)
         for key in ("response_id", "item_id", "output_index", "content_index"):
             assert visemes[key] == delta[key]
         chunk_ms = len(decode_audio(delta["delta"])) * 1000 / RATE
