@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+
 from speech_to_speech.realtime.frames import Frame, to_frame
 from speech_to_speech.realtime.outbound import RESERVE_EVENTS, OutboundQueue
 
