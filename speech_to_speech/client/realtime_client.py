@@ -167,13 +167,11 @@ class RealtimeClient:
                 with contextlib.suppress(RealtimeClientError, TimeoutError):
                     await self._request({"type": "session.close"}, ("session.closed",), self.close_timeout_s)
         finally:
-            for task in (self._reader, self._writer, *self._timers):
-                if task is not None:
-                    task.cancel()
-            for task in (self._reader, self._writer, *self._timers):
-                if task is not None:
-                    with contextlib.suppress(BaseException):
-                        await task
+            tasks = [task for task in (self._reader, self._writer, *self._timers) if task is not None]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            link = self._link  # a resume may have replaced it meanwhile
             if link is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(link.close(1000, "client closed"), self.close_timeout_s)
@@ -439,6 +437,9 @@ class RealtimeClient:
                 resumed = await resume(link, session_id=self.session_id, resume_token=self.resume_token,
                                        last_seq=self.last_server_event_seq, event_id=f"evt_client_{next(self._serial)}",
                                        timeout=self.handshake_timeout_s)
+            except asyncio.CancelledError:
+                link.abort()  # closed while resuming: this link is nobody's
+                raise
             except ResumeFailed as refusal:
                 await link.close()
                 self._finish(refusal, refusal)
@@ -468,8 +469,7 @@ class RealtimeClient:
     async def _stop_writer(self) -> None:
         if self._writer is not None:
             self._writer.cancel()
-            with contextlib.suppress(BaseException):
-                await self._writer
+            await asyncio.gather(self._writer, return_exceptions=True)
             self._writer = None
 
     async def _write_loop(self, link: Link) -> None:
