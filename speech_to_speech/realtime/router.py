@@ -15,6 +15,7 @@ from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.access import AccessPolicy, deny, is_loopback
 from speech_to_speech.realtime.admission import ClientAdmission
+from speech_to_speech.realtime.capabilities import session_capabilities
 from speech_to_speech.realtime.demo import mount_demo
 from speech_to_speech.realtime.languages import LanguageService
 from speech_to_speech.realtime.live_session import LiveSession, evict_oldest
@@ -112,7 +113,12 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
 
     @app.get("/v1/realtime/capabilities")
     def capabilities() -> dict[str, Any]:
-        return languages.capabilities(pool.size)
+        # What session.created will say, per transport, for a client to read before it connects.
+        turns = any(unit.detects_turns for unit in pool.units())
+        sessions = {name: session_capabilities(resumable=name == "websocket", media_track=name == "webrtc",
+                                               multi_session=pool.size > 1, turn_detector=turns)
+                    for name in ("websocket", "webrtc")}
+        return {**languages.capabilities(pool.size), "sessions": sessions}
 
     # WebRTC: POST /v1/realtime/calls (aiortc is imported at the first call).
     add_webrtc_routes(app, pool, settings, languages, metrics)

@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 
 from speech_to_speech.testing.realtime_client import Event, RealtimeTestClient, spoken_turn
@@ -385,3 +386,11 @@ async def test_a_resume_only_socket_that_says_nothing_is_closed(server: RunningS
         assert (error["error"]["code"], error["error"]["event_id"]) == ("session_resume_required", None)
         assert await client.wait_closed() == 1008
     assert all(slot.state == "idle" for slot in server.pool.status())  # it never claimed a unit
+
+
+async def test_the_capabilities_endpoint_says_what_session_created_will(connect: Any, server: RunningServer) -> None:
+    async with httpx.AsyncClient(base_url=server.http_url, timeout=10) as http:
+        sessions = (await http.get("/v1/realtime/capabilities")).json()["sessions"]
+    assert sessions["webrtc"]["supports_session_resume"] is False
+    async with connect() as client:
+        assert client.received[0].event["session"]["capabilities"] == sessions["websocket"]
