@@ -394,3 +394,30 @@ async def test_the_capabilities_endpoint_says_what_session_created_will(connect:
     assert sessions["webrtc"]["supports_session_resume"] is False
     async with connect() as client:
         assert client.received[0].event["session"]["capabilities"] == sessions["websocket"]
+
+
+async def test_a_token_opens_only_its_own_session_and_two_dropped_sessions_resume_apart(
+        make_server: ServerFactory) -> None:
+    server = make_server(num_pipelines=2)
+    created = []
+    for text in ("first", "second"):
+        async with RealtimeTestClient.connect(server.ws_url) as client:
+            created.append(await client.wait_for("session.created"))
+            await client.send("conversation.item.create", item={
+                "type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+            await client.wait_for("conversation.item.done")
+            client.abort()
+    a, b = created
+    assert a["session_id"] != b["session_id"]
+    error, _, _ = await _refused(server.ws_url, {"session_id": a["session_id"], "resume_token": b["resume_token"],
+                                                 "last_received_server_event_seq": 0})
+    assert error["error"]["code"] == "session_resume_invalid_token"
+    for mine, text in ((b, "second"), (a, "first")):
+        async with _resumed(server.ws_url, mine, 0) as (client, resumed):
+            assert resumed["session_id"] == mine["session_id"]
+            await client.barrier()
+            said = [e["item"]["content"][0]["text"] for e in (r.event for r in client.received)
+                    if e["type"] == "conversation.item.done"]
+            assert said == [text]  # its own conversation, replayed from the start
+            await client.send("session.close")
+            await client.wait_for("session.closed")
