@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 from speech_to_speech.realtime.frames import Frame, to_frame
-from speech_to_speech.realtime.outbound import RESERVE_EVENTS, OutboundQueue
+from speech_to_speech.realtime.outbound import (
+    CLOSURE_MAX_BYTES,
+    COMPACTED_CLOSE_REASON,
+    RESERVE_EVENTS,
+    OutboundQueue,
+)
 
 
 def _event(kind: str, size: int = 10) -> Frame:
@@ -64,3 +70,28 @@ async def test_join_waits_until_the_last_event_went_out() -> None:
     assert not joined.done()  # taken, not yet sent
     queue.task_done()
     await asyncio.wait_for(joined, 1)
+
+
+async def test_the_closure_has_a_slot_of_its_own_when_the_reserve_is_full() -> None:
+    queue = OutboundQueue(max_bytes=1_000_000, max_events=2)
+    for kind in ("a", "b", "c"):
+        queue.put(_event(kind))
+    assert queue.overflowed
+    for _ in range(RESERVE_EVENTS + 3):
+        queue.put(_event("error"))  # fills the reserve, and more are refused
+    queue.put(to_frame({"type": "session.closed", "session_id": "sess_1", "reason": "output_limit_exceeded"}, 7))
+    queue.put(to_frame({"type": "session.closed", "session_id": "sess_1", "reason": "again"}, 8))
+    sent = await _drain(queue)
+    assert sent.count("error") == RESERVE_EVENTS and sent[-1] == "session.closed" and sent.count("session.closed") == 1
+
+
+async def test_a_closure_too_large_for_its_slot_is_compacted_keeping_its_identity() -> None:
+    queue = OutboundQueue()
+    big = to_frame({"type": "session.closed", "session_id": "sess_1", "reason": "output_limit_exceeded",
+                    "details": {"note": "x" * (CLOSURE_MAX_BYTES + 1)}}, 42)
+    queue.put(big)
+    frame = await queue.get()
+    event, original = json.loads(frame.text), json.loads(big.text)
+    assert frame.size <= CLOSURE_MAX_BYTES
+    assert event == {"event_id": original["event_id"], "type": "session.closed", "session_id": "sess_1",
+                     "reason": COMPACTED_CLOSE_REASON, "details": {}, "server_event_seq": 42}
