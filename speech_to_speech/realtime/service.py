@@ -9,7 +9,6 @@ transport writer drains what they emit.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -47,8 +46,6 @@ from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.protocol import (
     SNAPSHOT_EXTENSION,
     TIMINGS_EXTENSION,
-    TIMINGS_KEY,
-    TURN_DETECTION_KEY,
     VISEMES_EXTENSION,
 )
 from speech_to_speech.realtime import errors
@@ -58,33 +55,17 @@ from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import ClientEvent, EventLimits
 from speech_to_speech.realtime.input_limits import input_refusal
 from speech_to_speech.realtime.overlap import OverlapGate
-from speech_to_speech.realtime.playback import PLAYBACK_KEY, Playback
+from speech_to_speech.realtime.playback import Playback
 from speech_to_speech.realtime.response import Event, OpenMessage, ResponseState
+from speech_to_speech.realtime.response_metadata import finished_metadata
 from speech_to_speech.realtime.session import SessionState
 from speech_to_speech.realtime.session_events import SessionControl
 from speech_to_speech.realtime.speculation import Speculation, SpeculationSlot, same_words
-from speech_to_speech.realtime.tool_results import (
-    INPUT_CALL_IDS_KEY,
-    ToolResultLedger,
-    encode_call_ids,
-)
+from speech_to_speech.realtime.tool_results import ToolResultLedger
 from speech_to_speech.realtime.transport import MediaTrack
 from speech_to_speech.realtime.wire_audio import WireAudio
 
 log = logging.getLogger(__name__)
-
-
-def encode_turn_decision(decision: TurnDecision) -> str:
-    """What the turn detector decided, for response metadata (whose values are strings)."""
-    return json.dumps({"detector": decision.detector, "outcome": decision.outcome,
-                       "probability": None if decision.probability is None else round(decision.probability, 4),
-                       "inference_ms": decision.inference_ms, "words": decision.words})
-
-
-def encode_marks(marks: dict[str, float]) -> str:
-    """Monotonic stage marks as a JSON object of Unix epoch milliseconds (metadata values are strings)."""
-    offset = time.time() - time.monotonic()
-    return json.dumps({name: round((mark + offset) * 1000.0, 1) for name, mark in marks.items() if mark})
 
 
 class RealtimeService:
@@ -306,16 +287,12 @@ class RealtimeService:
         self.speculations.cancel(self.speculations.take(response.id))
         if status == "failed" and report:
             self.emit(errors.error_event("response_failed", error or "the response failed", type="server_error"))
-        if self.config.has_extension(TIMINGS_EXTENSION):
-            response.metadata = {**(response.metadata or {}), TIMINGS_KEY: encode_marks(response.marks)}
-            if response.turn_decision is not None:
-                response.metadata[TURN_DETECTION_KEY] = encode_turn_decision(response.turn_decision)
-        if status == "completed" and response.input_call_ids and response.output:
+        answered = status == "completed" and bool(response.input_call_ids) and bool(response.output)
+        if answered:
             self.tool_results.answered(response.input_call_ids)
-            response.metadata = {**(response.metadata or {}),
-                                 INPUT_CALL_IDS_KEY: encode_call_ids(response.input_call_ids)}
-        response.metadata = {**(response.metadata or {}),
-                             PLAYBACK_KEY: json.dumps(self.playback.settle(response.id, status))}
+        response.metadata = finished_metadata(response, timings=self.config.has_extension(TIMINGS_EXTENSION),
+                                              answered_tool_results=answered,
+                                              playback=self.playback.settle(response.id, status))
         self._end_output_audio(response, status)
         self.emit_all(response.finish(status, reason, error))
         self.playback.response_ended(response.id)
