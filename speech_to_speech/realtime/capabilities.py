@@ -9,15 +9,15 @@ advertised (a flag is read from the event table, not written by hand).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from speech_to_speech.audio.chunker import VAD_CHUNK
 from speech_to_speech.realtime.client_events import CLIENT_EVENTS
+from speech_to_speech.realtime.session import OverlapPolicy, PlaybackCommitPolicy
 
 VAD_RATE = 16000
-# Policies sessions may choose; the first of each is the default (docs/sessions.md).
-OVERLAP_POLICIES: tuple[str, ...] = ("barge_in_on_speech", "listen_only")
-PLAYBACK_COMMIT_POLICIES: tuple[str, ...] = ("commit_all_on_done", "ack_only")
+OVERLAP_POLICIES: tuple[str, ...] = get_args(OverlapPolicy)
+PLAYBACK_COMMIT_POLICIES: tuple[str, ...] = get_args(PlaybackCommitPolicy)
 
 
 def session_capabilities(*, resumable: bool, media_track: bool, multi_session: bool,
@@ -30,7 +30,6 @@ def session_capabilities(*, resumable: bool, media_track: bool, multi_session: b
     silence, judges when a turn ends.
     """
     signals = ["server_vad", "client_event"] + (["turn_detector"] if turn_detector else [])
-    overlap = _overlap_served()
     playback_ack = "playback.ack" in CLIENT_EVENTS
     return {
         "implementation_level": "cascaded",
@@ -43,13 +42,7 @@ def session_capabilities(*, resumable: bool, media_track: bool, multi_session: b
         "chunk_period_ms": VAD_CHUNK * 1000 // VAD_RATE,
         "input_modes": ["media_track"] if media_track else ["append_audio_chunk"],
         "signal_sources": signals,
-        "overlap_policies": list(OVERLAP_POLICIES if overlap else OVERLAP_POLICIES[:1]),
+        "overlap_policies": list(OVERLAP_POLICIES),
         "playback_commit_policies": list(PLAYBACK_COMMIT_POLICIES if playback_ack else PLAYBACK_COMMIT_POLICIES[:1]),
     }
 
-
-def _overlap_served() -> bool:
-    """Whether sessions take ``overlap_policy`` (the overlap policy is built beside this module)."""
-    from speech_to_speech.realtime.session import SETTABLE_FIELDS, SessionModel
-
-    return "overlap_policy" in SETTABLE_FIELDS or "overlap_policy" in SessionModel.model_fields

@@ -28,6 +28,9 @@ SETTABLE_FIELDS = frozenset({"type", "audio", "include", "instructions", "max_ou
                              "truncation", "extensions", "playback_commit_policy"})
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 INPUT_RATE_DEFAULT = 24000
+# The policies a session may choose (docs/sessions.md); the first of each is the default.
+OverlapPolicy = Literal["barge_in_on_speech", "listen_only"]
+PlaybackCommitPolicy = Literal["commit_all_on_done", "ack_only"]
 # What speech over the assistant does: top-level fields too (docs/sessions.md, "Overlap policy").
 SETTABLE_FIELDS = SETTABLE_FIELDS | OVERLAP_FIELDS
 
@@ -97,12 +100,12 @@ class SessionModel(_Open):
     tool_choice: str | dict[str, Any] | None = None
     max_output_tokens: int | Literal["inf"] | None = None
     reasoning: Reasoning | None = None
-    overlap_policy: Literal["barge_in_on_speech", "listen_only"] = "barge_in_on_speech"
+    overlap_policy: OverlapPolicy = "barge_in_on_speech"
     overlap_short_ack_ms: int = Field(default=700, ge=0, le=MAX_THRESHOLD_MS, strict=True)
     overlap_barge_in_ms: int = Field(default=1200, ge=0, le=MAX_THRESHOLD_MS, strict=True)
     extensions: list[str] | None = None
     # How much of an answer enters the LLM's history (docs/sessions.md, "Playback truth").
-    playback_commit_policy: Literal["commit_all_on_done", "ack_only"] = "commit_all_on_done"
+    playback_commit_policy: PlaybackCommitPolicy = "commit_all_on_done"
 
     @field_validator("output_modalities")
     @classmethod
