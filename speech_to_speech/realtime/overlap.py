@@ -13,7 +13,9 @@ does, treats both alike. A session picks its policy with ``overlap_policy``:
   moment the span reaches it, ``SpeechOngoing``); an utterance that ends
   shorter than ``overlap_short_ack_ms`` is a backchannel, which is kept in the
   conversation and never answered; anything between is deferred: it becomes
-  the user's next turn, answered when the response ends.
+  the user's next turn, answered when the response ends. Speech before the
+  response has said anything is no overlap but the user going on with the
+  turn: it cancels the response under either policy.
 
 ``turn_detection.interrupt_response: false`` still means no barge-in at all,
 under either policy. Each decision is reported as ``overlap.decision`` to a
@@ -56,7 +58,9 @@ LONG_OVERLAP = "long_overlap_speech"  # listen_only: voiced for overlap_barge_in
 SHORT_BACKCHANNEL = "short_backchannel"  # listen_only: ended before overlap_short_ack_ms
 OVERLAP_DEFERRED = "overlap_deferred"  # listen_only: ended between the two thresholds
 INTERRUPT_DISABLED = "interrupt_disabled"  # turn_detection.interrupt_response is false
-REASONS = (SPEECH_STARTED, LONG_OVERLAP, SHORT_BACKCHANNEL, OVERLAP_DEFERRED, INTERRUPT_DISABLED)
+# listen_only: the response had said nothing yet, so the user is still taking their turn ("… in French").
+NOTHING_SAID_YET = "response_not_started"
+REASONS = (SPEECH_STARTED, LONG_OVERLAP, SHORT_BACKCHANNEL, OVERLAP_DEFERRED, INTERRUPT_DISABLED, NOTHING_SAID_YET)
 
 
 @dataclass(frozen=True)
@@ -203,16 +207,21 @@ class OverlapGate:
     def speech_started(self, item: SpeechStarted) -> None:
         host = self._host
         response = host.response
-        speaking = response is not None or host.playback.audible
+        overlapping = response is not None or host.playback.audible
+        # Speech over an answer that has not said a word yet is the user going on with their turn.
+        speaking = host.playback.audible or (response is not None and response.message is not None)
+        listen_only = host.state.session.get("overlap_policy") == LISTEN_ONLY
         self._open = None
         interrupt = item.interrupt_response and host.config.interrupt_response_enabled
-        if speaking and host.state.session.get("overlap_policy") == LISTEN_ONLY:
+        if listen_only and overlapping and (speaking or not interrupt):
             self._open = Overlap(item.item_id, response.id if response is not None else None)
             return
-        if speaking:
-            decision = Decision(BARGE_IN, SPEECH_STARTED, item.speech_ms) if interrupt else (
+        if overlapping:
+            reason = NOTHING_SAID_YET if listen_only else SPEECH_STARTED
+            decision = Decision(BARGE_IN, reason, item.speech_ms) if interrupt else (
                 Decision(IGNORE, INTERRUPT_DISABLED, item.speech_ms))
-            self._report(BARGE_IN_ON_SPEECH, decision, item.item_id, response.id if response is not None else None)
+            self._report(LISTEN_ONLY if listen_only else BARGE_IN_ON_SPEECH, decision, item.item_id,
+                         response.id if response is not None else None)
         # Today's rule, unchanged: cancel the response; a finished one may still play on the media track.
         if response is not None and interrupt:
             host.cancel_response("turn_detected")

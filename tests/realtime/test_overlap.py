@@ -202,6 +202,28 @@ async def test_barge_in_on_speech_reports_its_decision_to_a_client_that_chose_it
     assert _transcript(events[-1]) == "Stopped."
 
 
+async def test_listen_only_lets_the_user_go_on_with_their_turn_before_the_answer_has_said_anything(
+        make_server: ServerFactory) -> None:
+    # "What's the weather?" … "in Paris": an add-on before the first word of the answer is no backchannel.
+    server = make_server(scripted_transcripts=["What's the weather?", "In Paris."],
+                         scripted_replies=["Sunny everywhere.", "Sunny in Paris."],
+                         scripted_token_delay_ms=1500.0, scripted_tts_ms_per_char=20.0)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.update_session(LISTEN_ONLY)
+        await client.append_audio(spoken_turn(RATE), RATE)
+        first = (await client.wait_for("response.created"))["response"]["id"]
+        await _speak_over(client, BACKCHANNEL_S)
+        events = await client.collect_until(_done(status="completed"))
+
+    [decision] = _decisions(events)
+    assert (decision["policy"], decision["action"], decision["reason"]) == (
+        "listen_only", "barge_in", "response_not_started")
+    assert decision["metadata"]["response_id"] == first
+    assert any(_done(first, "cancelled")(e) for e in events)
+    assert _transcript(events[-1]) == "Sunny in Paris."
+
+
 async def test_a_default_session_barges_in_as_before_and_is_told_nothing_new(make_server: ServerFactory) -> None:
     server = make_server(scripted_transcripts=["Tell me a long story.", "Stop, please."],
                          scripted_replies=[LONG_REPLY, "Stopped."], **SLOW)
