@@ -14,7 +14,8 @@ follows the item's text marks (text_marks.py: where each clause's audio ends),
 back to the last whole word: the model is only told what the user could have
 heard. A client may also report its play head (``playback.ack``,
 playback_ack.py); with ``playback_commit_policy: ack_only`` an answer enters
-the history only as far as the client committed it.
+the history only as far as the client committed it, or, over WebRTC, as far
+as the server's track played it out.
 
 Everything here runs on the event loop (the track reports from its ``recv``).
 """
@@ -311,7 +312,8 @@ class Playback:
     def committed_ms(self, entry: ItemAudio) -> int:
         """How much of the item's audio its history text covers, under the policy it was made with."""
         if entry.policy == ACK_ONLY:
-            return entry.committed_ms
+            # Over WebRTC the server's own track plays the audio: what it played out was heard.
+            return max(entry.committed_ms, samples_to_ms(entry.played))
         return samples_to_ms(entry.produced) if entry.done else 0
 
     def delta_metadata(self, response_id: str, item_id: str) -> dict[str, Any]:
@@ -333,7 +335,7 @@ class Playback:
         if entry is None or entry.policy != ACK_ONLY:
             return None
         transcript = ((item.get("content") or [{}])[0]).get("transcript") or ""
-        return marked_text(transcript, entry.marks, _samples_at(entry, entry.committed_ms), entry.produced)
+        return marked_text(transcript, entry.marks, _samples_at(entry, self.committed_ms(entry)), entry.produced)
 
 
 def _samples_at(entry: ItemAudio, ms: int) -> int:

@@ -242,3 +242,30 @@ def test_a_webrtc_clear_cuts_the_transcript_at_the_clause_the_track_had_played_t
     assert item["content"][0]["transcript"] == first.rstrip()  # by proportion it would keep "Cold and windy"
     assert events[-1] == {"type": "conversation.item.truncated", "item_id": "item_a", "content_index": 0,
                           "audio_end_ms": 2000}
+
+
+def test_over_webrtc_ack_only_commits_what_the_track_played_without_any_ack() -> None:
+    from .test_playback import FakeTrack
+
+    conversation, track = Conversation(), FakeTrack()
+    playback = Playback(conversation, lambda event: None, track, policy=lambda: ACK_ONLY)
+    first, second = "It is sunny. ", "Cold tomorrow."
+    item = {"id": "item_a", "object": "realtime.item", "type": "message", "role": "assistant",
+            "status": "in_progress", "content": [{"type": "output_audio", "transcript": first}]}
+    conversation.add(item)
+    playback.spoken_text("resp_a", "item_a", len(first))
+    playback.produced("resp_a", "item_a", np.zeros(1000 * MS, np.int16))
+    item["content"][0]["transcript"] = first + second
+    playback.spoken_text("resp_a", "item_a", len(first + second))
+    playback.produced("resp_a", "item_a", np.zeros(1000 * MS, np.int16))
+    playback.settle("resp_a", "completed")
+
+    def history() -> str:
+        return "".join(m.content for m in conversation.history(8) if m.role == "assistant")
+
+    assert history() == ""  # generated and queued, nothing played yet: nothing was heard
+    track.advance(1000 * MS)
+    assert history() == first.rstrip()
+    track.advance(1000 * MS)
+    assert history() == first + second
+    assert playback.figures("resp_a")["committed_ms"] == 2000
