@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from speech_to_speech.protocol import SNAPSHOT_EXTENSION
+from speech_to_speech.realtime.session import OverlapPolicy, PlaybackCommitPolicy
 
 DEFAULT_URL = "ws://127.0.0.1:8765/v1/realtime"
 
@@ -35,6 +36,12 @@ class RealtimeAudioClientConfig(BaseModel):
     block_mic_during_playback: bool = Field(default=False, description="Send no mic audio while the assistant speaks.")
     vad_threshold: float | None = Field(default=None, ge=0.0, le=1.0, description="Server VAD threshold.")
     interrupt_response: bool = Field(default=True, description="Let user speech cut the assistant off (barge-in).")
+    playback_commit_policy: PlaybackCommitPolicy | None = Field(
+        default=None, description="How much of an answer enters the history: all once done, or only what "
+        "playback.ack says was heard (unset: the server's default).")
+    overlap_policy: OverlapPolicy | None = Field(
+        default=None, description="What user speech over the assistant does: cut it off, or let a short "
+        "backchannel pass (unset: the server's default).")
     input_device: int | str | None = Field(default=None, description="Microphone (index or name).")
     output_device: int | str | None = Field(default=None, description="Speaker (index or name).")
     input_wav: Path | None = Field(default=None, description="Stream this WAV instead of the microphone.")
@@ -68,6 +75,10 @@ class RealtimeAudioClientConfig(BaseModel):
             session["tools"] = list(self.tools)
         if self.transcript_snapshots:
             session["extensions"] = [SNAPSHOT_EXTENSION]
+        if self.playback_commit_policy is not None:
+            session["playback_commit_policy"] = self.playback_commit_policy
+        if self.overlap_policy is not None:
+            session["overlap_policy"] = self.overlap_policy
         return {"type": "session.update", "session": session}
 
 
