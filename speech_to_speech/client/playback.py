@@ -8,7 +8,8 @@ its own rate. Between them:
   of a reply do not stutter;
 - a stateful resampler per output item (server rate -> device rate);
 - a clock per item: how much of it was actually played, so a cut reply can be
-  truncated at what the user heard (``conversation.item.truncate``).
+  truncated at what the user heard (``conversation.item.truncate``), and the
+  server told how far each reply was heard (``progress``, for ``playback.ack``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,16 @@ class Cut:
     audio_end_ms: int
 
 
+@dataclass(frozen=True)
+class ItemProgress:
+    """How far one assistant item was played: what a ``playback.ack`` may report."""
+
+    response_id: str
+    item_id: str
+    played_ms: int  # heard so far, never more than what arrived
+    settled: bool  # no more of it will play: played to its end, or cut
+
+
 @dataclass
 class _Segment:
     response_id: str
@@ -51,6 +62,8 @@ class _Item:
     response_id: str
     resampler: StreamResampler
     played: int = 0  # device-rate samples handed to the device
+    queued: int = 0  # device-rate samples put in the queue (played or not)
+    received: int = 0  # server-rate samples that arrived
     finished: bool = False  # all of its audio arrived
 
 
@@ -75,6 +88,7 @@ class Playback:
             item = self._items.get(item_id)
             if item is None:
                 item = self._items[item_id] = _Item(response_id, StreamResampler(self.in_rate, self.out_rate))
+            item.received += len(pcm)
             self._append(item, item_id, item.resampler.process(pcm))
 
     def audio_done(self, item_id: str) -> None:
@@ -92,6 +106,7 @@ class Playback:
 
     def _append(self, item: _Item, item_id: str, samples: Samples) -> None:
         if len(samples):
+            item.queued += len(samples)
             self._queue.append(_Segment(item.response_id, item_id, samples.astype(np.float32, copy=False)))
 
     def clear(self, response_id: str | None = None) -> list[Cut]:
@@ -169,3 +184,20 @@ class Playback:
         with self._lock:
             item = self._items.get(item_id)
             return 0 if item is None else item.played * 1000 // self.out_rate
+
+    def progress(self) -> list[ItemProgress]:
+        """Every item's play head, in ms of the audio that arrived (the server's own clock).
+
+        An item played to its end counts all of its audio as played, so the
+        resampler's rounding never keeps its last milliseconds from the server.
+        """
+        with self._lock:
+            queued = {segment.item_id for segment in self._queue}
+            report = []
+            for item_id, item in self._items.items():
+                received_ms = item.received * 1000 // self.in_rate
+                whole = item.finished and item.played >= item.queued
+                played_ms = received_ms if whole else min(item.played * 1000 // self.out_rate, received_ms)
+                settled = whole or (item.response_id in self._dropped and item_id not in queued)
+                report.append(ItemProgress(item.response_id, item_id, played_ms, settled))
+            return report

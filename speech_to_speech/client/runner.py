@@ -40,6 +40,8 @@ Event = dict[str, Any]
 # With --input-wav: how long everything must stay idle before the last reply counts as done.
 QUIET_S = 0.6
 POLL_S = 0.02
+# How often the play heads are looked at for playback.ack (the acks themselves are throttled per item).
+ACK_POLL_S = 0.05
 
 
 class AudioSource(Protocol):
@@ -154,6 +156,7 @@ async def _run(client: RealtimeClient, events: Subscription[RealtimeEvent], sess
     tasks = [
         asyncio.create_task(_read(events, session), name="client-reader"),
         asyncio.create_task(_stream_audio(source, session, client), name="client-audio"),
+        asyncio.create_task(_report_playback(session), name="client-playback-acks"),
     ]
     if isinstance(source, WavSource):
         tasks.append(asyncio.create_task(_until_answered(source, session, client, config), name="client-file-done"))
@@ -174,13 +177,18 @@ async def _read(events: Subscription[RealtimeEvent], session: ClientSession) -> 
         if isinstance(event, ConnectionResumed):
             log.info("the connection dropped and was resumed (attempt %d)", event.attempt)
             continue
-        if event.type == "session.created":
-            continue  # the handshake's, already handled by the client
         if isinstance(event, SessionEnded):
             ended = f"the server ended the session ({event.reason or event.type})"
         session.handle(event.to_dict())
     # We never get here on our own shutdown (this task is cancelled first).
     raise ClientError(ended)
+
+
+async def _report_playback(session: ClientSession) -> None:
+    """Tell the server how far each reply was heard, as the speaker (or --output-wav) plays it."""
+    while True:
+        await asyncio.sleep(ACK_POLL_S)
+        session.report_playback()
 
 
 async def _stream_audio(source: AudioSource, session: ClientSession, client: RealtimeClient) -> None:

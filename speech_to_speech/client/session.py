@@ -5,7 +5,9 @@ drive it with scripted events and read back the client events it produced.
 Playback rules (the spec's "Turning off barge-in from a client"): clear on
 ``speech_started`` only when interruption is on; always on a cancelled
 ``response.done`` or ``output_audio_buffer.cleared``; a cut item is
-truncated at the position that was actually played.
+truncated at the position that was actually played. A server that advertises
+``supports_playback_ack`` is also told, as the audio plays, how far each item
+was heard (``playback.ack``, see playback_acks.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 from speech_to_speech.client.config import RealtimeAudioClientConfig
 from speech_to_speech.client.errors import SessionLimitReached, SessionRejected
 from speech_to_speech.client.playback import Cut, Playback
+from speech_to_speech.client.playback_acks import PlaybackAcks
 from speech_to_speech.client.tool_scheduler import ToolCoordinator
 from speech_to_speech.client.transcript import TranscriptView
 from speech_to_speech.realtime.errors import SESSION_LIMIT_REACHED
@@ -49,6 +52,7 @@ class ClientSession:
         self._untranscribed: set[str] = set()  # committed user items without their completed
         self._active_response: str | None = None
         self._speaking_until = 0.0
+        self.acks = PlaybackAcks()
 
     def send(self, event: Event) -> str:
         return self._send(event)
@@ -62,9 +66,12 @@ class ClientSession:
         kind = event.get("type")
         if kind == "error":
             self._error(event.get("error") or {})
+        elif kind == "session.created":
+            self.acks.capabilities((event.get("session") or {}).get("capabilities") or {})
         elif kind == "response.output_audio.delta":
             pcm = np.frombuffer(base64.b64decode(event.get("delta") or ""), dtype="<i2")
             self.playback.feed(str(event.get("response_id")), str(event.get("item_id")), pcm)
+            self.acks.audio_duration(str(event.get("item_id")), (event.get("metadata") or {}).get("audio_duration_ms"))
         elif kind == "response.output_audio.done":
             self.playback.audio_done(str(event.get("item_id")))
         elif kind == "input_audio_buffer.speech_started":
@@ -105,6 +112,13 @@ class ClientSession:
         for cut in cuts:
             self.send({"type": "conversation.item.truncate", "item_id": cut.item_id, "content_index": 0,
                        "audio_end_ms": cut.audio_end_ms})
+        if cuts:
+            self.report_playback()  # a cut item is settled: its last play head goes out now, after the truncate
+
+    def report_playback(self, now: float | None = None) -> None:
+        """Send the ``playback.ack``s due now (the runner calls this as the audio plays)."""
+        for ack in self.acks.due(self.playback.progress(), time.monotonic() if now is None else now):
+            self.send(ack)
 
     def _error(self, error: Event) -> None:
         code, message = error.get("code"), str(error.get("message") or error)
