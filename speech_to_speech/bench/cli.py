@@ -1,4 +1,4 @@
-"""``speech-to-speech bench latency|turns|quality|bargein|overhead|capacity|startup|soak|report``: flags, run, write.
+"""``speech-to-speech bench <benchmark>`` and ``bench report``: flags, run, write.
 
 The five conversation benchmarks take ``--url`` (a running server) or start
 one from the ``serve`` flags, over per-benchmark defaults: overhead and
@@ -38,6 +38,9 @@ QUIET = {"log_level": "warning"}  # a session's open and close are not news duri
 # whose client vanished waits a second (not 30) for a resume, so the last ones are gone soon after the run.
 SOAK_SERVER = {**QUIET, **SCRIPTED, "min_silence_ms": 300, "speech_pad_ms": 100, "scripted_tts_ms_per_char": 5.0,
                "max_sessions_per_minute": 0, "max_sessions_per_client": 0, "disconnect_grace_s": 1.0}
+
+RESUME_SERVER = {**QUIET, **SCRIPTED, "scripted_token_delay_ms": 0.0, "scripted_tts_ms_per_char": 5.0,
+                 "max_sessions_per_minute": 0, "max_sessions_per_client": 0}
 
 Runner = Callable[[Any, Any], Coroutine[Any, Any, tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]]]
 
@@ -163,6 +166,15 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
                       help="Share of turns preceded by a malformed event (default 0.3).")
     soak.add_argument("--seed", type=int, default=1, help="Random seed (default 1).")
     soak.set_defaults(settings_base=SOAK_SERVER)
+    resume = kinds.add_parser("resume", parents=[settings, output],
+                              help="N sessions (scripted) cut mid-answer and resumed by RealtimeClient: resumes, "
+                                   "cut -> resumed, events replayed, duplicates and losses; the emit rate.")
+    resume.add_argument("--sessions", type=_positive, default=30, help="Sessions, each cut once (default 30).")
+    resume.add_argument("--seed", type=int, default=1, help="Random seed of the cut points (default 1).")
+    resume.add_argument("--reconnect-delay-ms", type=float, default=None,
+                        help="The client's first reconnect wait (default: RealtimeClient's own, 250 ms jittered "
+                             "down to half; 0: reconnect at once, leaving the server's resume alone in the figure).")
+    resume.set_defaults(settings_base=RESUME_SERVER)
     report = kinds.add_parser("report", help="The plot and the README table from the JSON files.")
     report.add_argument("--input-dir", type=Path, default=Path("docs/benchmarks"), help="Where the JSON files are.")
     report.add_argument("--plot", type=Path, default=None, help="The PNG (default: <input-dir>/benchmarks.png).")
@@ -244,6 +256,10 @@ def run_bench(settings: ServerSettings, args: argparse.Namespace) -> int:
     output = args.output or results.default_output(name)
     if name == "soak":
         return _run_soak(settings, args, output)
+    if name == "resume":
+        from speech_to_speech.bench.resume_run import run_resume
+
+        return run_resume(settings, args, output)
     config = _config(name, args, settings)
     if name == "startup":
         from speech_to_speech.bench import startup

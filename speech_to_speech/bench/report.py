@@ -16,9 +16,11 @@ from typing import Any
 
 from speech_to_speech.bench.quality_report import HEADER as QUALITY_HEADER
 from speech_to_speech.bench.quality_report import quality_row, quality_section
+from speech_to_speech.bench.resume_report import LABELS as RESUME_LABELS
+from speech_to_speech.bench.resume_report import resume_rows
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-ORDER = ("latency", "turns", "quality", "bargein", "overhead", "capacity", "startup")
+ORDER = ("latency", "turns", "quality", "bargein", "overhead", "resume", "capacity", "startup")
 TABLED = ("capacity", "startup")  # their own tables, not figure rows (and every quality* result)
 PLOT_NAME = "benchmarks.png"
 # Labels of the figures a reader looks for; others show under their key.
@@ -41,6 +43,7 @@ LABELS = {
     "llm_to_text_delta_ms": "LLM first token → transcript delta",
     "tts_to_audio_delta_ms": "TTS first audio → audio delta",
     "send_to_wire_ms": "audio sent → audio delta read",
+    **RESUME_LABELS,
 }
 
 
@@ -141,6 +144,8 @@ def markdown(results: dict[str, dict[str, Any]], image: str | None = None) -> st
             if name == "bargein":
                 lines.append(f"| | trials missed (the answer ended first) | {summary['missed']} of "
                              f"{summary['trials']} | | |")
+            if name == "resume":
+                lines += resume_rows(summary)
         lines += ["", "Models: " + "; ".join(f"{name}: {_backends(results[name]['environment']['server']['models'])}"
                                              for name in results) + ".", ""]
     lines += quality_section(results)
@@ -286,3 +291,5 @@ def print_summary(result: dict[str, Any]) -> None:
     print("\n".join(figure_rows(result["benchmark"], result["summary"])))
     if result["benchmark"] == "turns":
         print("\n".join(turns_rows(result["summary"])))
+    if result["benchmark"] == "resume":
+        print("\n".join(resume_rows(result["summary"])))

@@ -1,0 +1,52 @@
+"""What the one exit costs: events per second through stamp, serialise and journal, in this process.
+
+Every server event leaves a session through ``LiveSession.emit``: it gets its
+``event_id`` and ``server_event_seq``, becomes compact JSON once (a
+:class:`~speech_to_speech.realtime.frames.Frame`) and is appended to the
+replay journal. This times exactly those steps (``to_frame`` and
+``MemoryJournal.append`` at the default bounds, so the journal trims as a
+long session's would) on the two events a spoken answer is made of: an audio
+delta of 100 ms of 24 kHz PCM16, and a transcript delta. Queueing for the
+socket and the Prometheus counter are left out: they are the same for any
+design of the exit.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+from typing import Any
+
+from speech_to_speech.realtime.frames import to_frame
+from speech_to_speech.realtime.journal import MemoryJournal
+
+AUDIO_100MS = base64.b64encode(os.urandom(24000 * 2 // 10)).decode()  # 4800 bytes of PCM16 mono at 24 kHz
+
+
+def typical_events() -> dict[str, dict[str, Any]]:
+    """The two events an answer is mostly made of, as a session builds them (no id, no seq yet)."""
+    where = {"response_id": "resp_0123456789abcdef", "item_id": "item_0123456789abcdef",
+             "output_index": 0, "content_index": 0}
+    return {
+        "audio_delta_100ms": {"type": "response.output_audio.delta", **where, "delta": AUDIO_100MS},
+        "transcript_delta": {"type": "response.output_audio_transcript.delta", **where, "delta": "capital "},
+    }
+
+
+def measure_emit(count: int = 20000) -> dict[str, Any]:
+    """Events/s and MB/s (of JSON) through stamp + serialise + journal, per kind of event."""
+    figures: dict[str, Any] = {}
+    for name, event in typical_events().items():
+        journal = MemoryJournal()
+        started = time.perf_counter()
+        size = 0
+        for seq in range(1, count + 1):
+            frame = to_frame(event, seq)
+            journal.append(seq, frame)
+            size += frame.size
+        seconds = time.perf_counter() - started
+        figures[name] = {"events": count, "events_per_s": round(count / seconds),
+                         "us_per_event": round(seconds / count * 1e6, 2),
+                         "json_mb_per_s": round(size / seconds / 1e6, 1), "bytes_per_event": size // count}
+    return figures
