@@ -56,7 +56,10 @@ def conversation(conversation: Any) -> Any:
     # and pipecat 1.14 then sometimes records the tool result while it still thinks the user is
     # speaking, and never asks for the follow-up (its assistant aggregator does not push an owed
     # context when the user stops). That race is pipecat's; this test is about the protocol.
-    return dataclasses.replace(conversation, greeting=GREETING, server_settings=(("speculation_silence_ms", 0),))
+    # For the same reason the scripted STT takes 300 ms, as a real one does: on a loaded CI machine an
+    # instant transcript still let the tool call overtake pipecat's handling of speech_stopped.
+    return dataclasses.replace(conversation, greeting=GREETING,
+                               server_settings=(("speculation_silence_ms", 0), ("scripted_stt_delay_ms", 300.0)))
 
 
 class FrameLog(BaseObserver):
