@@ -20,6 +20,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -201,3 +202,22 @@ class ScriptedTTS(TTSHandler):
         piece = OUTPUT_RATE // 10
         for start in range(0, len(audio), piece):
             yield audio[start : start + piece]
+
+
+@contextmanager
+def recorded_requests() -> Iterator[list[GenerateResponseRequest]]:
+    """Every request the scripted LLMs receive while this is open (what the model was asked), in order."""
+    seen: list[GenerateResponseRequest] = []
+    lock = threading.Lock()
+    original = ScriptedLLM.generate
+
+    def generate(self: ScriptedLLM, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
+        with lock:
+            seen.append(request)
+        return original(self, request)
+
+    ScriptedLLM.generate = generate  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        ScriptedLLM.generate = original  # type: ignore[method-assign]

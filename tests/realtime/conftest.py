@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, ExitStack
@@ -13,7 +12,7 @@ import pytest
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
-from speech_to_speech.testing.scripted import FAST_SCRIPTED, ScriptedLLM
+from speech_to_speech.testing.scripted import FAST_SCRIPTED, recorded_requests
 from speech_to_speech.testing.server import RunningServer, running_server
 
 SCRIPTED = FAST_SCRIPTED
@@ -70,16 +69,7 @@ def _session(server: RunningServer, **kwargs: Any) -> AbstractAsyncContextManage
 
 
 @pytest.fixture
-def llm_requests(monkeypatch: pytest.MonkeyPatch) -> list[GenerateResponseRequest]:
+def llm_requests() -> Iterator[list[GenerateResponseRequest]]:
     """Every request the scripted LLM receives (what the model was asked), in order."""
-    seen: list[GenerateResponseRequest] = []
-    lock = threading.Lock()
-    original = ScriptedLLM.generate
-
-    def generate(self: ScriptedLLM, request: GenerateResponseRequest) -> Any:
-        with lock:
-            seen.append(request)
-        return original(self, request)
-
-    monkeypatch.setattr(ScriptedLLM, "generate", generate)
-    return seen
+    with recorded_requests() as seen:
+        yield seen
