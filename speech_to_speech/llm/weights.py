@@ -45,7 +45,7 @@ def gguf_in(folder: Path) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
-def _cache_name(gguf: Path) -> str:
+def gguf_cache_name(gguf: Path) -> str:
     # Name + size + a digest of the first MiB: cheap, and a different file never reuses a cache.
     digest = hashlib.sha256()
     with gguf.open("rb") as handle:
@@ -88,7 +88,7 @@ def converted_gguf(gguf: Path) -> Path:
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
 
-    return cached_conversion(_cache_name(gguf), "config.json", convert)
+    return cached_conversion(gguf_cache_name(gguf), "config.json", convert)
 
 
 def resolve_source(llm_model: str | None) -> str:

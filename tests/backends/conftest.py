@@ -67,7 +67,7 @@ def lm() -> Any:
 
 @pytest.fixture(scope="session")
 def ct2_lm() -> Any:
-    """The default LLM backend's model (SmolLM2 in int8 on CTranslate2)."""
+    """The ctranslate2 backend's model (SmolLM2 in int8 on CTranslate2)."""
     from speech_to_speech.llm.ctranslate2_lm import load_ctranslate2
 
     return load_ctranslate2(ServerSettings(num_pipelines=2))
@@ -75,7 +75,7 @@ def ct2_lm() -> Any:
 
 @pytest.fixture(scope="session")
 def llama_lm() -> Any:
-    """The llama-cpp backend's model (the packaged Q4_1 GGUF as it is, on llama.cpp)."""
+    """The default LLM backend's model (the packaged Q4_1 GGUF rewritten once as Q8_0, on llama.cpp)."""
     from speech_to_speech.llm.llama_cpp_lm import load_llama_cpp
 
     return load_llama_cpp(ServerSettings(llm="llama-cpp"))

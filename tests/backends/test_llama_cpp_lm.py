@@ -1,4 +1,5 @@
-"""llama-cpp LLM (optional extra): the packaged GGUF as it is, its own chat template, clear errors."""
+"""llama-cpp LLM (the default, in an extra): the packaged GGUF rewritten as Q8_0 or as it is, its own chat
+template, clear errors."""
 
 from __future__ import annotations
 
@@ -7,17 +8,31 @@ from pathlib import Path
 
 import pytest
 
+from speech_to_speech.cache import cache_root
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
-from speech_to_speech.llm.llama_cpp_lm import LoadedLlama, gguf_path, load_llama_cpp
+from speech_to_speech.llm.llama_cpp_lm import LoadedLlama, gguf_path, load_llama_cpp, rewritten_gguf
 from speech_to_speech.llm.weights import packaged_gguf, resolve_source
 from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
 
 pytestmark = pytest.mark.real_models
 
 
-def test_runs_the_packaged_gguf_in_place(llama_lm: LoadedLlama) -> None:
-    assert llama_lm.path == packaged_gguf()  # no conversion, no cache: llama.cpp reads Q4_1 itself
+Q8_0 = 7  # llama.cpp's file type number (general.file_type) for Q8_0 weights
+
+
+def test_runs_the_packaged_gguf_rewritten_once_as_q8_0(llama_lm: LoadedLlama) -> None:
+    assert llama_lm.path != packaged_gguf() and llama_lm.path.is_relative_to(cache_root())
+    assert int(llama_lm.llm.metadata["general.file_type"]) == Q8_0
+    written = llama_lm.path.stat().st_mtime_ns
+    assert rewritten_gguf(packaged_gguf(), "q8_0") == llama_lm.path  # the next start reads the cached file
+    assert llama_lm.path.stat().st_mtime_ns == written
+
+
+def test_llm_gguf_type_file_runs_the_packaged_gguf_in_place() -> None:
+    loaded = load_llama_cpp(ServerSettings(llm="llama-cpp", llm_gguf_type="file"))
+    assert loaded.path == packaged_gguf()  # no conversion, no cache: llama.cpp reads Q4_1 itself
+    assert int(loaded.llm.metadata["general.file_type"]) != Q8_0
     assert gguf_path(str(packaged_gguf().parent)) == packaged_gguf()
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.llm.ctranslate2_lm import CTranslate2LM
+from speech_to_speech.llm.llama_cpp_lm import LlamaCppLM
 from speech_to_speech.pipeline.messages import (
     AudioOutput,
     ChatMessage,
@@ -26,12 +26,12 @@ from speech_to_speech.vad.silero import SileroVAD, load_silero
 pytestmark = pytest.mark.real_models
 
 
-def test_spoken_question_gets_a_spoken_answer(hibari_voices: Any, whisper: Any, ct2_lm: Any, spoken: Any) -> None:
+def test_spoken_question_gets_a_spoken_answer(hibari_voices: Any, whisper: Any, llama_lm: Any, spoken: Any) -> None:
     settings = ServerSettings()
     builders = StageBuilders(
         vad=stage(SileroVAD, settings, load_silero(settings)),
         stt=stage(FasterWhisperSTT, settings, whisper),
-        llm=stage(CTranslate2LM, settings, ct2_lm),
+        llm=stage(LlamaCppLM, settings, llama_lm),
         tts=stage(HibariTTS, settings, hibari_voices),
     )
     unit = PipelineUnit(0, builders)

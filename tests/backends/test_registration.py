@@ -41,7 +41,7 @@ def test_defaults_are_the_offline_backends() -> None:
     assert (settings.vad, settings.stt, settings.llm, settings.tts) == (
         "silero",
         "faster-whisper",
-        "ctranslate2",
+        "llama-cpp",
         "hibari",
     )
 
