@@ -38,7 +38,9 @@ DEFAULT_CORPUS = Path(__file__).with_name("turns_corpus.json")
 # Bump when the way segments become a clip (or the voice and seed they are spoken with) changes:
 # old cached clips are then not reused.
 ASSEMBLY_VERSION = 1
-SPLIT_VERSION = 2  # of spoken_as_one clips: 2 cuts at hibari's own word gaps (1 used Whisper's timestamps)
+# Of spoken_as_one clips: 3 ends a phrase before hibari's space between two words and starts the next
+# at it; 2 cut in the middle of that space (the next word's onset leaked); 1 used Whisper's timestamps.
+SPLIT_VERSION = 3
 
 Synthesize = Callable[[list[str], int], list[audio.Samples]]
 
