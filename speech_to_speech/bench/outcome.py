@@ -14,11 +14,13 @@ period, not the whole timeout.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from speech_to_speech.bench.events import AUDIO_DELTA, audio_ms, response_id
+from speech_to_speech.protocol import TURN_DETECTION_KEY
 from speech_to_speech.testing.realtime_client import Received
 
 ANSWERING = ("completed", "incomplete")  # statuses whose audio the user gets to hear out
@@ -35,6 +37,9 @@ class Response:
     audio_ms: float = 0.0
     first_audio_at: float | None = None  # monotonic time its first audio delta was read
     transcript: str = ""
+    # What the turn detector decided when it ended the turn this response answers (the timings
+    # extension's metadata, decoded): only the response a turn's end opens carries it.
+    turn_detection: dict[str, Any] | None = None
 
     @property
     def answered(self) -> bool:
@@ -55,6 +60,19 @@ def reason_of(details: dict[str, Any] | None) -> str | None:
     error = details.get("error") or {}
     found = details.get("reason") or error.get("message") or error.get("code")
     return str(found) if found else None
+
+
+def turn_detection_of(response: dict[str, Any]) -> dict[str, Any] | None:
+    """The turn detector's decision in a ``response.done``'s metadata: detector, outcome, probability,
+    inference_ms, words. None when it has none; an undecodable one is kept as ``{"raw": ...}``."""
+    value = (response.get("metadata") or {}).get(TURN_DETECTION_KEY)
+    if value is None:
+        return None
+    try:
+        decoded = json.loads(value)
+    except (TypeError, ValueError):
+        decoded = None
+    return decoded if isinstance(decoded, dict) else {"raw": value}
 
 
 @dataclass(frozen=True)
@@ -103,6 +121,7 @@ def outcome(log: Sequence[Received]) -> Outcome:
             response = event.get("response") or {}
             fields["status"] = str(response.get("status"))
             fields["status_details"] = response.get("status_details")
+            fields["turn_detection"] = turn_detection_of(response)
     return Outcome(tuple(Response(**fields) for fields in found.values()), tuple(heard))
 
 

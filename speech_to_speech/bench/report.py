@@ -78,7 +78,8 @@ def figure_rows(name: str, summary: dict[str, Any]) -> list[str]:
 
 
 def turns_rows(summary: dict[str, Any]) -> list[str]:
-    """The rows under the turns latency: requests answered, double answers, responses that ended otherwise."""
+    """The rows under the turns latency: requests answered, double answers, responses that ended otherwise,
+    and how the turn detector ended the turns."""
     rows = [f"| | requests answered | {summary['answered']} of {summary['requests']} | | |",
             f"| | double answers (two responses with audio) | {summary['double_answers']} | | |"]
     if "split_requests" in summary:
@@ -86,6 +87,10 @@ def turns_rows(summary: dict[str, Any]) -> list[str]:
     ended = summary.get("not_completed") or {}
     if ended:
         rows.append("| | responses not completed | " + ", ".join(f"{k} ×{v}" for k, v in ended.items()) + " | | |")
+    outcomes = summary.get("turn_outcomes") or {}
+    if outcomes:
+        rows.append("| | turn ends by detector outcome | " + ", ".join(f"{k} ×{v}" for k, v in outcomes.items())
+                    + " | | |")
     return rows
 
 

@@ -9,10 +9,12 @@ answer) or ``timeout_s`` has passed since the request's audio was all sent.
 
 Per request: answered or not, every response's status and
 ``status_details``, how many responses produced audio (more than one is a
-double answer), what the server heard and replied, and end of speech (the
-chunk holding the last voiced sample sent) -> the answer's first audio
-delta read. The summary counts answered and double-answered requests, the
-responses that ended otherwise with their reasons, and the latency's
+double answer), what the turn detector decided when it ended each turn (on
+the response that turn opened), what the server heard and replied, and end
+of speech (the chunk holding the last voiced sample sent) -> the answer's
+first audio delta read. The summary counts answered and double-answered
+requests, the responses that ended otherwise with their reasons, the turn
+ends by the detector's outcome (why a request was split), and the latency's
 p50/p95 over the answered turns.
 """
 
@@ -119,7 +121,8 @@ def turn_sample(clip: audio.Speech, said: Said, result: Outcome, problem: str | 
         "double": result.double,
         "audio_responses": result.audio_responses,
         "responses": [{"id": r.id, "status": r.status, "status_details": r.status_details, "ending": r.ending,
-                       "audio_ms": round(r.audio_ms, 1), "reply": r.transcript} for r in result.responses],
+                       "audio_ms": round(r.audio_ms, 1), "reply": r.transcript,
+                       "turn_detection": r.turn_detection} for r in result.responses],
         "heard": list(result.heard),
     }
     answer, end_of_speech = result.answer, said.last_voiced_sent
@@ -134,6 +137,10 @@ def summarize_turns(samples: list[dict[str, Any]]) -> dict[str, Any]:
     """Answered and double-answered requests, the responses that ended otherwise, latency of the answered."""
     answered = sum(1 for s in samples if s["answered"])
     ended_otherwise = Counter(r["ending"] for s in samples for r in s["responses"] if r["status"] != "completed")
+    # Each turn's end as the detector decided it (finished, timed_out, disputed, no_answer): a split
+    # request has two ends, and their outcomes say why the first was taken for the end.
+    turn_ends = Counter(str(r["turn_detection"].get("outcome")) for s in samples for r in s["responses"]
+                        if r.get("turn_detection"))
     return {
         **summarize_fields(samples, FIGURES),
         "requests": len(samples),
@@ -144,6 +151,7 @@ def summarize_turns(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "split_requests": sum(1 for s in samples if len(s["heard"]) > 1),
         "unanswered": [f"{s['request']} (repeat {s['repeat']})" for s in samples if not s["answered"]],
         "not_completed": dict(sorted(ended_otherwise.items())),
+        "turn_outcomes": dict(sorted(turn_ends.items())),
         "errors": sum(1 for s in samples if "error" in s),
     }
 

@@ -11,6 +11,9 @@ from speech_to_speech.bench.audio import Speech
 from speech_to_speech.bench.mic import Said
 from speech_to_speech.bench.outcome import outcome, quiet
 from speech_to_speech.bench.turns import LATENCY, summarize_turns, turn_sample
+from speech_to_speech.pipeline.messages import TurnDecision
+from speech_to_speech.protocol import TURN_DETECTION_KEY
+from speech_to_speech.realtime.response_metadata import encode_turn_decision
 from speech_to_speech.testing.realtime_client import Received
 
 
@@ -119,3 +122,36 @@ def test_a_sample_times_the_answer_from_the_end_of_speech_and_the_summary_counts
     assert summary["unanswered"] == ["ask.wav (repeat 0)"]
     assert summary["not_completed"] == {"cancelled: turn_detected": 2}
     assert summary[LATENCY]["n"] == 2
+
+
+def decided(rid: str, outcome_: str, probability: float | None = 0.91) -> dict[str, Any]:
+    """A completed ``response.done`` carrying the decision the server encodes (timings extension)."""
+    decision = TurnDecision("item_1", "smart-turn", outcome_, probability, 48.5, words="so I was thinking")
+    event = done(rid)
+    event["response"]["metadata"] = {TURN_DETECTION_KEY: encode_turn_decision(decision)}
+    return event
+
+
+def test_each_response_records_what_the_turn_detector_decided_and_the_summary_counts_the_outcomes() -> None:
+    mic = Said(clip(), sent={"last_voiced": 10.05})
+    # A request split at its pause: the first end timed out, the second sounded finished.
+    split = turn_sample(clip(), mic, outcome(log(*SPEECH, created("r1"), delta("r1"), decided("r1", "timed_out"),
+                                                 *SPEECH, created("r2"), delta("r2"), decided("r2", "finished"))),
+                        None)
+    assert split["responses"][0]["turn_detection"] == {
+        "detector": "smart-turn", "outcome": "timed_out", "probability": 0.91, "inference_ms": 48.5,
+        "words": "so I was thinking"}
+    whole = turn_sample(clip(), mic, outcome(log(*SPEECH, created("r1"), delta("r1"), decided("r1", "finished"))),
+                        None)
+    # A response the detector did not open (or a server without the extension) records None.
+    other = turn_sample(clip(), mic, outcome(log(created("r1"), delta("r1"), done("r1"))), None)
+    assert other["responses"][0]["turn_detection"] is None
+    summary = summarize_turns([{"repeat": 0, **s} for s in (split, whole, other)])
+    assert summary["turn_outcomes"] == {"finished": 2, "timed_out": 1}
+
+
+def test_an_undecodable_turn_decision_is_kept_as_it_came() -> None:
+    event = done("r1")
+    event["response"]["metadata"] = {TURN_DETECTION_KEY: "not json"}
+    (response,) = outcome(log(created("r1"), event)).responses
+    assert response.turn_detection == {"raw": "not json"}

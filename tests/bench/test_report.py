@@ -110,3 +110,11 @@ def test_turns_show_answered_requests_and_double_answers_under_their_latency() -
     ]
     assert lines[start + 4].startswith("| **bargein**")  # turns sit between latency and bargein
     assert "responses not completed" not in report.markdown({"turns": turns_result({})})
+    assert "turn ends by detector outcome" not in text  # a run that recorded no decisions shows no row
+
+
+def test_turns_show_how_the_turn_detector_ended_the_turns() -> None:
+    found = turns_result({})
+    found["summary"]["turn_outcomes"] = {"finished": 30, "timed_out": 2}
+    lines = report.markdown({"turns": found}).splitlines()
+    assert "| | turn ends by detector outcome | finished ×30, timed_out ×2 | | |" in lines
