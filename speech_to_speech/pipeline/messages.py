@@ -379,7 +379,7 @@ class TurnVerdict:
 class TurnDecision:
     """How the VAD judged a pause (VAD → service): for ``/metrics`` and the timings extension.
 
-    ``outcome`` is ``finished`` (the turn ends now), ``unfinished`` (it waits for
+    ``outcome`` is ``finished`` (the turn ends once its reply can play), ``unfinished`` (it waits for
     more speech), ``timed_out`` (it ended after the longest silence allowed),
     ``disputed`` (it sounded unfinished but its words were a whole sentence, and
     the silence rule ended it) or ``no_answer`` (the detector gave none; the
@@ -394,3 +394,17 @@ class TurnDecision:
     asked_at: float = 0.0  # time.monotonic() when the pause was sent for scoring
     decided_at: float = 0.0
     words: str | None = None  # the pause's speculative transcript, when it was weighed
+
+
+@dataclass(frozen=True)
+class ReplyReady:
+    """The speculative reply to a pause's words can play now, or none will be made (service → VAD).
+
+    A turn the detector judges finished ends only once its reply is ready:
+    ending it sooner gains no time (nothing could play) and loses the chance
+    to keep a turn whole when the user goes on speaking. ``speculation`` is
+    the number of the pause's speculative utterance (see Utterance.speculation).
+    """
+
+    item_id: str | None
+    speculation: int

@@ -106,7 +106,8 @@ class RealtimeService:
         self.pending_transcriptions: set[str] = set()
         self.failed_transcriptions: set[str] = set()
         self._stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
-        self.speculations = SpeculationSlot(unit.cancel_scope)
+        self.speculations = SpeculationSlot(
+            unit.cancel_scope, announce=unit.queues.recv_audio_chunks.put if unit.detects_turns else None)
         self._turn_decision: TurnDecision | None = None  # how the detector ended the last turn
         self.user_speaking = False
         self.overlap = OverlapGate(self)  # what speech over the assistant does (overlap_policy)
@@ -448,6 +449,10 @@ class RealtimeService:
         """Start answering the words so far, held off the wire until the turn ends (see speculation)."""
         if self.unit.detects_turns:
             self.unit.queues.recv_audio_chunks.put(item)  # the turn detector weighs the words of the pause
+        self._start_speculation(item)
+        self.speculations.heard(item)  # no reply in the making for these words: the VAD need not wait
+
+    def _start_speculation(self, item: SpeculativeTranscript) -> None:
         if not item.transcript.strip() or self.speculations.is_void(item) or self.overlap.listening(item.item_id):
             return
         running = self.speculations.current

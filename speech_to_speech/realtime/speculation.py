@@ -13,16 +13,30 @@ live request of the unit: it is launched only when no submitted response is
 active, and a response is never submitted while it runs (it adopts it or
 drops it first). So dropping it may cancel the unit's generation without
 touching anything else.
+
+Under ``semantic_vad`` the VAD ends a turn judged finished only once the
+reply to the pause's words is ready to play: the slot tells it (``ReplyReady``
+through ``announce``) when the speculation's first audio is held, when it
+ends without audio, when it is dropped, or when no speculation answers the
+words at all, so the VAD never waits for a reply that will not come.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.pipeline.cancel_scope import CancelScope
-from speech_to_speech.pipeline.messages import GenerateResponseRequest, SpeculativeTranscript
+from speech_to_speech.pipeline.messages import (
+    AudioOutput,
+    GenerateResponseRequest,
+    ReplyReady,
+    ResponseDone,
+    SpeculativeTranscript,
+    TranscriptText,
+)
 from speech_to_speech.pipeline.transcription_notifier import normalize_word
 
 
@@ -33,6 +47,12 @@ class Speculation:
     request: GenerateResponseRequest
     # Pipeline output of the speculative request, in order, not yet on the wire.
     held: list[Any] = field(default_factory=list)
+    ready: bool = False  # its reply could play now (ReplyReady went out)
+    # The speculative utterance whose words it answers now (a later pause may repeat the same words).
+    awaited: int = 0
+
+    def __post_init__(self) -> None:
+        self.awaited = self.awaited or self.number
 
     @property
     def response_id(self) -> str:
@@ -78,8 +98,9 @@ class SpeculationSlot:
     refuses transcripts up to it.
     """
 
-    def __init__(self, cancel_scope: CancelScope) -> None:
+    def __init__(self, cancel_scope: CancelScope, announce: Callable[[ReplyReady], None] | None = None) -> None:
         self._scope = cancel_scope
+        self._announce = announce  # to the VAD, when it weighs turns (see ReplyReady)
         self.current: Speculation | None = None
         self._voided: tuple[str | None, int] = (None, 0)
 
@@ -108,6 +129,8 @@ class SpeculationSlot:
     def drop(self) -> None:
         """Cancel the running speculation, if any (the user went on, or said something else)."""
         current, self.current = self.current, None
+        if current is not None:
+            self._ready(current)  # no reply is coming: a VAD waiting for one must not wait on
         self.cancel(current)
 
     def cancel(self, speculation: Speculation | None) -> None:
@@ -120,4 +143,33 @@ class SpeculationSlot:
         if current is None or not current.owns(item):
             return False
         current.held.append(item)
+        if isinstance(item, (AudioOutput, ResponseDone)) or (
+                isinstance(item, TranscriptText) and "audio" not in current.request.output_modalities):
+            self._ready(current)
         return True
+
+    def heard(self, transcript: SpeculativeTranscript) -> None:
+        """The service is done with a pause's words: say now if no reply to them is in the making.
+
+        The running speculation answers them when it was started for them, or
+        when it already answers the same words (then its readiness is theirs).
+        """
+        current = self.current
+        if current is not None and current.item_id == transcript.item_id and (
+                current.number == transcript.speculation or (
+                    transcript.speculation >= current.awaited
+                    and same_words(current.transcript, transcript.transcript))):
+            current.awaited = transcript.speculation
+            if current.ready:
+                self._post(current.item_id, current.awaited)
+            return
+        self._post(transcript.item_id, transcript.speculation)
+
+    def _ready(self, speculation: Speculation) -> None:
+        if not speculation.ready:
+            speculation.ready = True
+            self._post(speculation.item_id, speculation.awaited)
+
+    def _post(self, item_id: str | None, number: int) -> None:
+        if self._announce is not None:
+            self._announce(ReplyReady(item_id, number))

@@ -8,7 +8,9 @@ What ends a turn depends on the session's ``turn_detection.type``:
 ``server_vad`` ends it after ``silence_duration_ms`` of silence;
 ``semantic_vad``, when the unit has a turn detector, sends the turn's audio to
 the detector after ``--turn_pause_ms`` of silence and acts on its verdict (see
-:mod:`speech_to_speech.vad.turn_detector`).
+:mod:`speech_to_speech.vad.turn_detector`). A turn judged finished ends once
+the speculative reply to the pause's words is ready to play (``ReplyReady``),
+or at the silence rule's window, whichever comes first.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from speech_to_speech.pipeline.messages import (
     ClearInput,
     CommitInput,
     FloatAudio,
+    ReplyReady,
     SpeculationVoided,
     SpeculativeTranscript,
     SpeechOngoing,
@@ -51,7 +54,7 @@ def _ms(samples: int) -> int:
 
 class VADHandler(BackendHandler):
     stage = "vad"
-    consumes = (AudioChunk, CommitInput, ClearInput, TurnVerdict, SpeculativeTranscript)
+    consumes = (AudioChunk, CommitInput, ClearInput, TurnVerdict, SpeculativeTranscript, ReplyReady)
     # Whether the backend tells speech from other sound; a turn model has nothing to judge otherwise.
     hears_speech: ClassVar[bool] = True
 
@@ -102,6 +105,7 @@ class VADHandler(BackendHandler):
         # A speculative utterance of this turn is out and no speech followed it.
         self._speculated = False
         self._speculations = 0  # speculative utterances of this turn so far (their numbers)
+        self._ready: tuple[str | None, int] | None = None  # (turn, speculation) whose reply is ready
         self._reset_pause()
 
     def _reset_voice(self) -> None:
@@ -124,6 +128,8 @@ class VADHandler(BackendHandler):
         self._verdict: TurnVerdict | None = None
         self._words: str | None = None  # the transcript of this pause's speculative STT pass
         self._decided = False  # this pause was judged (a decision went out)
+        # Judged finished, waiting for its reply to be ready (or for the silence window) to end the turn.
+        self._finished: TurnDecision | None = None
 
     def on_session_end(self) -> None:
         self._reset_turn()
@@ -137,6 +143,9 @@ class VADHandler(BackendHandler):
             return
         if isinstance(item, SpeculativeTranscript):
             yield from self._heard(item)
+            return
+        if isinstance(item, ReplyReady):
+            yield from self._reply_ready(item)
             return
         if isinstance(item, ClearInput):
             self._void_speculations()
@@ -199,6 +208,10 @@ class VADHandler(BackendHandler):
             yield from self._end_turn(manual=False)
             return
         if self._silence_run_ms and self._started_sent and self._detects_turns():
+            if self._finished is not None and self._silence_run_ms >= self._finished_cap_ms():
+                # Finished, but its reply is not ready yet: it ends as the silence rule would end it.
+                yield from self._end_turn(manual=False, decision=self._finished)
+                return
             if self._silence_run_ms >= self._max_turn_silence_ms():
                 yield from self._end_turn(manual=False, decision=self._decision("timed_out"))
                 return
@@ -260,6 +273,18 @@ class VADHandler(BackendHandler):
             self._words = item.transcript
             yield from self._decide()
 
+    def _reply_ready(self, item: ReplyReady) -> Iterator[Any]:
+        """The speculative reply to this pause's words can play (or none will come): a finished turn may end."""
+        if not (self._in_speech and self._speculated and item.item_id == self._item_id
+                and item.speculation == self._speculations):
+            return  # about words the user has gone past, or a turn that is over
+        self._ready = (item.item_id, item.speculation)
+        if self._finished is not None and self._silence_run_ms > 0 and self._detects_turns():
+            yield from self._end_turn(manual=False, decision=self._finished)
+
+    def _reply_is_ready(self) -> bool:
+        return not self._speculated or self._ready == (self._item_id, self._speculations)
+
     def _decide(self) -> Iterator[Any]:
         """End the turn now, give it until the longest silence allowed, or leave it to the silence rule.
 
@@ -268,7 +293,7 @@ class VADHandler(BackendHandler):
         speculative pass is out, the decision waits for its words, which costs
         no time: the held reply cannot go out before them anyway.
 
-        - sounds finished, words do not stop mid-phrase: the turn ends now;
+        - sounds finished, words do not stop mid-phrase: the turn ends, once its reply can play;
         - sounds finished, words stop mid-phrase ("… a present for my"): unfinished;
         - sounds unfinished, words unfinished or unknown: unfinished, the turn
           waits up to the longest silence allowed;
@@ -292,7 +317,7 @@ class VADHandler(BackendHandler):
         words = self._words or ""
         if verdict.probability >= eagerness(self.context.config.current.turn_detection).finished_at:
             if not ends_mid_phrase(words):
-                yield from self._end_turn(manual=False, decision=self._decision("finished"))
+                yield from self._end_finished()
                 return
         elif reads_finished(words):
             self._fall_back_to_silence("disputed")
@@ -301,6 +326,19 @@ class VADHandler(BackendHandler):
             return
         self._turn_silence_ms = None
         self.emit_event(self._decision("unfinished"))
+
+    def _end_finished(self) -> Iterator[Any]:
+        """A finished turn ends once its reply can play: sooner gains no time, and speech that resumes
+        in between (a second sentence of the same request) keeps the turn whole."""
+        decision = self._decision("finished")
+        if self._reply_is_ready() or self._silence_run_ms >= self._finished_cap_ms():
+            yield from self._end_turn(manual=False, decision=decision)
+        else:
+            self._finished = decision
+
+    def _finished_cap_ms(self) -> int:
+        """The longest a finished turn waits for its reply: the silence rule's window (or less)."""
+        return min(self._silence_ms(), self._max_turn_silence_ms())
 
     def _fall_back_to_silence(self, outcome: str) -> None:
         self._turn_silence_ms, self._silence_outcome = self._silence_ms(), outcome

@@ -104,6 +104,27 @@ async def test_a_finished_question_ends_its_turn_at_the_first_pause(detecting_se
     assert done["response"]["status"] == "completed"
 
 
+async def test_a_finished_turn_ends_only_once_its_held_reply_can_play(make_server: ServerFactory) -> None:
+    """The LLM takes ~0.5 s to its first clause, longer than the detector takes to say "finished":
+    speech_stopped waits for the held reply's first audio, and the answer comes right after it."""
+    server = make_server(vad="silero", min_silence_ms=SLOW_SILENCE_MS, max_turn_silence_ms=MAX_TURN_SILENCE_MS,
+                         scripted_transcripts=["What is twelve times fifteen?"], scripted_replies=["One eighty."],
+                         scripted_token_delay_ms=250)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.update_session(semantic())
+        await say(client, speech("finished_twelve_fifteen"), silence(1.0, RATE))
+        events = await until_quiet(client)
+    assert turns(events) == 1
+    assert [d["outcome"] for d in decisions(events)] == ["finished"]
+    done = next(e for e in events if e["type"] == "response.done")
+    assert done["response"]["status"] == "completed"
+    assert any(e["type"] == "response.output_audio.delta" for e in events)
+    marks = json.loads(done["response"]["metadata"][TIMINGS_KEY])
+    # The detector decided before the reply could play; the turn ended when it could.
+    assert marks["turn_decided"] < marks["tts_first_audio"] <= marks["vad_end_of_speech"]
+    assert marks["vad_end_of_speech"] - marks["turn_asked"] < SLOW_SILENCE_MS - 400  # not the silence rule (ms)
+
+
 async def test_a_phrase_left_hanging_waits_then_ends_after_the_longest_silence(make_server: ServerFactory) -> None:
     server = detecting(make_server, "Tell me about the history of ancient Rome, uh,")
     async with RealtimeTestClient.connect(server.ws_url) as client:

@@ -1,5 +1,5 @@
 """Invariants of turn-taking with a turn detector, over generated sequences of speech, silence,
-late and early verdicts, speculative words, clears and commits.
+late and early verdicts, speculative words, replies getting ready (ReplyReady), clears and commits.
 
 The VAD's ``process`` is driven directly, chunk by chunk; the detector is a
 recorder whose verdicts the test delivers whenever the sequence says, so every
@@ -24,6 +24,7 @@ from speech_to_speech.pipeline.messages import (
     AudioChunk,
     ClearInput,
     CommitInput,
+    ReplyReady,
     SpeculativeTranscript,
     SpeechStarted,
     SpeechStopped,
@@ -68,12 +69,15 @@ SPEECH = st.tuples(st.just("speech"), st.integers(1, 12))
 ANSWER_AT = st.one_of(st.integers(6, 12), st.integers(6, 12), st.integers(0, 40))
 VERDICT = st.tuples(ANSWER_AT, st.one_of(st.none(), st.floats(0.0, 1.0), st.floats(0.0, 1.0)))
 HEARD = st.tuples(ANSWER_AT, st.sampled_from(WORDS))
+# When the speculative reply to the pause's words is ready to play (the service says so once the words came).
+READY = st.one_of(st.integers(0, 12), st.integers(0, 40))
 PAUSE = st.tuples(st.just("pause"), st.integers(1, 40), st.one_of(VERDICT, VERDICT, st.none()),
-                  st.one_of(HEARD, HEARD, st.none()))
+                  st.one_of(HEARD, HEARD, st.none()), st.one_of(READY, READY, st.none()))
 # An answer about an earlier pause, arriving late.
 LATE_VERDICT = st.tuples(st.just("late"), st.integers(1, 3), st.one_of(st.none(), st.floats(0.0, 1.0)))
 step = st.one_of(SPEECH, PAUSE, SPEECH, PAUSE, LATE_VERDICT,
                  st.tuples(st.just("stale_words"), st.sampled_from(WORDS)),
+                 st.tuples(st.just("stale_ready"), st.integers(-2, 0)),
                  st.tuples(st.just("clear")), st.tuples(st.just("commit")))
 
 
@@ -97,6 +101,7 @@ class Run:
         self.speculation = 0  # number of the last speculative utterance of the open turn
         self.last_decision: TurnDecision | None = None
         self.speculated = False  # a speculative utterance went out since the last voiced chunk
+        self.ready: tuple[str | None, int] | None = None  # the (turn, speculation) whose reply is ready
 
     def send(self, item: Any) -> list[Any]:
         out = list(self.vad.process(item))
@@ -142,6 +147,11 @@ class Run:
                 floor = {"finished": PAUSE_MS, "timed_out": self.max_silence_ms,
                          "no_answer": SILENCE_MS, "disputed": SILENCE_MS}[decision.outcome]
                 assert silence >= floor, f"{decision.outcome} after {silence} ms of silence"
+                if decision.outcome == "finished" and self.speculated:
+                    # A finished turn ends once its reply can play, or at the silence window.
+                    cap = min(SILENCE_MS, self.max_silence_ms)
+                    assert self.ready == (produced.item_id, self.speculation) or silence >= cap, \
+                        f"finished after {silence} ms, its reply not ready"
             self.open_item, self.speculated = None, False
         elif isinstance(produced, Utterance) and produced.speculative:
             assert produced.item_id == self.open_item
@@ -163,13 +173,18 @@ def test_turns_end_only_when_judged_finished_or_silent_long_enough_and_always_en
             for _ in range(args[0]):
                 run.chunk(voiced=True)
         elif kind == "pause":
-            length, verdict, words = args
+            length, verdict, words, ready = args
+            heard = False
             for n in range(length):
                 if verdict is not None and verdict[0] == n and run.detector.asks:
                     ask = run.detector.asks[-1]
                     run.send(TurnVerdict(ask.item_id, ask.pause, verdict[1], 40.0))
                 if words is not None and words[0] == n:
                     run.send(SpeculativeTranscript(run.open_item, words[1], run.speculation))
+                    heard = True
+                if ready is not None and ready <= n and heard and run.ready != (run.open_item, run.speculation):
+                    run.ready = (run.open_item, run.speculation)
+                    run.send(ReplyReady(run.open_item, run.speculation))
                 run.chunk(voiced=False)
                 if run.open_item is not None:
                     # Liveness: however the detector answers (or not), silence ends a turn in time.
@@ -178,6 +193,8 @@ def test_turns_end_only_when_judged_finished_or_silent_long_enough_and_always_en
             ask = run.stale_or_current_ask(args[0])
             if ask is not None:
                 run.send(TurnVerdict(ask.item_id, ask.pause, args[1], 40.0))
+        elif kind == "stale_ready":
+            run.send(ReplyReady(run.open_item, run.speculation + args[0] - 1))
         elif kind == "stale_words":
             run.send(SpeculativeTranscript(run.open_item, args[0], run.speculation - 1))
         elif kind == "clear":

@@ -1,0 +1,279 @@
+"""A turn the detector judges finished ends once its reply is ready to play (``ReplyReady``).
+
+The VAD's ``process`` is driven chunk by chunk, with a detector that answers
+only when the test says, and the words and ReplyReady the service would hand
+back delivered at chosen moments.
+"""
+
+from __future__ import annotations
+
+import queue
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from speech_to_speech.audio.chunker import VAD_CHUNK
+from speech_to_speech.pipeline.cancel_scope import CancelScope
+from speech_to_speech.pipeline.handler import HandlerContext
+from speech_to_speech.pipeline.messages import (
+    AudioChunk,
+    ReplyReady,
+    SpeculationVoided,
+    SpeculativeTranscript,
+    SpeechStarted,
+    SpeechStopped,
+    TurnDecision,
+    TurnVerdict,
+    Utterance,
+)
+from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig, TurnDetection
+from speech_to_speech.testing.engine import scripted_settings
+from speech_to_speech.testing.scripted import EnergyVAD
+
+CHUNK_MS = 32
+PAUSE_MS, SILENCE_MS, MAX_SILENCE_MS = 192, 480, 2000
+WORDS = "Well, let me think."
+
+
+@dataclass
+class Detector:
+    """Records the pauses it is asked about; the test answers."""
+
+    name: str = "smart-turn"
+    asks: list[tuple[str | None, int]] = field(default_factory=list)
+
+    def ask(self, samples: Any, *, item_id: str | None, pause: int, still_wanted: Any,
+            reply_to: queue.Queue[Any]) -> None:
+        self.asks.append((item_id, pause))
+
+
+class Turn:
+    """One semantic_vad session's VAD, and everything it produced so far."""
+
+    def __init__(self, turn_detection: TurnDetection | None = None) -> None:
+        config = RuntimeConfig(turn_detection=turn_detection or TurnDetection(type="semantic_vad"))
+        self.detector = Detector()
+        self.events: queue.Queue[Any] = queue.Queue()
+        self.vad = EnergyVAD(
+            HandlerContext(CancelScope(), ConfigHolder(config)), queue.Queue(), queue.Queue(), model=None,
+            settings=scripted_settings(min_speech_ms=96, min_silence_ms=SILENCE_MS, speech_pad_ms=96,
+                                       speculation_silence_ms=64, turn_pause_ms=PAUSE_MS,
+                                       max_turn_silence_ms=MAX_SILENCE_MS),
+            events=self.events, turn_detector=self.detector)  # type: ignore[arg-type]
+        self.offset = 0
+        self.out: list[Any] = []
+
+    def send(self, item: Any) -> list[Any]:
+        out = list(self.vad.process(item))
+        produced = []
+        while not self.events.empty():
+            produced.append(self.events.get_nowait())
+        produced += out
+        self.out += produced
+        return produced
+
+    def chunks(self, n: int, voiced: bool) -> list[Any]:
+        produced: list[Any] = []
+        for _ in range(n):
+            produced += self.send(AudioChunk(np.full(VAD_CHUNK, 0.3 if voiced else 0.0, np.float32), self.offset))
+            self.offset += VAD_CHUNK
+        return produced
+
+    @property
+    def item_id(self) -> str:
+        started = [i for i in self.out if isinstance(i, SpeechStarted)]
+        assert started[-1].item_id is not None
+        return started[-1].item_id
+
+    @property
+    def speculation(self) -> int:
+        return [i for i in self.out if isinstance(i, Utterance) and i.speculative][-1].speculation
+
+    def pause_judged_finished(self, words: str = WORDS) -> list[Any]:
+        """Speech, then silence until the detector is asked; the words come, and a finished verdict."""
+        self.chunks(12, voiced=True)
+        self.chunks(PAUSE_MS // CHUNK_MS, voiced=False)  # the speculation went out at 64 ms
+        self.send(SpeculativeTranscript(self.item_id, words, self.speculation))
+        item_id, pause = self.detector.asks[-1]
+        return self.send(TurnVerdict(item_id, pause, 0.9, 40.0))
+
+    def ready(self, speculation: int | None = None, item_id: str | None = None) -> list[Any]:
+        return self.send(ReplyReady(item_id or self.item_id, self.speculation if speculation is None else speculation))
+
+    def stops(self) -> list[SpeechStopped]:
+        return [i for i in self.out if isinstance(i, SpeechStopped)]
+
+
+def kinds(items: list[Any]) -> list[type]:
+    return [type(i) for i in items]
+
+
+def outcome(turn: Turn) -> str:
+    return [d for d in turn.out if isinstance(d, TurnDecision)][-1].outcome
+
+
+def test_a_finished_turn_whose_reply_is_already_ready_ends_at_the_verdict() -> None:
+    turn = Turn()
+    turn.chunks(12, voiced=True)
+    turn.chunks(PAUSE_MS // CHUNK_MS, voiced=False)
+    turn.send(SpeculativeTranscript(turn.item_id, WORDS, turn.speculation))
+    assert turn.ready() == []  # ready before the verdict: nothing to end yet
+    item_id, pause = turn.detector.asks[-1]
+    ended = turn.send(TurnVerdict(item_id, pause, 0.9, 40.0))
+    assert kinds(ended) == [TurnDecision, SpeechStopped, Utterance]
+    assert ended[0].outcome == "finished" and ended[2].reuse_speculation
+
+
+def test_a_finished_turn_waits_for_its_reply_and_ends_when_it_is_ready() -> None:
+    turn = Turn()
+    assert turn.pause_judged_finished() == []  # judged finished, but nothing could play yet
+    assert turn.chunks(3, voiced=False) == []
+    ended = turn.ready()
+    assert kinds(ended) == [TurnDecision, SpeechStopped, Utterance]
+    assert ended[0].outcome == "finished"
+    assert turn.chunks(20, voiced=False) == []  # it ended once
+
+
+def test_speech_that_resumes_before_the_reply_is_ready_keeps_the_turn_whole() -> None:
+    turn = Turn()
+    turn.pause_judged_finished()
+    first_item, first_speculation = turn.item_id, turn.speculation
+    resumed = turn.chunks(10, voiced=True)  # "What is the capital of Australia?"
+    assert SpeculationVoided(first_item, first_speculation) in resumed
+    assert turn.ready(first_speculation, first_item) == []  # the reply to the words the user went past
+    assert kinds(turn.chunks(PAUSE_MS // CHUNK_MS, voiced=False)) == [Utterance]  # the next speculation
+    assert turn.stops() == [] and not any(isinstance(i, TurnDecision) for i in turn.out)
+    # The turn goes on as one, and ends after its second sentence.
+    turn.send(SpeculativeTranscript(first_item, "Well, let me think. What is the capital of Australia?",
+                                    turn.speculation))
+    item_id, pause = turn.detector.asks[-1]
+    turn.send(TurnVerdict(item_id, pause, 0.9, 40.0))
+    ended = turn.ready()
+    assert kinds(ended) == [TurnDecision, SpeechStopped, Utterance]
+    assert len(turn.stops()) == 1 and turn.stops()[0].item_id == first_item
+
+
+def test_a_reply_that_never_gets_ready_lets_the_silence_window_end_the_turn() -> None:
+    turn = Turn()
+    turn.pause_judged_finished()
+    waited = PAUSE_MS // CHUNK_MS
+    ended: list[Any] = []
+    while not ended:
+        ended = turn.chunks(1, voiced=False)
+        waited += 1
+        assert waited * CHUNK_MS <= SILENCE_MS
+    assert waited * CHUNK_MS >= SILENCE_MS  # the server_vad rule's window, not sooner
+    assert kinds(ended) == [TurnDecision, SpeechStopped, Utterance]
+    assert ended[0].outcome == "finished"
+
+
+@pytest.mark.parametrize("stale", ["earlier speculation", "other turn"])
+def test_a_stale_reply_ready_is_ignored(stale: str) -> None:
+    turn = Turn()
+    turn.pause_judged_finished()
+    if stale == "earlier speculation":
+        assert turn.ready(turn.speculation - 1) == []
+    else:
+        assert turn.ready(item_id="item_gone") == []
+    assert turn.stops() == []
+    assert kinds(turn.ready()) == [TurnDecision, SpeechStopped, Utterance]  # the current one still counts
+
+
+def test_a_reply_ready_after_the_turn_ended_changes_nothing() -> None:
+    turn = Turn()
+    turn.pause_judged_finished()
+    turn.ready()
+    assert turn.ready() == [] and turn.chunks(20, voiced=False) == []
+    assert len(turn.stops()) == 1
+
+
+def test_a_turn_without_a_speculation_ends_at_the_verdict() -> None:
+    """Without automatic responses nothing is speculated: there is no reply to wait for."""
+    turn = Turn(TurnDetection(type="semantic_vad", create_response=False))
+    turn.chunks(12, voiced=True)
+    turn.chunks(PAUSE_MS // CHUNK_MS, voiced=False)
+    item_id, pause = turn.detector.asks[-1]
+    assert kinds(turn.send(TurnVerdict(item_id, pause, 0.9, 40.0))) == [TurnDecision, SpeechStopped, Utterance]
+
+
+def test_unfinished_turns_are_not_ended_by_a_ready_reply() -> None:
+    turn = Turn()
+    turn.chunks(12, voiced=True)
+    turn.chunks(PAUSE_MS // CHUNK_MS, voiced=False)
+    turn.send(SpeculativeTranscript(turn.item_id, "I need a present for my", turn.speculation))
+    item_id, pause = turn.detector.asks[-1]
+    turn.send(TurnVerdict(item_id, pause, 0.2, 40.0))
+    assert turn.ready() == []
+    assert turn.chunks(SILENCE_MS // CHUNK_MS, voiced=False) == []  # it waits for more speech
+    assert outcome(turn) == "unfinished"
+
+
+def test_server_vad_turns_ignore_reply_ready() -> None:
+    turn = Turn(TurnDetection(type="server_vad"))
+    turn.chunks(12, voiced=True)
+    turn.chunks(4, voiced=False)
+    assert turn.ready() == []
+    ended: list[Any] = []
+    silent = 4
+    while not ended:
+        ended = turn.chunks(1, voiced=False)
+        silent += 1
+    assert silent * CHUNK_MS >= SILENCE_MS and kinds(ended) == [SpeechStopped, Utterance]
+
+
+# ---------------------------------------------------------------- any order of verdict, words, ready and speech
+
+MOMENT = st.one_of(st.none(), st.integers(2, 20))
+
+
+@settings(max_examples=300, deadline=None)
+@given(verdict_at=MOMENT, probability=st.sampled_from([0.2, 0.9]), words_at=MOMENT,
+       words=st.sampled_from([WORDS, "I need a present for my"]), ready_at=MOMENT, resume_at=MOMENT)
+def test_a_turn_judged_finished_ends_once_as_soon_as_its_reply_is_ready_and_never_before(
+        verdict_at: int | None, probability: float, words_at: int | None, words: str, ready_at: int | None,
+        resume_at: int | None) -> None:
+    """Verdict, words, ReplyReady and resumed speech come in any order, at any moment of the pause."""
+    turn = Turn()
+    turn.chunks(12, voiced=True)
+    item_id = turn.item_id
+    sent: dict[str, int] = {}  # what went in about this pause, at which silence (ms)
+    stopped_at: int | None = None  # the silence at which the turn stopped
+    stopped_ready = False  # whether its reply was ready then
+
+    def deliver(name: str, item: Any, silence_ms: int) -> None:
+        nonlocal stopped_at, stopped_ready
+        before = len(turn.stops())
+        if name == "chunk":
+            turn.chunks(1, voiced=False)
+        else:
+            turn.send(item)
+            sent[name] = silence_ms
+        if len(turn.stops()) > before and stopped_at is None:
+            stopped_at, stopped_ready = silence_ms, "ready" in sent
+
+    for n in range(24):
+        if n == resume_at and stopped_at is None:
+            assert SpeculationVoided in kinds(turn.chunks(4, voiced=True))  # the user goes on
+            assert turn.stops() == []
+            break
+        if n == words_at:
+            deliver("words", SpeculativeTranscript(item_id, words, turn.speculation), n * CHUNK_MS)
+        if n == verdict_at and turn.detector.asks:
+            deliver("verdict", TurnVerdict(*turn.detector.asks[-1], probability, 40.0), n * CHUNK_MS)
+        if ready_at is not None and n >= ready_at and "words" in sent and "ready" not in sent:
+            deliver("ready", ReplyReady(item_id, turn.speculation), n * CHUNK_MS)
+        deliver("chunk", None, (n + 1) * CHUNK_MS)
+    decisions = [d.outcome for d in turn.out if isinstance(d, TurnDecision)]
+    if stopped_at is not None and decisions[-1] == "finished":
+        assert stopped_ready or stopped_at >= SILENCE_MS, f"ended at {stopped_at} ms, its reply not ready"
+    judged_finished = probability > 0.5 and words == WORDS and {"words", "verdict"} <= sent.keys() \
+        and sent["verdict"] >= PAUSE_MS
+    if judged_finished and "ready" in sent and max(sent.values()) < SILENCE_MS:
+        assert stopped_at == max(sent.values()), "the last of verdict, words and reply ends it, at once"
+    # Liveness: whatever came or not, silence ends the turn, once.
+    turn.chunks(MAX_SILENCE_MS // CHUNK_MS + 1, voiced=False)
+    assert len([s for s in turn.stops() if s.item_id == item_id]) == 1
