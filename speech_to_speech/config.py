@@ -154,8 +154,8 @@ class ServerSettings(BaseModel):
     llm_compute_type: str = Field("int8", description="CTranslate2 compute type of the ctranslate2 LLM.")
     llm_gguf_type: GGUFWeightType = Field(
         "q8_0", description="llama-cpp: load the GGUF rewritten once (into the model cache) with this weight "
-        "type, whatever the model; 'file': as the file is. Q8_0 holds a 4-bit file's weights unchanged and "
-        "runs faster on CPUs than 4-bit types; for a large model it doubles the memory of a 4-bit file."
+        "type, whatever the model; 'file': as the file is. Q8_0 holds a 4-bit file's weights almost exactly "
+        "and runs faster on CPUs than 4-bit types; for a large model it doubles the memory of a 4-bit file."
     )
     responses_api_reasoning_effort: str | None = Field(None, description="Startup effort.")
     responses_api_disable_thinking: bool = Field(False, description="Send enable_thinking=false.")
