@@ -117,6 +117,10 @@ class ServerSettings(BaseModel):
     stt_language: str | None = Field(None, description="Force a language code (e.g. en).")
     stt_compute_type: str = Field("int8", description="CTranslate2 compute type.")
     stt_beam_size: int = Field(1, ge=1, description="Whisper beam size.")
+    stt_threads: int = Field(
+        1, ge=1, description="CPU threads per faster-whisper transcription (two were slower than one on a "
+        "2-core machine; more sessions use more units, not more threads).",
+    )
     stt_window_s: float = Field(
         10.0, ge=0.0, le=30.0,
         description="Encoder window (s) for English-only faster-whisper models; longer turns and doubtful "

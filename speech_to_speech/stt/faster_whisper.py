@@ -13,7 +13,6 @@ take the stock path.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +51,7 @@ def load_faster_whisper(settings: ServerSettings) -> Any:
         source,
         device=_device(settings),
         compute_type=settings.stt_compute_type,
-        cpu_threads=min(4, os.cpu_count() or 1),
+        cpu_threads=settings.stt_threads,
         # One worker per unit: concurrent sessions then transcribe in parallel.
         num_workers=settings.num_pipelines,
     )
