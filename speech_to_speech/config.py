@@ -92,7 +92,7 @@ class ServerSettings(BaseModel):
     speech_pad_ms: int = Field(300, ge=0, description="Audio kept before speech starts.")
     max_speech_ms: int = Field(30000, ge=1000, description="A longer turn is cut here.")
     speculation_silence_ms: int = Field(
-        64, ge=0, description="Pause after which STT and the reply start speculatively (0: off)."
+        32, ge=0, description="Pause after which STT and the reply start speculatively (0: off)."
     )
     turn_detector: Literal["smart-turn", "silence"] = Field(
         "smart-turn",
