@@ -42,7 +42,7 @@ from speech_to_speech.pipeline.messages import (
     Utterance,
 )
 from speech_to_speech.vad.smart_turn import WINDOW_SAMPLES
-from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector, eagerness, ends_mid_phrase, reads_finished
+from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector, eagerness, judged_finished, reads_finished
 
 SAMPLE_RATE = 16000
 CHUNK_MS = VAD_CHUNK * 1000 // SAMPLE_RATE  # 32 ms
@@ -293,8 +293,10 @@ class VADHandler(BackendHandler):
         speculative pass is out, the decision waits for its words, which costs
         no time: the held reply cannot go out before them anyway.
 
-        - sounds finished, words do not stop mid-phrase: the turn ends, once its reply can play;
+        - sounds finished, words read as a whole sentence: the turn ends, once its reply can play;
         - sounds finished, words stop mid-phrase ("… a present for my"): unfinished;
+        - sounds finished, words neither ("… do I need for?", "… very much in"):
+          it ends only on a confident score (:func:`judged_finished`), else unfinished;
         - sounds unfinished, words unfinished or unknown: unfinished, the turn
           waits up to the longest silence allowed;
         - sounds unfinished, but the words are a whole sentence ("… on Friday
@@ -315,11 +317,11 @@ class VADHandler(BackendHandler):
             return
         self._decided = True
         words = self._words or ""
-        if verdict.probability >= eagerness(self.context.config.current.turn_detection).finished_at:
-            if not ends_mid_phrase(words):
-                yield from self._end_finished()
-                return
-        elif reads_finished(words):
+        level = eagerness(self.context.config.current.turn_detection)
+        if judged_finished(verdict.probability, words, level):
+            yield from self._end_finished()
+            return
+        if verdict.probability < level.finished_at and reads_finished(words):
             self._fall_back_to_silence("disputed")
             self.emit_event(self._decision("unfinished"))
             yield from self._end_if_silent_enough()

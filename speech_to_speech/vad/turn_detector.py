@@ -50,18 +50,21 @@ SILENCE = "silence"
 
 @dataclass(frozen=True)
 class Eagerness:
-    """How readily a pause ends the turn: the score that counts as finished, and the longest wait."""
+    """How readily a pause ends the turn: the scores that count as finished, and the longest wait."""
 
     finished_at: float  # probability at or above which the turn is finished
     max_silence_scale: float  # times --max_turn_silence_ms an unfinished turn may stay silent
+    # The probability a turn needs when its words do not read as a whole sentence ("… do I need for?",
+    # "… thank you very much in"): the model scored such mid-sentence cuts 0.75-0.97.
+    unread_finished_at: float
 
 
 # OpenAI's semantic_vad eagerness: "low" lets the user take their time, "high" answers sooner.
 EAGERNESS: dict[str, Eagerness] = {
-    "low": Eagerness(finished_at=0.8, max_silence_scale=1.5),
-    "medium": Eagerness(finished_at=0.5, max_silence_scale=1.0),
-    "auto": Eagerness(finished_at=0.5, max_silence_scale=1.0),
-    "high": Eagerness(finished_at=0.3, max_silence_scale=0.5),
+    "low": Eagerness(finished_at=0.8, max_silence_scale=1.5, unread_finished_at=0.99),
+    "medium": Eagerness(finished_at=0.5, max_silence_scale=1.0, unread_finished_at=0.98),
+    "auto": Eagerness(finished_at=0.5, max_silence_scale=1.0, unread_finished_at=0.98),
+    "high": Eagerness(finished_at=0.3, max_silence_scale=0.5, unread_finished_at=0.9),
 }
 
 
@@ -110,6 +113,24 @@ def ends_mid_phrase(transcript: str) -> bool:
     if text.endswith(("...", "…", ",", "-", "—")):
         return True
     return _last_word(text) in CONTINUATION_WORDS
+
+
+def judged_finished(probability: float, words: str | None, level: Eagerness) -> bool:
+    """Whether a pause that scored ``probability``, after ``words``, ends the turn.
+
+    It must sound finished, and its words (when a speculative pass heard
+    some) must not stop mid-phrase. Words that do not read as a whole
+    sentence either (no final punctuation, or a last word phrases hang on)
+    need a confident score: on speech cut mid-sentence the model is often
+    sure of the wrong answer, the transcript less often.
+    """
+    if probability < level.finished_at:
+        return False
+    if not words or not words.strip():
+        return True  # nothing heard to weigh: the model decides
+    if ends_mid_phrase(words):
+        return False
+    return reads_finished(words) or probability >= level.unread_finished_at
 
 
 def _last_word(text: str) -> str:

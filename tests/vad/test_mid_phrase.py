@@ -1,10 +1,10 @@
-"""Which transcripts stop where a sentence cannot end."""
+"""Which transcripts stop where a sentence cannot end, and how that weighs with the turn model's score."""
 
 from __future__ import annotations
 
 import pytest
 
-from speech_to_speech.vad.turn_detector import ends_mid_phrase, reads_finished
+from speech_to_speech.vad.turn_detector import EAGERNESS, ends_mid_phrase, judged_finished, reads_finished
 
 
 @pytest.mark.parametrize("text", [
@@ -39,3 +39,21 @@ def test_whole_sentences_read_finished(text: str) -> None:
 ])
 def test_phrases_left_hanging_do_not(text: str) -> None:
     assert not reads_finished(text)
+
+
+MEDIUM, HIGH = EAGERNESS["medium"], EAGERNESS["high"]
+
+
+@pytest.mark.parametrize(("probability", "words", "level", "finished"), [
+    (0.6, "What is twelve times fifteen?", MEDIUM, True),  # reads finished: the usual score
+    (0.4, "What is twelve times fifteen?", MEDIUM, False),  # does not sound finished
+    (0.97, "How many cups of flour do I need for?", MEDIUM, False),  # neither: a confident score is needed
+    (0.99, "How many cups of flour do I need for?", MEDIUM, True),
+    (0.95, "How many cups of flour do I need for?", HIGH, True),  # an eager session needs less
+    (0.75, "How do I say thank you very much in", MEDIUM, False),
+    (0.999, "I need a present for my", MEDIUM, False),  # stops mid-phrase: never finished
+    (0.6, "", MEDIUM, True),  # nothing heard to weigh: the score decides
+    (0.6, None, MEDIUM, True),
+])
+def test_judged_finished(probability: float, words: str | None, level: object, finished: bool) -> None:
+    assert judged_finished(probability, words, level) is finished  # type: ignore[arg-type]

@@ -93,13 +93,13 @@ class Turn:
     def speculation(self) -> int:
         return [i for i in self.out if isinstance(i, Utterance) and i.speculative][-1].speculation
 
-    def pause_judged_finished(self, words: str = WORDS) -> list[Any]:
-        """Speech, then silence until the detector is asked; the words come, and a finished verdict."""
+    def pause_judged_finished(self, words: str = WORDS, probability: float = 0.9) -> list[Any]:
+        """Speech, then silence until the detector is asked; the words come, and a verdict (finished by default)."""
         self.chunks(12, voiced=True)
         self.chunks(PAUSE_MS // CHUNK_MS, voiced=False)  # the speculation went out at 64 ms
         self.send(SpeculativeTranscript(self.item_id, words, self.speculation))
         item_id, pause = self.detector.asks[-1]
-        return self.send(TurnVerdict(item_id, pause, 0.9, 40.0))
+        return self.send(TurnVerdict(item_id, pause, probability, 40.0))
 
     def ready(self, speculation: int | None = None, item_id: str | None = None) -> list[Any]:
         return self.send(ReplyReady(item_id or self.item_id, self.speculation if speculation is None else speculation))
@@ -277,3 +277,28 @@ def test_a_turn_judged_finished_ends_once_as_soon_as_its_reply_is_ready_and_neve
     # Liveness: whatever came or not, silence ends the turn, once.
     turn.chunks(MAX_SILENCE_MS // CHUNK_MS + 1, voiced=False)
     assert len([s for s in turn.stops() if s.item_id == item_id]) == 1
+
+
+def test_words_that_do_not_read_finished_need_a_confident_score() -> None:
+    """Cut mid-sentence, Smart Turn scored "… do I need for" 0.97: the words keep that turn open."""
+    hanging = "How many cups of flour do I need for?"
+    doubted = Turn()
+    doubted.pause_judged_finished(hanging, probability=0.97)
+    doubted.ready()
+    doubted.chunks(SILENCE_MS // CHUNK_MS, voiced=False)  # past the silence rule's window
+    assert outcome(doubted) == "unfinished" and doubted.stops() == []
+    first = doubted.item_id
+    doubted.chunks(6, voiced=True)  # "… baking cookies?"
+    assert doubted.item_id == first and doubted.stops() == []  # one turn still
+
+    sure = Turn()
+    sure.pause_judged_finished(hanging, probability=0.99)
+    sure.ready()
+    assert outcome(sure) == "finished" and len(sure.stops()) == 1
+
+
+def test_a_whole_sentence_needs_only_the_usual_score() -> None:
+    turn = Turn()
+    turn.pause_judged_finished("How many cups of flour do I need for cookies?", probability=0.6)
+    turn.ready()
+    assert outcome(turn) == "finished" and len(turn.stops()) == 1

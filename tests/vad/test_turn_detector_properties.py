@@ -40,7 +40,8 @@ from speech_to_speech.vad.turn_detector import EAGERNESS, ends_mid_phrase, reads
 CHUNK_MS = 32
 PAUSE_MS, MAX_SILENCE_MS, SILENCE_MS = 192, 960, 480
 EXAMPLES = int(os.environ.get("S2S_PROPERTY_EXAMPLES", "400"))
-WORDS = ("What is twelve times fifteen?", "I need a present for my", "", "Turn it up, um")
+WORDS = ("What is twelve times fifteen?", "I need a present for my", "", "Turn it up, um",
+         "How do I say thank you in")
 
 
 @dataclass
@@ -67,7 +68,7 @@ SPEECH = st.tuples(st.just("speech"), st.integers(1, 12))
 # words of its speculative pass) arrive, if they do at all.
 # The detector is asked after PAUSE_MS (6 chunks); its answer comes mostly soon after, at times never.
 ANSWER_AT = st.one_of(st.integers(6, 12), st.integers(6, 12), st.integers(0, 40))
-VERDICT = st.tuples(ANSWER_AT, st.one_of(st.none(), st.floats(0.0, 1.0), st.floats(0.0, 1.0)))
+VERDICT = st.tuples(ANSWER_AT, st.one_of(st.none(), st.floats(0.0, 1.0), st.floats(0.9, 1.0)))
 HEARD = st.tuples(ANSWER_AT, st.sampled_from(WORDS))
 # When the speculative reply to the pause's words is ready to play (the service says so once the words came).
 READY = st.one_of(st.integers(0, 12), st.integers(0, 40))
@@ -94,6 +95,7 @@ class Run:
                                        max_turn_silence_ms=MAX_SILENCE_MS),
             events=queue.Queue(), turn_detector=self.detector)  # type: ignore[arg-type]
         self.threshold = EAGERNESS[eagerness].finished_at
+        self.unread_threshold = EAGERNESS[eagerness].unread_finished_at
         self.max_silence_ms = int(MAX_SILENCE_MS * EAGERNESS[eagerness].max_silence_scale)
         self.offset = 0
         self.open_item: str | None = None  # the turn that started and has not stopped
@@ -134,6 +136,8 @@ class Run:
             if produced.outcome == "finished":
                 assert produced.probability is not None and produced.probability >= self.threshold
                 assert not ends_mid_phrase(produced.words or "")
+                if produced.words and not reads_finished(produced.words):
+                    assert produced.probability >= self.unread_threshold, "ended on words left hanging"
                 # The words of a speculative pass of this pause were weighed before deciding.
                 assert produced.words is not None or not self.speculated
         elif isinstance(produced, SpeechStopped):
