@@ -82,9 +82,11 @@ def test_bench_turns_counts_answers_and_catches_a_double_answer(tmp_path: Path) 
     assert len(whole["heard"]) == 1
     assert split["double"] and split["audio_responses"] == 2 and len(split["heard"]) == 2
     assert [c["longest_pause_ms"] for c in result["config"]["clips"]] == [200.0, 1000.0]
+    defaults = ServerSettings()
     assert result["config"]["server_turn_settings"] == {
-        "min_silence_ms": 300, "speculation_silence_ms": 64, "turn_detector": "smart-turn", "turn_pause_ms": 200,
-        "max_turn_silence_ms": 2000}
+        "min_silence_ms": 300, "speculation_silence_ms": defaults.speculation_silence_ms,
+        "turn_detector": "smart-turn", "turn_pause_ms": defaults.turn_pause_ms,
+        "max_turn_silence_ms": defaults.max_turn_silence_ms}
 
 
 def test_bench_turns_without_clips_says_so(tmp_path: Path, capsys: Any) -> None:
