@@ -15,12 +15,17 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from speech_to_speech.protocol import TIMINGS_KEY
 from speech_to_speech.realtime.metrics import STAGE_HOPS
 from speech_to_speech.testing.realtime_client import Event, Received
 
 OUTPUT_RATE = 24000  # the session's default output: PCM16 at 24 kHz
 AUDIO_DELTA = "response.output_audio.delta"
+SOUND_LEVEL = 33  # PCM16 magnitude of -60 dBFS: quieter samples are silence
+# End of speech -> the reply's first sound, for a client that plays each delta on arrival.
+FIRST_SOUND = "end_of_speech_to_first_sound_ms"
 # A turn's hops, from the client's end of speech to the first audio delta it read:
 # (figure, from mark, to mark); "end_of_speech" and "first_audio_received" are client marks.
 TURN_HOPS: tuple[tuple[str, str, str], ...] = (
@@ -60,6 +65,32 @@ def of_type(kind: str, rid: str | None = None) -> Callable[[Event], bool]:
 def audio_ms(event: Event, rate: int = OUTPUT_RATE) -> float:
     """Duration of the PCM16 audio in an ``output_audio.delta`` (decoded size, not the text's)."""
     return len(base64.b64decode(event.get("delta") or "")) / 2 * 1000.0 / rate
+
+
+def leading_silence_ms(log: Iterable[Received], rid: str, rate: int = OUTPUT_RATE) -> float | None:
+    """Milliseconds of response ``rid``'s audio before its first sound (-60 dBFS), None if it has none.
+
+    A client that plays each delta as it arrives hears the reply start that
+    long after its first delta: silence sent first is latency too.
+    """
+    silent = 0
+    match = of_type(AUDIO_DELTA, rid)
+    for entry in log:
+        if not match(entry.event):
+            continue
+        pcm = np.frombuffer(base64.b64decode(entry.event.get("delta") or ""), dtype="<i2")
+        loud = np.flatnonzero(np.abs(pcm.astype(np.int32)) >= SOUND_LEVEL)
+        if len(loud):
+            return round((silent + int(loud[0])) * 1000.0 / rate, 2)
+        silent += len(pcm)
+    return None
+
+
+def first_sound(first_audio_ms: float | None, lead_silence_ms: float | None) -> dict[str, float]:
+    """The :data:`FIRST_SOUND` figure of a turn whose first audio came ``first_audio_ms`` after its end."""
+    if first_audio_ms is None or lead_silence_ms is None:
+        return {}
+    return {FIRST_SOUND: round(first_audio_ms + lead_silence_ms, 2)}
 
 
 def stage_marks(done: Event) -> dict[str, float]:
@@ -121,6 +152,7 @@ class Turn:
     status: str
     done: Received
     first_audio: Received | None
+    lead_silence_ms: float | None  # the audio's silence before its first sound
     marks: dict[str, float]  # the server's, epoch ms
     transcript: str  # what the assistant said
     heard: str  # what the server transcribed of the user
@@ -139,6 +171,7 @@ def turn(log: Sequence[Received], rid: str) -> Turn:
         status=str(done.event["response"].get("status")),
         done=done,
         first_audio=first(log, of_type(AUDIO_DELTA, rid)),
+        lead_silence_ms=leading_silence_ms(log, rid),
         marks=stage_marks(done.event),
         transcript=(said.event.get("transcript") or "") if said else "",
         heard=heard[-1] if heard else "",
@@ -152,5 +185,6 @@ def latency_sample(entry: Turn, end_of_speech: float, clock: Clock) -> dict[str,
     if entry.first_audio is not None:
         marks["first_audio_received"] = clock.epoch_ms(entry.first_audio.at)
         sample["end_of_speech_to_first_audio_ms"] = round((entry.first_audio.at - end_of_speech) * 1000.0, 2)
+        sample.update(first_sound(sample["end_of_speech_to_first_audio_ms"], entry.lead_silence_ms))
     sample.update(hops(marks))
     return sample

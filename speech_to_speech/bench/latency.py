@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from speech_to_speech.bench import audio
-from speech_to_speech.bench.events import TURN_HOPS, Clock, latency_sample
+from speech_to_speech.bench.events import FIRST_SOUND, TURN_HOPS, Clock, latency_sample
 from speech_to_speech.bench.mic import ask, live_mic
 from speech_to_speech.bench.stats import summarize_fields
 from speech_to_speech.bench.target import Target
@@ -23,7 +23,7 @@ from speech_to_speech.bench.target import Target
 log = logging.getLogger(__name__)
 
 HEADLINE = "end_of_speech_to_first_audio_ms"
-FIGURES = (HEADLINE, *(name for name, _, _ in TURN_HOPS))
+FIGURES = (HEADLINE, FIRST_SOUND, *(name for name, _, _ in TURN_HOPS))
 LEAD_SILENCE_S = 0.3  # before each question: the VAD's prefix pad has audio to keep
 
 

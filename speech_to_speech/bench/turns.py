@@ -31,7 +31,7 @@ from typing import Any
 import websockets
 
 from speech_to_speech.bench import audio, corpus
-from speech_to_speech.bench.events import TURN_HOPS, Clock, hops, turn
+from speech_to_speech.bench.events import FIRST_SOUND, TURN_HOPS, Clock, first_sound, hops, turn
 from speech_to_speech.bench.mic import FINISHED, Said, live_mic
 from speech_to_speech.bench.outcome import Outcome, outcome, quiet
 from speech_to_speech.bench.stats import summarize_fields
@@ -44,7 +44,7 @@ SESSION_ERRORS = (TimeoutError, OSError, RuntimeError, ServerClosed, websockets.
 log = logging.getLogger(__name__)
 
 LATENCY = "end_of_speech_to_first_audio_ms"
-FIGURES = (LATENCY, *(name for name, _, _ in TURN_HOPS))  # the answer's latency, and where it went
+FIGURES = (LATENCY, FIRST_SOUND, *(name for name, _, _ in TURN_HOPS))  # the answer's latency, and where it went
 LEAD_SILENCE_S = 0.3  # the stream is live before the first word, as a microphone's is
 POLL_S = 0.05  # how often the listener looks at the log (event times are their read times, not this)
 
@@ -106,8 +106,9 @@ async def _speak(target: Target, clip: audio.Speech, config: TurnsConfig) -> dic
     result = outcome(log_of_turn)
     sample = turn_sample(clip, said, result, problem)
     if result.answer is not None and said.last_voiced_sent is not None:
-        marks = turn(log_of_turn, result.answer.id).marks
-        sample.update(hops({**marks, "end_of_speech": Clock.now().epoch_ms(said.last_voiced_sent),
+        answered = turn(log_of_turn, result.answer.id)
+        sample.update(first_sound(sample.get(LATENCY), answered.lead_silence_ms))
+        sample.update(hops({**answered.marks, "end_of_speech": Clock.now().epoch_ms(said.last_voiced_sent),
                             "first_audio_received": Clock.now().epoch_ms(result.answer.first_audio_at or 0.0)}))
     return sample
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from speech_to_speech.bench.events import (
+    FIRST_SOUND,
     Clock,
     audio_after,
     audio_deltas,
@@ -28,8 +29,11 @@ def epoch(monotonic_s: float) -> float:
     return CLOCK.epoch_ms(monotonic_s)
 
 
-def delta(rid: str, ms: float) -> dict:
-    pcm = np.zeros(int(24000 * ms / 1000), dtype="<i2").tobytes()
+def delta(rid: str, ms: float, sound_from_ms: float | None = None) -> dict:
+    samples = np.zeros(int(24000 * ms / 1000), dtype="<i2")
+    if sound_from_ms is not None:
+        samples[int(24000 * sound_from_ms / 1000):] = 2000
+    pcm = samples.tobytes()
     return {"type": "response.output_audio.delta", "response_id": rid, "delta": base64.b64encode(pcm).decode()}
 
 
@@ -115,3 +119,25 @@ def test_a_late_delta_is_an_underrun_of_the_gap_and_playback_resumes_from_it() -
     assert result.count == 2
     assert result.total_ms == pytest.approx(500.0)
     assert result.max_ms == pytest.approx(300.0)
+
+
+def test_silence_before_the_first_sound_is_latency_too() -> None:
+    """A client playing deltas as they come hears the reply start after the silence sent first."""
+    log = [
+        Received(delta("r1", 20), 2.0),  # all silence
+        Received(delta("other", 20, sound_from_ms=0), 2.01),  # another response's sound does not count
+        Received(delta("r1", 20, sound_from_ms=5), 2.02),
+        Received(done("r1"), 2.1),
+    ]
+    entry = turn(log, "r1")
+    assert entry.lead_silence_ms == pytest.approx(25.0)
+    sample = latency_sample(entry, end_of_speech=1.5, clock=CLOCK)
+    assert sample["end_of_speech_to_first_audio_ms"] == pytest.approx(500.0)
+    assert sample[FIRST_SOUND] == pytest.approx(525.0)
+
+
+def test_a_reply_of_silence_has_no_first_sound() -> None:
+    log = [Received(delta("r1", 40), 2.0), Received(done("r1"), 2.1)]
+    entry = turn(log, "r1")
+    assert entry.lead_silence_ms is None
+    assert FIRST_SOUND not in latency_sample(entry, end_of_speech=1.5, clock=CLOCK)
