@@ -20,6 +20,7 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.tts.base import Phonemized, TTSHandler
 from speech_to_speech.tts.hibari_timing import TimedHibari
+from speech_to_speech.tts.padding import trim_padding
 
 log = logging.getLogger(__name__)
 
@@ -104,11 +105,12 @@ class HibariTTS(TTSHandler):
         rng = np.random.default_rng()
         speed = self.settings.tts_speed
         # One array per sentence as soon as it is ready (what hibari's stream() does), with the
-        # sentence's phonemes (and their durations when the model gives them) for the viseme stage.
+        # sentence's phonemes (and their durations when the model gives them) for the viseme stage,
+        # its padding cut to the pause its punctuation calls for.
         for phonemes in tts.phonemize(text):
             if timed is not None:
                 spoken = timed.speak(phonemes, speed, rng)
             else:
                 spoken = Phonemized(np.asarray(tts.from_ids(tts.ids(phonemes), speed, rng), np.float32), phonemes)
             if len(spoken.audio):
-                yield spoken
+                yield trim_padding(spoken, SAMPLE_RATE, phonemes)

@@ -58,3 +58,18 @@ def test_a_stale_response_stops_synthesis(hibari_voices: Any, make_handler: Any)
     assert any(isinstance(item, AudioOutput) for item in stream)  # runs up to the first audio piece
     tts.cancel_scope.cancel()
     assert list(stream) == []
+
+
+def _silent_ms(pcm: np.ndarray, at_end: bool = False) -> float:
+    loud = np.flatnonzero(np.abs(pcm) >= 33)  # -60 dBFS
+    return (len(pcm) - 1 - loud[-1] if at_end else loud[0]) * 1000 / 24000
+
+
+def test_replies_start_sounding_at_once_and_pause_as_their_text_does(hibari_voices: Any, make_handler: Any) -> None:
+    """hibari pads every synthesis with ~300 ms of silence before and ~500 ms after; we cut it down."""
+    tts = make_handler(HibariTTS, hibari_voices)
+    _, first_words = synthesize(tts, "The moon is approximately")  # a reply's first words, cut mid-phrase
+    _, sentence = synthesize(tts, "It is far away.")
+    assert _silent_ms(first_words) <= 40 and _silent_ms(sentence) <= 40
+    assert _silent_ms(first_words, at_end=True) <= 60  # runs on into the rest of the sentence
+    assert 150 <= _silent_ms(sentence, at_end=True) <= 300  # a sentence's pause
