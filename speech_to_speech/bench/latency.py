@@ -23,7 +23,7 @@ from speech_to_speech.bench.target import Target
 log = logging.getLogger(__name__)
 
 HEADLINE = "end_of_speech_to_first_audio_ms"
-FIGURES = (HEADLINE, FIRST_SOUND, *(name for name, _, _ in TURN_HOPS))
+FIGURES = (HEADLINE, *(name for name, _, _ in TURN_HOPS), FIRST_SOUND)
 LEAD_SILENCE_S = 0.3  # before each question: the VAD's prefix pad has audio to keep
 
 

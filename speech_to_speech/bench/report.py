@@ -32,6 +32,7 @@ LABELS = {
     "tts_first_audio_ms": "· → TTS first audio",
     "send_ms": "· → first audio sent",
     "wire_ms": "· → first audio delta read",
+    "end_of_speech_to_first_sound_ms": "end of speech → first sound (the audio past its leading silence)",
     "speech_to_cancelled_ms": "start of speech → response cancelled",
     "beyond_detection_window_ms": "· after min_speech_ms of speech was sent",
     "speech_to_speech_started_ms": "start of speech → speech_started",

@@ -44,7 +44,7 @@ SESSION_ERRORS = (TimeoutError, OSError, RuntimeError, ServerClosed, websockets.
 log = logging.getLogger(__name__)
 
 LATENCY = "end_of_speech_to_first_audio_ms"
-FIGURES = (LATENCY, FIRST_SOUND, *(name for name, _, _ in TURN_HOPS))  # the answer's latency, and where it went
+FIGURES = (LATENCY, *(name for name, _, _ in TURN_HOPS), FIRST_SOUND)  # the answer's latency, and where it went
 LEAD_SILENCE_S = 0.3  # the stream is live before the first word, as a microphone's is
 POLL_S = 0.05  # how often the listener looks at the log (event times are their read times, not this)
 
