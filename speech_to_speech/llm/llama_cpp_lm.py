@@ -30,6 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from speech_to_speech import registry
 from speech_to_speech.cache import cached_conversion
 from speech_to_speech.config import GGUFWeightType, ServerSettings
@@ -37,6 +40,7 @@ from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.local_tokenizer import ChatTemplate
 from speech_to_speech.llm.packaged import packaged_path
+from speech_to_speech.llm.speakable import foreign_token_ids
 from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.llm.weights import gguf_cache_name, gguf_in, packaged_gguf
 from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
@@ -67,7 +71,13 @@ class LoadedLlama:
     llm: Any
     template: ChatTemplate | _PlainTranscript
     path: Path
+    foreign_tokens: npt.NDArray[np.intp]  # tokens that write a script other than Latin (llm/speakable.py)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def speakable_only(self, ids: Any, scores: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """A llama.cpp logits processor: the tokens of other scripts cannot be chosen."""
+        scores[self.foreign_tokens] = -np.inf
+        return scores
 
 
 def gguf_path(llm_model: str | None) -> Path:
@@ -143,7 +153,8 @@ def load_llama_cpp(settings: ServerSettings) -> LoadedLlama:
     threads = settings.llm_threads or max(1, (os.cpu_count() or 2) // 2)
     llm = Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, n_threads=threads, n_threads_batch=threads,
                 verbose=False)
-    return LoadedLlama(llm=llm, template=_template(llm), path=path)
+    foreign = foreign_token_ids([llm.detokenize([token]) for token in range(llm.n_vocab())])
+    return LoadedLlama(llm=llm, template=_template(llm), path=path, foreign_tokens=foreign)
 
 
 @registry.register("llm", "llama-cpp", load_llama_cpp)
@@ -172,7 +183,8 @@ class LlamaCppLM(LLMHandler):
             nonlocal ended
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span tokens
             # reset=True still reuses the KV cache for the prompt prefix the context saw last.
-            for token in lm.llm.generate(prompt, reset=True, **self._sampling()):
+            speakable = [lm.speakable_only] if self.speaks_in_latin_script(request) else None
+            for token in lm.llm.generate(prompt, reset=True, logits_processor=speakable, **self._sampling()):
                 generated.append(token)  # the end token too: it was generated, and counts
                 if _ends_generation(lm.llm, token):
                     ended = True

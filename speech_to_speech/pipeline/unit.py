@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.audio.chunker import Chunker
+from speech_to_speech.llm.base import LLMHandler
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
 from speech_to_speech.pipeline.lm_output_processor import FIRST_CHUNK_WORDS, LMOutputProcessor
@@ -87,7 +88,14 @@ class PipelineUnit:
         else:
             self.handlers["tts"] = builders.tts(self.context, q.tts_input, q.tts_output, q.text_output)
             self.handlers["visemes"] = builders.visemes(self.context, q.tts_output, q.send_audio_chunks, q.text_output)
+        self._tell_llm_what_the_voice_speaks()
         self.started = False
+
+    def _tell_llm_what_the_voice_speaks(self) -> None:
+        """A local LLM then writes only what the voice can say (llm/speakable.py)."""
+        llm, capabilities = self.handlers["llm"], getattr(self.handlers["tts"], "language_capabilities", None)
+        if isinstance(llm, LLMHandler) and capabilities is not None:
+            llm.voice_languages = capabilities.languages
 
     @property
     def detects_turns(self) -> bool:

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from speech_to_speech.cache import cache_root
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
-from speech_to_speech.llm.llama_cpp_lm import LoadedLlama, gguf_path, load_llama_cpp, rewritten_gguf
+from speech_to_speech.llm.llama_cpp_lm import LlamaCppLM, LoadedLlama, gguf_path, load_llama_cpp, rewritten_gguf
+from speech_to_speech.llm.speakable import writes_foreign_script
 from speech_to_speech.llm.weights import packaged_gguf, resolve_source
-from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
+from speech_to_speech.pipeline.messages import AssistantTextPart, ChatMessage, GenerateResponseRequest
 
 pytestmark = pytest.mark.real_models
 
@@ -55,3 +57,24 @@ def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # what an environment without the package sees
     with pytest.raises(RuntimeError, match=r"speech-to-speech\[llama-cpp\].*GGML_NATIVE=OFF"):
         load_llama_cpp(ServerSettings(llm="llama-cpp"))
+
+
+JAPANESE = "How do I say thank you very much in Japanese?"
+
+
+def _reply(handler: LlamaCppLM, text: str, modalities: tuple[str, ...] = ("audio",)) -> str:
+    request = GenerateResponseRequest("r", 0, (ChatMessage("user", text),), max_output_tokens=40,
+                                      output_modalities=modalities)
+    return "".join(item.text for item in handler.process(request) if isinstance(item, AssistantTextPart))
+
+
+def test_a_reply_for_an_english_voice_is_written_in_words_it_can_say(llama_lm: LoadedLlama, make_handler: Any) -> None:
+    """Asked for Japanese, SmolLM2 answers in Japanese script, which an English voice makes no sound of."""
+    handler = make_handler(LlamaCppLM, llama_lm)
+    handler.voice_languages = ("en",)
+    spoken = _reply(handler, JAPANESE)
+    assert spoken.strip() and not any(writes_foreign_script(c.encode()) for c in spoken)
+    # The mask is what does it: a text-only reply, or a voice of unknown languages, is not masked.
+    assert any(writes_foreign_script(c.encode()) for c in _reply(handler, JAPANESE, ("text",)))
+    handler.voice_languages = None
+    assert any(writes_foreign_script(c.encode()) for c in _reply(handler, JAPANESE))

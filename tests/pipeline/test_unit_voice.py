@@ -1,0 +1,45 @@
+"""A unit tells its LLM which languages its voice speaks, so a local model writes what the voice can say."""
+
+from __future__ import annotations
+
+from speech_to_speech.llm.base import LLMHandler
+from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
+from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.unit import PipelineUnit
+from speech_to_speech.testing.engine import scripted_builders, scripted_settings, stage
+from speech_to_speech.testing.scripted import ScriptedTTS
+
+
+class EnglishVoice(ScriptedTTS):
+    @property
+    def language_capabilities(self) -> SpeechLanguageCapabilities:
+        return SpeechLanguageCapabilities(languages=("en",), supports_language_selection=False)
+
+
+def _llm(unit: PipelineUnit) -> LLMHandler:
+    llm = unit.handlers["llm"]
+    assert isinstance(llm, LLMHandler)
+    return llm
+
+
+def request(*modalities: str) -> GenerateResponseRequest:
+    return GenerateResponseRequest("r", 0, (), output_modalities=modalities)
+
+
+def test_the_llm_knows_an_english_voice() -> None:
+    settings = scripted_settings()
+    llm = _llm(PipelineUnit(0, scripted_builders(settings, tts=stage(EnglishVoice, settings))))
+    assert llm.voice_languages == ("en",)
+    assert llm.speaks_in_latin_script(request("audio"))
+    assert not llm.speaks_in_latin_script(request("text"))  # nothing is spoken
+
+
+def test_a_voice_of_unknown_languages_restricts_nothing() -> None:
+    llm = _llm(PipelineUnit(0, scripted_builders()))
+    assert llm.voice_languages is None and not llm.speaks_in_latin_script(request("audio"))
+
+
+def test_a_deployment_declaration_counts_over_the_backend() -> None:
+    settings = scripted_settings(tts_supported_languages=["ja"])
+    llm = _llm(PipelineUnit(0, scripted_builders(settings, tts=stage(EnglishVoice, settings))))
+    assert not llm.speaks_in_latin_script(request("audio"))
