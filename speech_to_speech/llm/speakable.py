@@ -3,8 +3,10 @@
 Asked how to say something in Japanese, SmolLM2-135M answers in Japanese
 script; an English voice makes no sound of it, and the user hears nothing.
 When every language the unit's voice speaks is written in Latin script, the
-local backends mask the tokens that would write another script (or emoji):
-the model then answers in words the voice can say ("Arigato gozaimasu").
+llama.cpp backend masks the tokens that would write another script (or emoji):
+the model then answers in words the voice can say (SmolLM2: "You can say
+\"Arigiya\" in Japanese…"; wrong, but heard). The other local backends do not
+apply the mask yet.
 
 A token is a piece of UTF-8, not always whole characters. A piece that
 decodes is judged by its letters; a piece that does not is judged by its
