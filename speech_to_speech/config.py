@@ -153,7 +153,8 @@ class ServerSettings(BaseModel):
         1.0, ge=1.0, le=2.0, description="Penalty on tokens the reply already holds (1 = none; greedy decoding too)."
     )
     llm_threads: int | None = Field(
-        None, ge=1, description="CPU threads per local LLM generation; default: half the cores."
+        None, ge=1, description="CPU threads per local LLM generation; default: half the logical CPUs (llama-cpp "
+        "reads the prompt on one thread per physical core)."
     )
     llm_compute_type: str = Field("int8", description="CTranslate2 compute type of the ctranslate2 LLM.")
     llm_gguf_type: GGUFWeightType = Field(

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import Any
 from speech_to_speech import registry
 from speech_to_speech.cache import cached_conversion
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.cpu import half_the_cpus
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.local_tokenizer import LocalTokenizer
@@ -125,7 +125,7 @@ def load_ctranslate2(settings: ServerSettings) -> LoadedCT2:
         # One replica per unit so sessions decode side by side; replicas share the weights.
         inter_threads=settings.num_pipelines,
         # A small model decodes no faster on more threads, and STT and TTS run beside it.
-        intra_threads=settings.llm_threads or max(1, (os.cpu_count() or 2) // 2),
+        intra_threads=settings.llm_threads or half_the_cpus(),
     )
     return LoadedCT2(generator=generator, tokenizer=LocalTokenizer(folder), source=str(folder))
 

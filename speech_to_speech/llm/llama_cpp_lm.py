@@ -36,6 +36,7 @@ import numpy.typing as npt
 from speech_to_speech import registry
 from speech_to_speech.cache import cached_conversion
 from speech_to_speech.config import GGUFWeightType, ServerSettings
+from speech_to_speech.cpu import half_the_cpus, physical_cores
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.local_tokenizer import ChatTemplate
@@ -150,8 +151,13 @@ def load_llama_cpp(settings: ServerSettings) -> LoadedLlama:
     path = gguf_path(settings.llm_model)
     if settings.llm_gguf_type != "file":
         path = rewritten_gguf(path, settings.llm_gguf_type)
-    threads = settings.llm_threads or max(1, (os.cpu_count() or 2) // 2)
-    llm = Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, n_threads=threads, n_threads_batch=threads,
+    # Decoding reads every weight once a token and is bound by memory, which a second thread on the same
+    # memory bus barely speeds up while it takes a core from the TTS speaking the reply's first words.
+    # Reading a prompt is compute-bound and comes when the other stages wait for it (the turn detector
+    # has answered by then): one thread per physical core nearly halves it where cores are not hyperthreads.
+    threads = settings.llm_threads or half_the_cpus()
+    batch_threads = settings.llm_threads or physical_cores()
+    llm = Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, n_threads=threads, n_threads_batch=batch_threads,
                 verbose=False)
     foreign = foreign_token_ids([llm.detokenize([token]) for token in range(llm.n_vocab())])
     return LoadedLlama(llm=llm, template=_template(llm), path=path, foreign_tokens=foreign)

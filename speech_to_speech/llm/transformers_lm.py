@@ -8,7 +8,6 @@ GGUF is converted once into the model cache, later loads take ~2 s).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Any
 
 from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.cpu import half_the_cpus
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.tools import split_tool_calls
@@ -59,7 +59,7 @@ def load_transformers(settings: ServerSettings) -> LoadedLM:
     if device == "cpu":
         # Half the cores: STT and TTS run beside the LLM, and a small model decodes no
         # faster with more threads (SmolLM2-135M: ~20 tok/s on 1 thread, ~15 on 2 here).
-        torch.set_num_threads(settings.llm_threads or max(1, (os.cpu_count() or 2) // 2))
+        torch.set_num_threads(settings.llm_threads or half_the_cpus())
     # float32 is the fast path on CPU; accelerators take the checkpoint's own dtype.
     dtype: Any = torch.float32 if device == "cpu" else "auto"
     tokenizer = AutoTokenizer.from_pretrained(source)
