@@ -103,7 +103,8 @@ class ServerSettings(BaseModel):
         None, description="Smart Turn ONNX file; default: the one in the installed pipecat-ai wheel."
     )
     turn_pause_ms: int = Field(
-        200, ge=32, description="Pause after which the turn detector judges whether the turn is finished."
+        200, ge=32, description="The pause the turn detector judges the turn with (asked as the pause begins, "
+        "the pause padded to this), and the shortest pause that ends a turn judged finished."
     )
     max_turn_silence_ms: int = Field(
         2000, ge=100, description="Longest silence an unfinished turn waits (semantic_vad, eagerness medium)."

@@ -7,10 +7,11 @@ with thresholds read from the live session config at every chunk.
 What ends a turn depends on the session's ``turn_detection.type``:
 ``server_vad`` ends it after ``silence_duration_ms`` of silence;
 ``semantic_vad``, when the unit has a turn detector, sends the turn's audio to
-the detector after ``--turn_pause_ms`` of silence and acts on its verdict (see
-:mod:`speech_to_speech.vad.turn_detector`). A turn judged finished ends once
-the speculative reply to the pause's words is ready to play (``ReplyReady``),
-or at the silence rule's window, whichever comes first.
+the detector as the pause begins (padded to ``--turn_pause_ms`` of silence) and
+acts on its verdict (see :mod:`speech_to_speech.vad.turn_detector`). A turn
+judged finished ends once it has paused ``--turn_pause_ms`` and the
+speculative reply to the pause's words is ready to play (``ReplyReady``), or
+at the silence rule's window, whichever comes first.
 """
 
 from __future__ import annotations
@@ -50,6 +51,19 @@ CHUNK_MS = VAD_CHUNK * 1000 // SAMPLE_RATE  # 32 ms
 
 def _ms(samples: int) -> int:
     return samples * 1000 // SAMPLE_RATE
+
+
+def paused_for(chunks: list[AudioChunk], missing_ms: int) -> FloatAudio:
+    """The turn's audio with its trailing pause made ``missing_ms`` longer, by repeating its last chunk.
+
+    The last chunk is silence (the pause has begun): repeating it keeps the
+    room's own noise floor, where digital zeros would sound like no microphone.
+    """
+    samples = np.concatenate([c.samples for c in chunks])
+    missing = max(0, missing_ms) * SAMPLE_RATE // 1000
+    if not missing:
+        return samples
+    return np.concatenate([samples, np.resize(chunks[-1].samples, missing)])
 
 
 class VADHandler(BackendHandler):
@@ -220,6 +234,11 @@ class VADHandler(BackendHandler):
                 return
             if not self._pause_asked and self._silence_run_ms >= self.settings.turn_pause_ms:
                 self._ask_detector()
+            elif self._verdict is not None and not self._decided and self._paused_long_enough():
+                # The verdict came early (asked as the pause began): the pause is now long enough to judge.
+                yield from self._decide()
+                if not self._in_speech:
+                    return
         elif self._silence_run_ms >= self._silence_ms():
             yield from self._end_turn(manual=False)
             return
@@ -231,6 +250,10 @@ class VADHandler(BackendHandler):
             end_ms = _ms(self._speech[-1].offset + VAD_CHUNK)
             yield replace(self._utterance(self._speech, self._item_id, manual=False, end_ms=end_ms),
                           speculation=self._speculations)
+            if self._detects_turns() and not self._pause_asked:
+                # The detector hears the pause as it will sound at --turn_pause_ms, now: its verdict
+                # is then in by the time the reply is, instead of after it (and off the LLM's core).
+                self._ask_detector()
 
     def _note_ongoing(self) -> None:
         """Say once per turn when its voiced span reaches the session's ``overlap_barge_in_ms`` (if set)."""
@@ -254,7 +277,7 @@ class VADHandler(BackendHandler):
         assert self.turn_detector is not None
         self._pause_asked = True
         self._asked_at = time.monotonic()
-        samples = np.concatenate([c.samples for c in self._speech])[-WINDOW_SAMPLES:]
+        samples = paused_for(self._speech, self.settings.turn_pause_ms - self._silence_run_ms)[-WINDOW_SAMPLES:]
         pause = self._pauses
         self.turn_detector.ask(samples, item_id=self._item_id, pause=pause,
                                still_wanted=lambda: self._pauses == pause, reply_to=self.queue_in)
@@ -285,6 +308,11 @@ class VADHandler(BackendHandler):
     def _reply_is_ready(self) -> bool:
         return not self._speculated or self._ready == (self._item_id, self._speculations)
 
+    def _paused_long_enough(self) -> bool:
+        """The pause has lasted --turn_pause_ms: what the detector judged (early, on the pause padded
+        to that length) now applies. A shorter dip is never decided on, whatever the verdict."""
+        return self._silence_run_ms >= self.settings.turn_pause_ms
+
     def _decide(self) -> Iterator[Any]:
         """End the turn now, give it until the longest silence allowed, or leave it to the silence rule.
 
@@ -305,8 +333,8 @@ class VADHandler(BackendHandler):
           all) sound unfinished at the end of every question.
         """
         verdict = self._verdict
-        if verdict is None or self._decided:
-            return
+        if verdict is None or self._decided or not self._paused_long_enough():
+            return  # a verdict that came early waits until the pause is as long as it was judged with
         if verdict.probability is None:
             # No answer (failed, or skipped): the silence rule decides.
             self._fall_back_to_silence("no_answer")

@@ -2,10 +2,13 @@
 
 ``--turn_detector silence`` is the classic rule: a turn ends after
 ``silence_duration_ms`` of silence. ``smart-turn`` asks the Smart Turn model
-whether the speech so far *sounds* finished once the user has paused for
-``--turn_pause_ms``: a finished turn ends at once, an unfinished one waits for
-more speech, up to the longest silence its eagerness allows, and then ends
-anyway. A session picks the detector with its ``turn_detection.type``:
+whether the speech so far, followed by a pause of ``--turn_pause_ms``, *sounds*
+finished. It asks as the pause begins, on the pause lengthened to that by
+repeating its first silence (:func:`speech_to_speech.vad.base.paused_for`), so
+the verdict does not wait behind the pause nor compete with the LLM for a
+core: a finished turn ends once it has paused that long (and its reply can
+play), an unfinished one waits for more speech, up to the longest silence its
+eagerness allows, and then ends anyway. A session picks the detector with its ``turn_detection.type``:
 ``semantic_vad`` (the server's default when the model is installed) uses the
 model, ``server_vad`` the silence rule.
 

@@ -45,10 +45,12 @@ class Detector:
 
     name: str = "smart-turn"
     asks: list[tuple[str | None, int]] = field(default_factory=list)
+    heard: list[Any] = field(default_factory=list)  # the audio of each question
 
     def ask(self, samples: Any, *, item_id: str | None, pause: int, still_wanted: Any,
             reply_to: queue.Queue[Any]) -> None:
         self.asks.append((item_id, pause))
+        self.heard.append(samples)
 
 
 class Turn:
@@ -270,13 +272,69 @@ def test_a_turn_judged_finished_ends_once_as_soon_as_its_reply_is_ready_and_neve
     decisions = [d.outcome for d in turn.out if isinstance(d, TurnDecision)]
     if stopped_at is not None and decisions[-1] == "finished":
         assert stopped_ready or stopped_at >= SILENCE_MS, f"ended at {stopped_at} ms, its reply not ready"
-    judged_finished = probability > 0.5 and words == WORDS and {"words", "verdict"} <= sent.keys() \
-        and sent["verdict"] >= PAUSE_MS
+    judged_finished = probability > 0.5 and words == WORDS and {"words", "verdict"} <= sent.keys()
     if judged_finished and "ready" in sent and max(sent.values()) < SILENCE_MS:
-        assert stopped_at == max(sent.values()), "the last of verdict, words and reply ends it, at once"
+        # The detector is asked as the pause begins; the turn still lasts --turn_pause_ms at least.
+        assert stopped_at == max(*sent.values(), PAUSE_MS), \
+            "the last of verdict, words, reply and the shortest pause ends it, at once"
+    if stopped_at is not None and decisions[-1] == "finished":
+        assert stopped_at >= PAUSE_MS, f"a finished turn ended {stopped_at} ms into its pause"
     # Liveness: whatever came or not, silence ends the turn, once.
     turn.chunks(MAX_SILENCE_MS // CHUNK_MS + 1, voiced=False)
     assert len([s for s in turn.stops() if s.item_id == item_id]) == 1
+
+
+def test_the_detector_hears_the_pause_as_it_begins_padded_to_the_shortest_pause() -> None:
+    """Asked with the speculation (64 ms into the pause), it gets the pause made --turn_pause_ms long."""
+    turn = Turn()
+    turn.chunks(12, voiced=True)
+    turn.chunks(1, voiced=False)
+    assert turn.detector.asks == []
+    noise = np.full(VAD_CHUNK, 0.001, np.float32)  # a quiet room, not digital silence
+    turn.send(AudioChunk(noise, turn.offset))
+    turn.offset += VAD_CHUNK
+    assert turn.detector.asks == [(turn.item_id, turn.detector.asks[0][1])]
+    heard = turn.detector.heard[0]
+    speech = 12 * VAD_CHUNK  # with the turn's prefix pad of silent chunks (they came before the speech)
+    assert len(heard) >= speech + PAUSE_MS * 16
+    pause = heard[-PAUSE_MS * 16:]
+    assert np.all(np.abs(pause) < 0.01), "the padded pause is the pause's own quiet"
+    assert np.count_nonzero(pause == np.float32(0.001)) >= len(pause) - VAD_CHUNK  # its last chunk, repeated
+    assert np.all(heard[-PAUSE_MS * 16 - speech: -PAUSE_MS * 16 - VAD_CHUNK] == np.float32(0.3))
+    turn.chunks(PAUSE_MS // CHUNK_MS, voiced=False)
+    assert len(turn.detector.asks) == 1, "one question per pause"
+
+
+def test_a_turn_judged_finished_early_ends_only_once_the_pause_is_long_enough() -> None:
+    turn = Turn()
+    turn.chunks(12, voiced=True)
+    turn.chunks(2, voiced=False)  # the speculation and the question go out at 64 ms
+    turn.send(SpeculativeTranscript(turn.item_id, WORDS, turn.speculation))
+    item_id, pause = turn.detector.asks[-1]
+    assert turn.send(TurnVerdict(item_id, pause, 0.9, 40.0)) == []
+    assert turn.ready() == []  # words, verdict and reply all in at 64 ms of silence
+    silent = 2
+    ended: list[Any] = []
+    while not ended:
+        ended = turn.chunks(1, voiced=False)
+        silent += 1
+    assert silent * CHUNK_MS == PAUSE_MS  # not before the shortest pause, and not after it
+    assert kinds(ended) == [TurnDecision, SpeechStopped, Utterance] and ended[0].outcome == "finished"
+
+
+def test_speech_inside_the_shortest_pause_keeps_a_turn_judged_finished_early_whole() -> None:
+    turn = Turn()
+    turn.chunks(12, voiced=True)
+    turn.chunks(2, voiced=False)
+    first = turn.item_id
+    turn.send(SpeculativeTranscript(first, WORDS, turn.speculation))
+    turn.send(TurnVerdict(*turn.detector.asks[-1], 0.9, 40.0))
+    turn.ready()
+    turn.chunks(2, voiced=False)  # 128 ms: not yet a pause that may end a turn
+    turn.chunks(6, voiced=True)  # "What is the capital of Australia?"
+    assert turn.stops() == [] and turn.item_id == first
+    turn.chunks(PAUSE_MS // CHUNK_MS, voiced=False)
+    assert len(turn.detector.asks) == 2  # the new pause is asked about afresh
 
 
 def test_words_that_do_not_read_finished_need_a_confident_score() -> None:
