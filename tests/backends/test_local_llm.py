@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.llm.base import Terminal
 from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
 from speech_to_speech.llm.tools import CALL_OPEN
 from speech_to_speech.pipeline.messages import (
@@ -38,9 +39,17 @@ def test_streams_a_reply_in_many_chunks_then_the_usage(local_llm: tuple[type, An
     chunks = [p for p in parts if isinstance(p, str)]
     (usage,) = [p for p in parts if isinstance(p, TokenUsage)]
     assert len(chunks) > 1
-    assert parts[-1] is usage  # nothing after the usage: the reply ended by itself
     assert "paris" in "".join(chunks).lower()
-    assert usage.input_tokens > 10 and 1 < usage.output_tokens < ServerSettings().max_new_tokens
+    assert usage.input_tokens > 10 and usage.output_tokens > 1
+    # Where SmolLM2-135M's greedy reply stops depends on the CPU's kernels (on an AVX2-only AMD EPYC,
+    # CTranslate2 int8 goes on "… la Galerie, la Galerie, …"): either it ended by itself, with nothing
+    # after the usage, or it ran into the limit, and then says so after it.
+    after = parts[parts.index(usage) + 1:]
+    limit = ServerSettings().max_new_tokens
+    if usage.output_tokens < limit:
+        assert after == []
+    else:
+        assert usage.output_tokens == limit and after == [Terminal("incomplete", reason="max_output_tokens")]
 
 
 def test_token_limit_ends_the_response_incomplete(local_llm: tuple[type, Any], make_handler: Any) -> None:
