@@ -44,3 +44,21 @@ def physical_cores(root: Path = SYS_CPU) -> int:
             return half_the_cpus()
         cores.add((package, core))
     return max(1, len(cores))
+
+
+# Instruction sets that the models' int8 and float kernels choose their code by: two CPUs that both
+# call themselves "AMD EPYC" ran every stage of a turn at speeds twice apart (docs/benchmarks).
+KERNEL_FEATURES = ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_int8")
+
+
+def cpu_features(cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str] | None:
+    """Which of :data:`KERNEL_FEATURES` the CPU has, from Linux's cpuinfo; None where it cannot be read."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            return [name for name in KERNEL_FEATURES if name in flags]
+    return None

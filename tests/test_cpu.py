@@ -51,3 +51,18 @@ def test_without_a_topology_it_is_half_the_cpus(tmp_path: Path, monkeypatch: pyt
 
 def test_this_machine_has_at_least_one_core_and_no_more_than_its_cpus() -> None:
     assert 1 <= cpu.physical_cores() <= len(cpu.usable_cpus())
+
+
+def test_the_kernel_features_are_read_from_cpuinfo(tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 fma f16c bmi2\n\n"
+                       "processor\t: 1\nflags\t\t: fpu sse2 avx avx2 fma f16c bmi2\n")
+    assert cpu.cpu_features(cpuinfo) == ["avx2", "fma", "f16c"]
+    cpuinfo.write_text("flags\t: avx2 fma avx512f avx512_vnni amx_int8 amx_tile\n")
+    assert cpu.cpu_features(cpuinfo) == ["avx2", "fma", "avx512f", "avx512_vnni", "amx_int8"]
+
+
+def test_without_cpuinfo_the_features_are_unknown(tmp_path: Path) -> None:
+    assert cpu.cpu_features(tmp_path / "missing") is None
+    (tmp_path / "empty").write_text("processor\t: 0\n")
+    assert cpu.cpu_features(tmp_path / "empty") is None

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from speech_to_speech import cpu
 from speech_to_speech.bench.target import Target
 from speech_to_speech.config import SECRET_FIELDS
 
@@ -78,6 +79,8 @@ def environment(target: Target) -> dict[str, Any]:
     return {
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
+        "physical_cores": cpu.physical_cores(),
+        "cpu_features": cpu.cpu_features(),
         "ram_gib": _ram_gib(),
         "os": platform.platform(),
         "python": platform.python_version(),
