@@ -234,8 +234,8 @@ class VADHandler(BackendHandler):
                 return
             if not self._pause_asked and self._silence_run_ms >= self.settings.turn_pause_ms:
                 self._ask_detector()
-            elif self._verdict is not None and not self._decided and self._paused_long_enough():
-                # The verdict came early (asked as the pause began): the pause is now long enough to judge.
+            elif self._paused_long_enough():
+                # A verdict that came early (asked as the pause began) applies once the pause is this long.
                 yield from self._decide()
                 if not self._in_speech:
                     return

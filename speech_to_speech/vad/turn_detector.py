@@ -8,7 +8,8 @@ repeating its first silence (:func:`speech_to_speech.vad.base.paused_for`), so
 the verdict does not wait behind the pause nor compete with the LLM for a
 core: a finished turn ends once it has paused that long (and its reply can
 play), an unfinished one waits for more speech, up to the longest silence its
-eagerness allows, and then ends anyway. A session picks the detector with its ``turn_detection.type``:
+eagerness allows, and then ends anyway. A session picks the detector with its
+``turn_detection.type``:
 ``semantic_vad`` (the server's default when the model is installed) uses the
 model, ``server_vad`` the silence rule.
 
