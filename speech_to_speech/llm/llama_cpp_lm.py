@@ -44,6 +44,7 @@ from speech_to_speech.llm.packaged import packaged_path
 from speech_to_speech.llm.speakable import foreign_token_ids
 from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.llm.weights import gguf_cache_name, gguf_in, packaged_gguf
+from speech_to_speech.pipeline.lm_output_processor import first_chunk_ready
 from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,20 @@ class _PlainTranscript:
 
 
 @dataclass(frozen=True)
+class DecodeThreads:
+    """How many threads read a prompt (``batch``), decode a reply's first words, and decode the rest.
+
+    Until the first words can be spoken nothing else runs, so they decode on every physical core
+    (~12 ms a token instead of ~18 here); from then on the TTS speaks beside the LLM and decoding, bound
+    by memory, keeps one core's share so the voice is never starved.
+    """
+
+    batch: int
+    first_words: int
+    rest: int
+
+
+@dataclass(frozen=True)
 class LoadedLlama:
     """The one llama.cpp context every unit uses in turn, and the chat template stored in its GGUF."""
 
@@ -73,7 +88,14 @@ class LoadedLlama:
     template: ChatTemplate | _PlainTranscript
     path: Path
     foreign_tokens: npt.NDArray[np.intp]  # tokens that write a script other than Latin (llm/speakable.py)
+    threads: DecodeThreads
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def decode_on(self, threads: int) -> None:
+        """Decode the next tokens on ``threads`` threads (a prompt is still read on ``threads.batch``)."""
+        import llama_cpp
+
+        llama_cpp.llama_set_n_threads(self.llm.ctx, threads, self.threads.batch)
 
     def speakable_only(self, ids: Any, scores: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """A llama.cpp logits processor: the tokens of other scripts cannot be chosen."""
@@ -151,16 +173,17 @@ def load_llama_cpp(settings: ServerSettings) -> LoadedLlama:
     path = gguf_path(settings.llm_model)
     if settings.llm_gguf_type != "file":
         path = rewritten_gguf(path, settings.llm_gguf_type)
-    # Decoding reads every weight once a token and is bound by memory, which a second thread on the same
-    # memory bus barely speeds up while it takes a core from the TTS speaking the reply's first words.
     # Reading a prompt is compute-bound and comes when the other stages wait for it (the turn detector
     # has answered by then): one thread per physical core nearly halves it where cores are not hyperthreads.
-    threads = settings.llm_threads or half_the_cpus()
-    batch_threads = settings.llm_threads or physical_cores()
-    llm = Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, n_threads=threads, n_threads_batch=batch_threads,
+    # So are a reply's first words, up to the TTS's first chunk; the rest decodes on half the CPUs
+    # beside the TTS (DecodeThreads). --llm_threads sets all three.
+    threads = DecodeThreads(batch=settings.llm_threads or physical_cores(),
+                            first_words=settings.llm_threads or physical_cores(),
+                            rest=settings.llm_threads or half_the_cpus())
+    llm = Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, n_threads=threads.rest, n_threads_batch=threads.batch,
                 verbose=False)
     foreign = foreign_token_ids([llm.detokenize([token]) for token in range(llm.n_vocab())])
-    return LoadedLlama(llm=llm, template=_template(llm), path=path, foreign_tokens=foreign)
+    return LoadedLlama(llm=llm, template=_template(llm), path=path, foreign_tokens=foreign, threads=threads)
 
 
 @registry.register("llm", "llama-cpp", load_llama_cpp)
@@ -190,6 +213,7 @@ class LlamaCppLM(LLMHandler):
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span tokens
             # reset=True still reuses the KV cache for the prompt prefix the context saw last.
             speakable = [lm.speakable_only] if self.speaks_in_latin_script(request) else None
+            said, first_words = "", lm.threads.first_words != lm.threads.rest
             for token in lm.llm.generate(prompt, reset=True, logits_processor=speakable, **self._sampling()):
                 generated.append(token)  # the end token too: it was generated, and counts
                 if _ends_generation(lm.llm, token):
@@ -197,12 +221,20 @@ class LlamaCppLM(LLMHandler):
                     return
                 piece = decoder.decode(lm.llm.detokenize([token]))
                 if piece:
+                    said += piece
+                    if first_words and first_chunk_ready(said, self.settings.first_chunk_words):
+                        lm.decode_on(lm.threads.rest)  # the TTS starts on these words: leave it a core
+                        first_words = False
                     yield piece
                 if len(generated) >= limit or self.cancel_scope.is_stale(request.generation):
                     return
 
         with lm.lock:
-            yield from split_tool_calls(request, texts())
+            lm.decode_on(lm.threads.first_words)
+            try:
+                yield from split_tool_calls(request, texts())
+            finally:
+                lm.decode_on(lm.threads.rest)
         yield TokenUsage(request.response_id, request.generation, len(prompt), len(generated))
         if not ended and len(generated) >= limit:
             yield Terminal("incomplete", reason="max_output_tokens")

@@ -71,6 +71,11 @@ def split_ready(text: str, first: bool, first_chunk_words: int = 0) -> tuple[lis
     return ready, rest
 
 
+def first_chunk_ready(text: str, first_chunk_words: int) -> bool:
+    """Whether a reply that begins with ``text`` has its first chunk ready for speech (the TTS starts)."""
+    return bool(split_ready(text, True, first_chunk_words)[0])
+
+
 class LMOutputProcessor(BaseHandler):
     stage = "lm_output_processor"
     consumes = (AssistantTextPart, AssistantToolCallPart, TokenUsage, ResponseDone)

@@ -4,6 +4,7 @@ template, clear errors."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,17 @@ import pytest
 from speech_to_speech.cache import cache_root
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
-from speech_to_speech.llm.llama_cpp_lm import LlamaCppLM, LoadedLlama, gguf_path, load_llama_cpp, rewritten_gguf
+from speech_to_speech.llm.llama_cpp_lm import (
+    DecodeThreads,
+    LlamaCppLM,
+    LoadedLlama,
+    gguf_path,
+    load_llama_cpp,
+    rewritten_gguf,
+)
 from speech_to_speech.llm.speakable import writes_foreign_script
 from speech_to_speech.llm.weights import packaged_gguf, resolve_source
+from speech_to_speech.pipeline.lm_output_processor import first_chunk_ready
 from speech_to_speech.pipeline.messages import AssistantTextPart, ChatMessage, GenerateResponseRequest
 
 pytestmark = pytest.mark.real_models
@@ -78,3 +87,56 @@ def test_a_reply_for_an_english_voice_is_written_in_words_it_can_say(llama_lm: L
     assert any(writes_foreign_script(c.encode()) for c in _reply(handler, JAPANESE, ("text",)))
     handler.voice_languages = None
     assert any(writes_foreign_script(c.encode()) for c in _reply(handler, JAPANESE))
+
+
+def _streamed_with_thread_counts(handler: LlamaCppLM, monkeypatch: pytest.MonkeyPatch, text: str) -> list[Any]:
+    """The reply's text parts, in order, with every decode thread count set on the context among them.
+
+    The shared context is given back its own counts afterwards, for the tests that follow.
+    """
+    import llama_cpp
+
+    log: list[Any] = []
+    real = llama_cpp.llama_set_n_threads
+
+    def recording(ctx: Any, threads: int, batch: int) -> None:
+        log.append((threads, batch))
+        real(ctx, threads, batch)
+
+    monkeypatch.setattr(llama_cpp, "llama_set_n_threads", recording)
+    request = GenerateResponseRequest("r", 0, (ChatMessage("user", text),), max_output_tokens=40)
+    try:
+        log.extend(item.text for item in handler.process(request) if isinstance(item, AssistantTextPart))
+    finally:
+        monkeypatch.setattr(llama_cpp, "llama_set_n_threads", real)
+        real(handler.model.llm.ctx, handler.model.llm.n_threads, handler.model.llm.n_threads_batch)
+    return log
+
+
+def test_a_reply_s_first_words_decode_on_every_core_and_the_rest_leaves_the_tts_one(
+    llama_lm: LoadedLlama, make_handler: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing else runs until the TTS has the first chunk; from then on the voice needs a core."""
+    lm = replace(llama_lm, threads=DecodeThreads(batch=2, first_words=2, rest=1))
+    handler = make_handler(LlamaCppLM, lm)
+    log = _streamed_with_thread_counts(handler, monkeypatch, "Tell me about the moon in a few sentences.")
+    counts = [entry for entry in log if isinstance(entry, tuple)]
+    assert log[0] == (2, 2)  # before the first word; the prompt is read on the batch count throughout
+    assert counts == [(2, 2), (1, 2), (1, 2)]  # one switch in the reply, and the context is left at the rest
+    switch = log.index((1, 2))
+    before = "".join(entry for entry in log[:switch] if isinstance(entry, str))
+    words = handler.settings.first_chunk_words
+    # The switch comes with the piece that completes the first chunk, not a piece sooner or later.
+    assert not first_chunk_ready(before, words) and first_chunk_ready(before + log[switch + 1], words)
+    assert isinstance(log[-1], tuple) and any(isinstance(entry, str) for entry in log[switch + 1:])
+
+
+def test_one_thread_count_for_everything_never_switches(
+    llama_lm: LoadedLlama, make_handler: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--llm_threads N: the first words, the rest and the prompt all on N."""
+    assert load_llama_cpp(ServerSettings(llm="llama-cpp", llm_threads=1)).threads == DecodeThreads(1, 1, 1)
+    handler = make_handler(LlamaCppLM, replace(llama_lm, threads=DecodeThreads(batch=1, first_words=1, rest=1)))
+    log = _streamed_with_thread_counts(handler, monkeypatch, "Tell me about the moon in a few sentences.")
+    assert [entry for entry in log if isinstance(entry, tuple)] == [(1, 1), (1, 1)]  # set, and left as it was
+    assert any(isinstance(entry, str) for entry in log)
