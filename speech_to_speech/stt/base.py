@@ -14,6 +14,10 @@ SAMPLE_RATE = 16000
 MIN_SAMPLES = SAMPLE_RATE // 10
 
 
+class PassAbandoned(Exception):
+    """A backend stops a speculative pass between its phases: :meth:`STTHandler.still_wanted` said no."""
+
+
 class STTHandler(BackendHandler):
     """Transcribes each utterance once.
 
@@ -22,13 +26,17 @@ class STTHandler(BackendHandler):
     (``reuses`` names it), its transcript is final at once, so the STT's
     time is spent inside the VAD's silence window instead of after it. A
     speculative utterance whose turn has a newer utterance waiting already
-    is not transcribed at all: the newer one supersedes it.
+    is not transcribed at all: the newer one supersedes it. One that is
+    superseded while it runs stops at the backend's next
+    :meth:`still_wanted` (faster-whisper asks between its encoder and its
+    decoder), so the newer pass does not wait behind work no one will use.
     """
 
     stage = "stt"
     consumes = (Utterance,)
     # The last speculative pass: (item_id, its number, text, language).
     _speculation: tuple[str | None, int, str, str | None] | None = None
+    _running: Utterance | None = None  # the utterance being transcribed
 
     def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
         """Return (text, detected language) for 16 kHz float32 mono audio."""
@@ -60,11 +68,23 @@ class STTHandler(BackendHandler):
         text, language = self.transcribe(item.samples, self.language())
         return text.strip(), language
 
-    def _superseded(self, item: Utterance) -> bool:
-        """A newer utterance of the same turn waits behind this speculative one."""
+    def _superseded(self, item: Utterance, *, unless_reused: bool = False) -> bool:
+        """A newer utterance of the same turn waits behind this speculative one (``unless_reused``: one
+        other than the turn's end that will reuse this very pass)."""
         with self.queue_in.mutex:
             waiting = list(self.queue_in.queue)
-        return any(isinstance(other, Utterance) and other.item_id == item.item_id for other in waiting)
+        return any(
+            isinstance(other, Utterance) and other.item_id == item.item_id
+            and not (unless_reused and other.reuse_speculation and other.reuses == item.speculation)
+            for other in waiting
+        )
+
+    def still_wanted(self) -> bool:
+        """Whether the pass running now is still of use; a backend may ask between phases and then raise
+        :class:`PassAbandoned`. Only a speculative pass with a newer one of its turn waiting is not,
+        unless that is the turn's end, which will take this pass's words as its own."""
+        running = self._running
+        return running is None or not running.speculative or not self._superseded(running, unless_reused=True)
 
     def partials(self, item: Utterance, text: str) -> Iterator[Transcript]:
         """Cumulative hypotheses before the final transcript (backends that have them)."""
@@ -73,7 +93,15 @@ class STTHandler(BackendHandler):
     def process(self, item: Utterance) -> Iterator[Any]:
         if item.speculative and self._superseded(item):
             return
-        text, language = self._text_of(item)
+        self._running = item
+        try:
+            text, language = self._text_of(item)
+        except PassAbandoned:
+            if item.speculative:
+                return  # the newer pass waiting behind it has the turn's words
+            raise  # a backend must not abandon a turn's own pass: reported, and the turn completes empty
+        finally:
+            self._running = None
         if item.speculative:
             self._speculation = (item.item_id, item.speculation, text, language)
             yield Transcript(text=text, final=False, item_id=item.item_id, language=language,

@@ -13,6 +13,7 @@ take the stock path.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,12 +92,12 @@ def _transcribe(
 
 
 def transcribe_windowed(
-    window: WindowedWhisper, samples: FloatAudio, beam_size: int
+    window: WindowedWhisper, samples: FloatAudio, beam_size: int, still_wanted: Callable[[], bool] | None = None
 ) -> tuple[str, str | None] | None:
     """(text, "en") from the short window, or None when the turn needs the stock path."""
     if not window.fits(samples):
         return None
-    decoded = window.decode(samples, beam_size)
+    decoded = window.decode(samples, beam_size, still_wanted)
     problem = suspicious(decoded)
     if problem is not None:
         log.debug("short-window transcript %r rejected (%s): the stock 30 s window decides", decoded.text, problem)
@@ -128,7 +129,7 @@ class FasterWhisperSTT(STTHandler):
         if not self._window_built:
             self._window, self._window_built = short_window(self.model, self.settings), True
         if self._window is not None:
-            heard = transcribe_windowed(self._window, samples, self.settings.stt_beam_size)
+            heard = transcribe_windowed(self._window, samples, self.settings.stt_beam_size, self.still_wanted)
             if heard is not None:
                 return heard
         return _transcribe(self.model, samples, language, self.settings.stt_beam_size)

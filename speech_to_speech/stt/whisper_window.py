@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ import ctranslate2
 import numpy as np
 
 from speech_to_speech.pipeline.messages import FloatAudio
+from speech_to_speech.stt.base import PassAbandoned
 
 SAMPLE_RATE = 16000
 HOP = 160  # samples per log-mel frame
@@ -82,8 +84,12 @@ class WindowedWhisper:
         out[0, :, : mel.shape[1]] = mel[:, : self.frames]
         return out
 
-    def decode(self, samples: FloatAudio, beam_size: int = 1) -> Decoded:
+    def decode(self, samples: FloatAudio, beam_size: int = 1,
+               still_wanted: Callable[[], bool] | None = None) -> Decoded:
+        """The turn's transcript; :class:`PassAbandoned` after the encoder if ``still_wanted`` says no."""
         encoded = self.model.model.encode(ctranslate2.StorageView.from_array(self.features(samples)))
+        if still_wanted is not None and not still_wanted():
+            raise PassAbandoned("superseded while the encoder ran")
         budget = TOKENS_BASE + int(TOKENS_PER_S * len(samples) / SAMPLE_RATE)
         max_length = min(self.model.max_length, len(self.prompt) + budget)
         result = self.model.model.generate(

@@ -91,7 +91,7 @@ def test_a_rejected_short_window_falls_back_to_the_stock_path(
         def fits(self, samples: Any) -> bool:
             return True
 
-        def decode(self, samples: Any, beam_size: int = 1) -> Decoded:
+        def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None) -> Decoded:
             return Decoded(" Turn it off. Turn it off. Turn it off. Turn it off.", 224, -0.1, True)
 
     stt = make_handler(FasterWhisperSTT, whisper)
@@ -100,6 +100,29 @@ def test_a_rejected_short_window_falls_back_to_the_stock_path(
     text, language = stt.transcribe(said, None)
     assert (text, language) == _transcribe(whisper, said, "en", 1)
     assert {"lights", "kitchen"} <= words(text)
+
+
+def test_a_speculative_pass_superseded_while_the_encoder_runs_is_not_decoded(
+    whisper: Any, spoken: Any, make_handler: Any
+) -> None:
+    """The user spoke on and paused again meanwhile: the newer pass waits, this one's words are of no use."""
+    stt = make_handler(FasterWhisperSTT, whisper)
+    said = np.concatenate([SILENCE, trimmed(spoken("Turn off the lights in the kitchen.")), SILENCE])
+    asked: list[bool] = []
+    newer = Utterance(said, 0, 3000, item_id="item_1", speculation=2)
+
+    def the_vad_queues_a_newer_pass() -> bool:
+        stt.queue_in.put(newer)  # as the VAD would, while the encoder ran
+        asked.append(FasterWhisperSTT.still_wanted(stt))
+        return asked[-1]
+
+    stt.still_wanted = the_vad_queues_a_newer_pass
+    assert list(stt.process(Utterance(said, 0, 2500, item_id="item_1", speculation=1))) == []
+    assert asked == [False]  # asked once, between the encoder and the decoder
+    # The newer pass is transcribed in full, and the turn's end may reuse it.
+    stt.still_wanted = lambda: FasterWhisperSTT.still_wanted(stt)
+    (transcript,) = stt.process(stt.queue_in.get_nowait())
+    assert transcript.speculation == 2 and {"lights", "kitchen"} <= words(transcript.text)
 
 
 def test_the_stock_window_setting_turns_the_short_window_off(whisper: Any) -> None:

@@ -1,4 +1,4 @@
-"""The STT's speculative passes: a superseded pass is skipped, and a turn reuses only the pass it names."""
+"""The STT's speculative passes: a superseded pass is skipped or stopped, and a turn reuses only the pass it names."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import HandlerContext
 from speech_to_speech.pipeline.messages import FloatAudio, Transcript, Utterance
 from speech_to_speech.pipeline.session_config import ConfigHolder
-from speech_to_speech.stt.base import STTHandler
+from speech_to_speech.stt.base import PassAbandoned, STTHandler
 from speech_to_speech.testing.engine import scripted_settings, speech
 
 
@@ -77,3 +77,68 @@ def test_other_turns_do_not_supersede_a_speculation() -> None:
     out = run(handler, utterance(1.0, speculation=1), utterance(0.5, item_id="item_2"))
     assert [t.item_id for t in out] == ["item_1", "item_2"]
     assert np.array_equal([t.final for t in out], [False, True])
+
+
+class TwoPhaseSTT(STTHandler):
+    """Asks :meth:`still_wanted` between its two phases, as faster-whisper does after its encoder;
+    ``meanwhile`` is what reaches the STT's queue while the first phase runs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.meanwhile: list[Utterance] = []
+        self.finished = 0
+
+    def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
+        while self.meanwhile:
+            self.queue_in.put(self.meanwhile.pop(0))
+        if not self.still_wanted():
+            raise PassAbandoned("superseded")
+        self.finished += 1
+        return f"{len(samples)} samples", "en"
+
+
+def two_phase_stt() -> TwoPhaseSTT:
+    context = HandlerContext(CancelScope(), ConfigHolder())
+    return TwoPhaseSTT(context, queue.Queue(), queue.Queue(), model=None, settings=scripted_settings())
+
+
+def test_a_speculative_pass_superseded_while_it_runs_stops_and_gives_no_words() -> None:
+    handler = two_phase_stt()
+    handler.meanwhile = [utterance(1.5, speculation=2)]
+    out = run(handler, utterance(1.0, speculation=1))
+    assert [(t.speculation, t.text) for t in out] == [(2, "24000 samples")]
+    assert handler.finished == 1
+    # The turn's end names the pass that ran to its end, and reuses it.
+    out = run(handler, utterance(1.6, reuses=2))
+    assert [(t.final, t.text) for t in out] == [(True, "24000 samples")] and handler.finished == 1
+
+
+def test_a_stopped_pass_is_never_taken_for_the_turn_s_words() -> None:
+    # The client committed the turn while its second pass ran: the commit supersedes that pass, and
+    # the turn is transcribed whole (not from the stopped pass, nor from an older one).
+    handler = two_phase_stt()
+    run(handler, utterance(0.5, speculation=1))
+    handler.meanwhile = [utterance(1.2)]
+    out = run(handler, utterance(1.0, speculation=2))
+    assert [(t.final, t.text) for t in out] == [(True, "19200 samples")]
+
+
+def test_a_pass_the_turn_s_end_will_reuse_runs_to_its_end() -> None:
+    # The turn ended (with no speech after this pause) while its pass ran: the pass's words are the turn's.
+    handler = two_phase_stt()
+    handler.meanwhile = [utterance(1.1, reuses=1)]
+    out = run(handler, utterance(1.0, speculation=1))
+    assert [(t.final, t.text) for t in out] == [(False, "16000 samples"), (True, "16000 samples")]
+    assert handler.finished == 1
+
+
+def test_neither_another_turn_nor_a_turn_s_own_end_stops_what_it_does_not_supersede() -> None:
+    handler = two_phase_stt()
+    handler.meanwhile = [utterance(0.5, item_id="item_2")]
+    out = run(handler, utterance(1.0, speculation=1))
+    assert [(t.item_id, t.final) for t in out] == [("item_1", False), ("item_2", True)]
+    # A turn's final pass always runs to its end, whatever waits behind it.
+    handler.meanwhile = [utterance(0.4, item_id="item_3", speculation=1)]
+    out = run(handler, utterance(1.0, item_id="item_3"))
+    assert [(t.item_id, t.final, t.text) for t in out] == [("item_3", True, "16000 samples"),
+                                                          ("item_3", False, "6400 samples")]
