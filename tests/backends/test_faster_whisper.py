@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from speech_to_speech.bench.audio import voiced_bounds
 from speech_to_speech.config import ServerSettings
@@ -19,7 +21,7 @@ from speech_to_speech.stt.faster_whisper import (
     short_window,
     transcribe_windowed,
 )
-from speech_to_speech.stt.whisper_window import Decoded, WindowedWhisper, repeated_phrase, suspicious
+from speech_to_speech.stt.whisper_window import Decoded, WindowedWhisper, repeated_phrase, restarted, suspicious
 
 pytestmark = pytest.mark.real_models
 
@@ -81,7 +83,9 @@ def test_the_guard_catches_a_short_window_that_loops(whisper: Any, spoken: Any) 
     # The pinned model is deterministic: if it stops looping here, pick another input rather than skip.
     assert repeated_phrase(decoded.text), f"the model no longer loops on this input: {decoded.text!r}"
     assert suspicious(decoded) is not None
-    assert transcribe_windowed(WindowedWhisper(whisper, 4.0, tail_s=0.0), said, 1) is None
+    # It began the sentence again: the words before the restart are kept, and they are what the stock path hears.
+    heard = transcribe_windowed(WindowedWhisper(whisper, 4.0, tail_s=0.0), said, 1)
+    assert heard is not None and spoken_words(heard[0]) == spoken_words(_transcribe(whisper, said, "en", 1)[0])
 
 
 def test_a_rejected_short_window_falls_back_to_the_stock_path(
@@ -123,6 +127,64 @@ def test_a_speculative_pass_superseded_while_the_encoder_runs_is_not_decoded(
     stt.still_wanted = lambda: FasterWhisperSTT.still_wanted(stt)
     (transcript,) = stt.process(stt.queue_in.get_nowait())
     assert transcript.speculation == 2 and {"lights", "kitchen"} <= words(transcript.text)
+
+
+BOSS = " Can you help me write a short email to my boss? I need to take Friday off."
+
+
+def test_a_transcript_begun_again_is_cut_where_it_restarts() -> None:
+    # Both as the server's speculative passes of a bench turns request decoded them in the short window.
+    assert restarted(BOSS + " Can you help me write a short") == BOSS
+    assert restarted(" Can you help me write a short email to my boss? Can you help me write a short") == (
+        " Can you help me write a short email to my boss?")
+    assert restarted(" What time is it right now? What time is it right now?") == " What time is it right now?"
+
+
+@pytest.mark.parametrize("text", [
+    " I want to, I want to go home.",  # a repair inside the speech: words follow the repeat
+    " Set a timer. Set a timer for ten minutes.",
+    " Please, please help me.",  # fewer than three words again
+    " So I said hello and then I said hello",  # the repeat is not the transcript's beginning
+    BOSS,
+    "",
+])
+def test_what_is_not_a_restart_is_left_to_the_guard(text: str) -> None:
+    assert restarted(text) is None
+
+
+WORD = st.text(alphabet="abcdefghij", min_size=1, max_size=4)
+
+
+@given(st.lists(WORD, min_size=3, max_size=12), st.data())
+def test_a_restart_of_any_transcript_is_cut_back_to_the_words_before_it(said: list[str], data: st.DataObject) -> None:
+    again = data.draw(st.integers(min_value=3, max_value=len(said)))
+    text = " " + " ".join(said) + ". " + " ".join(said[:again])
+    before = restarted(text)
+    assert before is not None and text.startswith(before)
+    # The cut is never later than the restart: at most the words said, and all that follows is their beginning.
+    kept = before.replace(".", "").split()
+    rest = text[len(before):].replace(".", "").split()
+    assert len(kept) <= len(said) and kept == (said + said[:again])[: len(kept)]
+    assert rest == kept[: len(rest)] and len(rest) >= 3
+
+
+def test_a_short_window_that_began_again_answers_without_the_stock_path(
+    whisper: Any, make_handler: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class BeganAgain:
+        def fits(self, samples: Any) -> bool:
+            return True
+
+        def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None) -> Decoded:
+            return Decoded(BOSS + " Can you help me write a short", 26, -0.05, False)
+
+    def stock(*args: Any) -> Any:
+        raise AssertionError("the stock 30 s path ran")
+
+    monkeypatch.setattr("speech_to_speech.stt.faster_whisper._transcribe", stock)
+    stt = make_handler(FasterWhisperSTT, whisper)
+    stt._window, stt._window_built = BeganAgain(), True
+    assert stt.transcribe(np.zeros(16000, np.float32), None) == (BOSS, "en")
 
 
 def test_the_stock_window_setting_turns_the_short_window_off(whisper: Any) -> None:
