@@ -213,7 +213,8 @@ class LlamaCppLM(LLMHandler):
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span tokens
             # reset=True still reuses the KV cache for the prompt prefix the context saw last.
             speakable = [lm.speakable_only] if self.speaks_in_latin_script(request) else None
-            said, first_words = "", lm.threads.first_words != lm.threads.rest
+            # A reply no voice speaks keeps every core to its end: no TTS waits for one.
+            said, boosted = "", lm.threads.first_words != lm.threads.rest and "audio" in request.output_modalities
             for token in lm.llm.generate(prompt, reset=True, logits_processor=speakable, **self._sampling()):
                 generated.append(token)  # the end token too: it was generated, and counts
                 if _ends_generation(lm.llm, token):
@@ -222,9 +223,9 @@ class LlamaCppLM(LLMHandler):
                 piece = decoder.decode(lm.llm.detokenize([token]))
                 if piece:
                     said += piece
-                    if first_words and first_chunk_ready(said, self.settings.first_chunk_words):
+                    if boosted and first_chunk_ready(said, self.settings.first_chunk_words):
                         lm.decode_on(lm.threads.rest)  # the TTS starts on these words: leave it a core
-                        first_words = False
+                        boosted = False
                     yield piece
                 if len(generated) >= limit or self.cancel_scope.is_stale(request.generation):
                     return

@@ -89,7 +89,8 @@ def test_a_reply_for_an_english_voice_is_written_in_words_it_can_say(llama_lm: L
     assert any(writes_foreign_script(c.encode()) for c in _reply(handler, JAPANESE))
 
 
-def _streamed_with_thread_counts(handler: LlamaCppLM, monkeypatch: pytest.MonkeyPatch, text: str) -> list[Any]:
+def _streamed_with_thread_counts(handler: LlamaCppLM, monkeypatch: pytest.MonkeyPatch, text: str,
+                                 modalities: tuple[str, ...] = ("audio",)) -> list[Any]:
     """The reply's text parts, in order, with every decode thread count set on the context among them.
 
     The shared context is given back its own counts afterwards, for the tests that follow.
@@ -104,7 +105,8 @@ def _streamed_with_thread_counts(handler: LlamaCppLM, monkeypatch: pytest.Monkey
         real(ctx, threads, batch)
 
     monkeypatch.setattr(llama_cpp, "llama_set_n_threads", recording)
-    request = GenerateResponseRequest("r", 0, (ChatMessage("user", text),), max_output_tokens=40)
+    request = GenerateResponseRequest("r", 0, (ChatMessage("user", text),), max_output_tokens=40,
+                                      output_modalities=modalities)
     try:
         log.extend(item.text for item in handler.process(request) if isinstance(item, AssistantTextPart))
     finally:
@@ -129,6 +131,16 @@ def test_a_reply_s_first_words_decode_on_every_core_and_the_rest_leaves_the_tts_
     # The switch comes with the piece that completes the first chunk, not a piece sooner or later.
     assert not first_chunk_ready(before, words) and first_chunk_ready(before + log[switch + 1], words)
     assert isinstance(log[-1], tuple) and any(isinstance(entry, str) for entry in log[switch + 1:])
+
+
+def test_a_reply_no_voice_speaks_decodes_on_every_core_to_its_end(
+    llama_lm: LoadedLlama, make_handler: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handler = make_handler(LlamaCppLM, replace(llama_lm, threads=DecodeThreads(batch=2, first_words=2, rest=1)))
+    log = _streamed_with_thread_counts(handler, monkeypatch, "Tell me about the moon in a few sentences.", ("text",))
+    assert [entry for entry in log if isinstance(entry, tuple)] == [(2, 2), (1, 2)]  # no switch until it ends
+    assert isinstance(log[0], tuple) and isinstance(log[-1], tuple)
+    assert len("".join(entry for entry in log if isinstance(entry, str)).split()) > handler.settings.first_chunk_words
 
 
 def test_one_thread_count_for_everything_never_switches(
