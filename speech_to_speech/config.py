@@ -155,7 +155,7 @@ class ServerSettings(BaseModel):
     )
     llm_threads: int | None = Field(
         None, ge=1, description="CPU threads per local LLM generation; default: half the logical CPUs (llama-cpp "
-        "reads the prompt on one thread per physical core)."
+        "reads the prompt and decodes a reply's first words on one thread per physical core)."
     )
     llm_compute_type: str = Field("int8", description="CTranslate2 compute type of the ctranslate2 LLM.")
     llm_gguf_type: GGUFWeightType = Field(
