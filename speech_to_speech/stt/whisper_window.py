@@ -46,6 +46,7 @@ MAX_COMPRESSION_RATIO = 2.4
 TOKENS_BASE = 16
 TOKENS_PER_S = 8.0
 MIN_REPEATED_WORDS = 3  # "for about an hour, for about an hour": a phrase said twice in a row
+_WORD = re.compile(r"[a-z0-9']+", re.IGNORECASE)  # a word as the loop checks compare them (case aside)
 MIN_RECURRING_WORDS = 6  # six words said twice anywhere (a false alarm costs only the stock path's time)
 
 
@@ -131,7 +132,7 @@ def restarted(text: str) -> str | None:
     the words before it are the speech, whole. A loop of anything else, or a
     repeat inside the speech, is not a restart: those still take the stock path.
     """
-    spans = [(m.group().lower(), m.start()) for m in re.finditer(r"[A-Za-z0-9']+", text)]
+    spans = [(m.group().lower(), m.start()) for m in _WORD.finditer(text)]
     words = [word for word, _ in spans]
     for start in range((len(words) + 1) // 2, len(words) - MIN_REPEATED_WORDS + 1):
         if start >= MIN_REPEATED_WORDS and words[start:] == words[: len(words) - start]:
@@ -152,7 +153,7 @@ def repeated_phrase(text: str) -> bool:
     the decoder left half-way ("How far away is the moon from the earth. How
     far away is the moon").
     """
-    words = re.findall(r"[a-z0-9']+", text.lower())
+    words = [m.group().lower() for m in _WORD.finditer(text)]
     for size in range(MIN_REPEATED_WORDS, len(words) // 2 + 1):
         for start in range(len(words) - 2 * size + 1):
             if words[start: start + size] == words[start + size: start + 2 * size]:
