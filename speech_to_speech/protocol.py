@@ -9,7 +9,8 @@ A client opts in with ``session.update``'s ``session.extensions``:
   stage marks (Unix epoch milliseconds, as a JSON object) in its metadata
   under ``s2s_timings``; an automatic response whose turn the turn detector
   ended also carries its decision under ``s2s_turn_detection`` (detector,
-  outcome, probability, inference_ms), and the marks ``turn_asked`` and
+  outcome, probability, inference_ms, the pause's words and the STT's
+  ``continuation``: its doubt that they end there), and the marks ``turn_asked`` and
   ``turn_decided``.
 - ``speech_to_speech.output_audio.visemes``: with ``--enable_visemes`` on the
   server, an event of that type before each ``response.output_audio.delta``

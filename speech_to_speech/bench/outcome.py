@@ -64,7 +64,7 @@ def reason_of(details: dict[str, Any] | None) -> str | None:
 
 def turn_detection_of(response: dict[str, Any]) -> dict[str, Any] | None:
     """The turn detector's decision in a ``response.done``'s metadata: detector, outcome, probability,
-    inference_ms, words. None when it has none; an undecodable one is kept as ``{"raw": ...}``."""
+    inference_ms, words, continuation. None when it has none; an undecodable one is kept as ``{"raw": ...}``."""
     value = (response.get("metadata") or {}).get(TURN_DETECTION_KEY)
     if value is None:
         return None

@@ -156,6 +156,8 @@ class Transcript:
     stt_done_time: float = 0.0
     vad_end_time: float = 0.0
     speculation: int = 0  # of the utterance transcribed (see Utterance.speculation)
+    # How likely the speech went on where the text ends as a sentence (see stt.base.Heard); None: unknown.
+    continuation: float | None = None
 
     @property
     def speculative(self) -> bool:
@@ -169,6 +171,7 @@ class SpeculativeTranscript:
     item_id: str | None
     transcript: str
     speculation: int = 1
+    continuation: float | None = None  # see Transcript.continuation
 
 
 @dataclass(frozen=True)
@@ -394,6 +397,7 @@ class TurnDecision:
     asked_at: float = 0.0  # time.monotonic() when the pause was sent for scoring
     decided_at: float = 0.0
     words: str | None = None  # the pause's speculative transcript, when it was weighed
+    continuation: float | None = None  # the STT's doubt that those words end there (see Transcript)
 
 
 @dataclass(frozen=True)

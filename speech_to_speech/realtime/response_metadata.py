@@ -23,7 +23,8 @@ def encode_turn_decision(decision: TurnDecision) -> str:
     """What the turn detector decided."""
     return json.dumps({"detector": decision.detector, "outcome": decision.outcome,
                        "probability": None if decision.probability is None else round(decision.probability, 4),
-                       "inference_ms": decision.inference_ms, "words": decision.words})
+                       "inference_ms": decision.inference_ms, "words": decision.words,
+                       "continuation": None if decision.continuation is None else round(decision.continuation, 4)})
 
 
 def encode_marks(marks: dict[str, float]) -> str:

@@ -5,13 +5,27 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages import FloatAudio, StageError, Transcript, Utterance
 
 SAMPLE_RATE = 16000
 MIN_SAMPLES = SAMPLE_RATE // 10
+
+
+class Heard(NamedTuple):
+    """A transcript, its language, and how likely its speech went on where it ends as a sentence.
+
+    ``continuation`` is the STT's own doubt about the final punctuation
+    (:attr:`speech_to_speech.stt.whisper_window.Decoded.continuation`); None
+    where the backend does not measure it. A backend's ``transcribe`` may
+    return a plain ``(text, language)`` pair instead.
+    """
+
+    text: str
+    language: str | None
+    continuation: float | None = None
 
 
 class PassAbandoned(Exception):
@@ -34,12 +48,12 @@ class STTHandler(BackendHandler):
 
     stage = "stt"
     consumes = (Utterance,)
-    # The last speculative pass: (item_id, its number, text, language).
-    _speculation: tuple[str | None, int, str, str | None] | None = None
+    # The last speculative pass: (item_id, its number) and what it heard.
+    _speculation: tuple[str | None, int, Heard] | None = None
     _running: Utterance | None = None  # the utterance being transcribed
 
-    def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
-        """Return (text, detected language) for 16 kHz float32 mono audio."""
+    def transcribe(self, samples: FloatAudio, language: str | None) -> Heard | tuple[str, str | None]:
+        """Return (text, detected language), or a :class:`Heard`, for 16 kHz float32 mono audio."""
         raise NotImplementedError
 
     def language(self) -> str | None:
@@ -54,19 +68,19 @@ class STTHandler(BackendHandler):
     def on_session_end(self) -> None:
         self._speculation = None
 
-    def _text_of(self, item: Utterance) -> tuple[str, str | None]:
+    def _text_of(self, item: Utterance) -> Heard:
         cached = self._speculation
         if item.reuse_speculation and cached is not None and cached[:2] == (item.item_id, item.reuses):
-            return cached[2], cached[3]
-        return self.transcribe_utterance(item)
+            return cached[2]
+        return Heard(*self.transcribe_utterance(item))
 
-    def transcribe_utterance(self, item: Utterance) -> tuple[str, str | None]:
-        """(text, language) of one utterance; backends needing more than its audio override this."""
+    def transcribe_utterance(self, item: Utterance) -> Heard | tuple[str, str | None]:
+        """What one utterance says; backends needing more than its audio override this."""
         # A commit of (almost) nothing has nothing to transcribe; models may hallucinate on it.
         if len(item.samples) < MIN_SAMPLES:
-            return "", None
-        text, language = self.transcribe(item.samples, self.language())
-        return text.strip(), language
+            return Heard("", None)
+        heard = Heard(*self.transcribe(item.samples, self.language()))
+        return heard._replace(text=heard.text.strip())
 
     def _superseded(self, item: Utterance, *, unless_reused: bool = False) -> bool:
         """A newer utterance of the same turn waits behind this speculative one (``unless_reused``: one
@@ -95,17 +109,18 @@ class STTHandler(BackendHandler):
             return
         self._running = item
         try:
-            text, language = self._text_of(item)
+            heard = self._text_of(item)
         except PassAbandoned:
             if item.speculative:
                 return  # the newer pass waiting behind it has the turn's words
             raise  # a backend must not abandon a turn's own pass: reported, and the turn completes empty
         finally:
             self._running = None
+        text, language = heard.text, heard.language
         if item.speculative:
-            self._speculation = (item.item_id, item.speculation, text, language)
+            self._speculation = (item.item_id, item.speculation, heard)
             yield Transcript(text=text, final=False, item_id=item.item_id, language=language,
-                             speculation=item.speculation)
+                             speculation=item.speculation, continuation=heard.continuation)
             return
         if not item.reuse_speculation:
             yield from self.partials(item, text)
@@ -115,6 +130,7 @@ class STTHandler(BackendHandler):
             final=True,
             item_id=item.item_id,
             language=language,
+            continuation=heard.continuation,
             audio_seconds=len(item.samples) / SAMPLE_RATE,
             manual=item.manual,
             stt_done_time=time.monotonic(),

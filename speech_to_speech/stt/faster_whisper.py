@@ -24,7 +24,7 @@ from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.pipeline.messages import FloatAudio
-from speech_to_speech.stt.base import SAMPLE_RATE, STTHandler
+from speech_to_speech.stt.base import SAMPLE_RATE, Heard, STTHandler
 from speech_to_speech.stt.whisper_window import WindowedWhisper, restarted, suspicious
 
 log = logging.getLogger(__name__)
@@ -94,8 +94,8 @@ def _transcribe(
 
 def transcribe_windowed(
     window: WindowedWhisper, samples: FloatAudio, beam_size: int, still_wanted: Callable[[], bool] | None = None
-) -> tuple[str, str | None] | None:
-    """(text, "en") from the short window, or None when the turn needs the stock path."""
+) -> Heard | None:
+    """What the short window heard (in English), or None when the turn needs the stock path."""
     if not window.fits(samples):
         return None
     decoded = window.decode(samples, beam_size, still_wanted)
@@ -104,10 +104,10 @@ def transcribe_windowed(
         before = restarted(decoded.text)
         # The words before a restart, if they pass the guard on their own, at a tenth of the stock path's cost.
         if before is not None and suspicious(replace(decoded, text=before, hit_limit=False)) is None:
-            return before, "en"
+            return Heard(before, "en")  # the decoder's doubt was about the end of the restart, not of these
         log.debug("short-window transcript %r rejected (%s): the stock 30 s window decides", decoded.text, problem)
         return None
-    return decoded.text, "en"
+    return Heard(decoded.text, "en", decoded.continuation)
 
 
 @registry.register("stt", "faster-whisper", load_faster_whisper)
@@ -123,9 +123,9 @@ class FasterWhisperSTT(STTHandler):
         # A multilingual architecture may still hold an English-only fine-tune: coverage unknown.
         return SpeechLanguageCapabilities(languages=None, supports_language_selection=True, supports_auto=True)
 
-    def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
+    def transcribe(self, samples: FloatAudio, language: str | None) -> Heard:
         if not len(samples):
-            return "", language
+            return Heard("", language)
         if language:
             language = language.split("-")[0].lower()  # Whisper wants "en", sessions may say "en-US"
         if not _multilingual(self.model) and language not in (None, "en"):
@@ -137,4 +137,4 @@ class FasterWhisperSTT(STTHandler):
             heard = transcribe_windowed(self._window, samples, self.settings.stt_beam_size, self.still_wanted)
             if heard is not None:
                 return heard
-        return _transcribe(self.model, samples, language, self.settings.stt_beam_size)
+        return Heard(*_transcribe(self.model, samples, language, self.settings.stt_beam_size))

@@ -20,6 +20,12 @@ token budget or a low average log-probability sends the turn to the stock
 instead: a transcript the decoder began again after its last word
 (:func:`restarted`) keeps the words before the restart, if they pass the
 check on their own, since the stock path costs ~1 s on a slow 2-core CPU.
+
+A transcript that ends as a sentence does also says how sure the decoder was
+of that end (:attr:`Decoded.continuation`): speech cut at a pause after "…
+black holes and" often comes out as "… black holes." with the comma or the
+"and" close behind the full stop, where a request the user really finished
+leaves the decoder almost no doubt (see :func:`going_on_tokens`).
 """
 
 from __future__ import annotations
@@ -48,6 +54,11 @@ TOKENS_PER_S = 8.0
 MIN_REPEATED_WORDS = 3  # "for about an hour, for about an hour": a phrase said twice in a row
 _WORD = re.compile(r"[a-z0-9']+", re.IGNORECASE)  # a word as the loop checks compare them (case aside)
 MIN_RECURRING_WORDS = 6  # six words said twice anywhere (a false alarm costs only the stock path's time)
+SENTENCE_ENDS = (".", "?", "!")
+# A token that goes on with the sentence where the decoder put its final punctuation: a lowercase
+# word (" and", " to"), or a comma, a dash, a trailing "...". Capitalised words are left out: in
+# that place they are mostly the decoder starting the transcript over, not the speech going on.
+_GOES_ON = re.compile(r"^ [a-z]|^ ?[,;:\-\u2013\u2014\u2026]|^ ?\.\.\.")
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,9 @@ class Decoded:
     tokens: int
     avg_logprob: float
     hit_limit: bool  # the decode stopped at its token budget, not at end of text
+    # Where the transcript ends with a sentence's final punctuation, the probability the decoder gave
+    # there to the sentence going on instead (None: it ends otherwise, or nobody measured it).
+    continuation: float | None = None
 
 
 class WindowedWhisper:
@@ -74,6 +88,7 @@ class WindowedWhisper:
         self.tokenizer = tokenizer
         self.prompt: list[int] = model.get_prompt(tokenizer, [], without_timestamps=True)
         self.suppress = list(get_suppressed_tokens(tokenizer, [-1]))
+        self.goes_on = going_on_tokens([tokenizer.decode([token]) for token in range(tokenizer.eot)])
 
     def fits(self, samples: FloatAudio) -> bool:
         """Whether the turn, its tail and faster-whisper's 160-sample pad lie inside the window."""
@@ -98,13 +113,39 @@ class WindowedWhisper:
         max_length = min(self.model.max_length, len(self.prompt) + budget)
         result = self.model.model.generate(
             encoded, [self.prompt], beam_size=beam_size, max_length=max_length, return_scores=True,
-            suppress_blank=True, suppress_tokens=self.suppress,
+            return_logits_vocab=True, suppress_blank=True, suppress_tokens=self.suppress,
         )[0]
         tokens = result.sequences_ids[0]
         # As faster-whisper recovers it (length penalty 1): the score is the mean over the tokens.
         avg_logprob = float(result.scores[0]) * len(tokens) / (len(tokens) + 1)
-        return Decoded(self.tokenizer.decode(tokens), len(tokens), avg_logprob,
-                       len(self.prompt) + len(tokens) >= max_length)
+        text = self.tokenizer.decode(tokens)
+        continuation = None
+        if tokens and ends_sentence(text) and len(result.logits[0]) >= len(tokens):
+            continuation = going_on(np.asarray(result.logits[0][len(tokens) - 1]), self.goes_on)
+        return Decoded(text, len(tokens), avg_logprob, len(self.prompt) + len(tokens) >= max_length,
+                       continuation)
+
+
+def going_on_tokens(pieces: list[str]) -> np.ndarray:
+    """Which of these token texts (in token order) go on with a sentence where it could have ended."""
+    return np.array([bool(_GOES_ON.match(piece)) for piece in pieces], dtype=np.bool_)
+
+
+def going_on(logits: np.ndarray, goes_on: np.ndarray) -> float:
+    """The probability that ``logits`` (one decoding step) give to the tokens ``goes_on`` marks."""
+    scores = np.asarray(logits, dtype=np.float64).ravel()
+    finite = np.isfinite(scores)  # suppressed tokens come back as -inf
+    top = scores[finite].max()
+    weights = np.where(finite, np.exp(np.where(finite, scores, top) - top), 0.0)
+    marked = np.zeros(len(scores), dtype=np.bool_)
+    marked[: len(goes_on)] = goes_on[: len(scores)]
+    return float(weights[marked].sum() / weights.sum())
+
+
+def ends_sentence(text: str) -> bool:
+    """The transcript ends with a sentence's final punctuation (a trailing "..." is not one)."""
+    end = text.rstrip().rstrip('"\')')
+    return end.endswith(SENTENCE_ENDS) and not end.endswith("...")
 
 
 def suspicious(decoded: Decoded) -> str | None:

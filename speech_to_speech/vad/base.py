@@ -141,6 +141,7 @@ class VADHandler(BackendHandler):
         self._silence_outcome = "no_answer"  # what a turn ended by that silence is recorded as
         self._verdict: TurnVerdict | None = None
         self._words: str | None = None  # the transcript of this pause's speculative STT pass
+        self._continuation: float | None = None  # and the STT's doubt about its end (see reads_finished)
         self._decided = False  # this pause was judged (a decision went out)
         # Judged finished, waiting for its reply to be ready (or for the silence window) to end the turn.
         self._finished: TurnDecision | None = None
@@ -293,7 +294,7 @@ class VADHandler(BackendHandler):
         """The words of this pause's speculative STT pass (the service hands them back)."""
         if (self._in_speech and self._speculated and item.item_id == self._item_id
                 and item.speculation == self._speculations and self._silence_run_ms > 0):
-            self._words = item.transcript
+            self._words, self._continuation = item.transcript, item.continuation
             yield from self._decide()
 
     def _reply_ready(self, item: ReplyReady) -> Iterator[Any]:
@@ -346,10 +347,10 @@ class VADHandler(BackendHandler):
         self._decided = True
         words = self._words or ""
         level = eagerness(self.context.config.current.turn_detection)
-        if judged_finished(verdict.probability, words, level):
+        if judged_finished(verdict.probability, words, level, self._continuation):
             yield from self._end_finished()
             return
-        if verdict.probability < level.finished_at and reads_finished(words):
+        if verdict.probability < level.finished_at and reads_finished(words, self._continuation):
             self._fall_back_to_silence("disputed")
             self.emit_event(self._decision("unfinished"))
             yield from self._end_if_silent_enough()
@@ -386,6 +387,7 @@ class VADHandler(BackendHandler):
             probability=verdict.probability if verdict else None,
             inference_ms=round(verdict.inference_ms, 1) if verdict else 0.0,
             words=self._words,
+            continuation=self._continuation,
             asked_at=self._asked_at,
             decided_at=time.monotonic(),
         )

@@ -96,14 +96,25 @@ OPEN_ENDED_WORDS = CONTINUATION_WORDS | frozenset({
 })
 
 
-def reads_finished(transcript: str) -> bool:
-    """The words end as a whole sentence does: final punctuation, after a word a phrase rarely stops on.
+# The STT's doubt above which its final punctuation is not taken for the end of a sentence (see
+# reads_finished). Whisper tiny.en gave 0.21-0.54 to the comma or the word it left out of speech cut
+# at a mid-sentence pause ("… black holes [and]", "… tomorrow morning [to]"), and at most 0.09 at the
+# end of 94 requests the user had finished (docs/benchmarks/README.md, "Turn detection, sixth round").
+MAX_CONTINUATION = 0.2
+
+
+def reads_finished(transcript: str, continuation: float | None = None) -> bool:
+    """The words end as a whole sentence does: final punctuation, after a word a phrase rarely stops on,
+    and (where the STT measured it) little ``continuation``: its own doubt that the speech ended there.
 
     Stricter than the opposite of :func:`ends_mid_phrase`: it is the evidence that overrides a
-    turn that *sounds* unfinished, so it must not take "… maybe we could." for a finished request.
+    turn that *sounds* unfinished, so it must not take "… maybe we could." for a finished request,
+    nor "… black holes." where Whisper left out the "and" the speech ended on.
     """
     text = transcript.strip()
     if not text.endswith((".", "?", "!")) or text.endswith("..."):
+        return False
+    if continuation is not None and continuation >= MAX_CONTINUATION:
         return False
     last = _last_word(text)
     return bool(last) and last not in OPEN_ENDED_WORDS
@@ -119,8 +130,10 @@ def ends_mid_phrase(transcript: str) -> bool:
     return _last_word(text) in CONTINUATION_WORDS
 
 
-def judged_finished(probability: float, words: str | None, level: Eagerness) -> bool:
-    """Whether a pause that scored ``probability``, after ``words``, ends the turn.
+def judged_finished(probability: float, words: str | None, level: Eagerness,
+                    continuation: float | None = None) -> bool:
+    """Whether a pause that scored ``probability``, after ``words`` (and the STT's ``continuation``,
+    see :func:`reads_finished`), ends the turn.
 
     It must sound finished, and its words (when a speculative pass heard
     some) must not stop mid-phrase. Words that do not read as a whole
@@ -134,7 +147,7 @@ def judged_finished(probability: float, words: str | None, level: Eagerness) -> 
         return True  # nothing heard to weigh: the model decides
     if ends_mid_phrase(words):
         return False
-    return reads_finished(words) or probability >= level.unread_finished_at
+    return reads_finished(words, continuation) or probability >= level.unread_finished_at
 
 
 def _last_word(text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,10 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.bench.audio import voiced_bounds
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import Transcript, Utterance
 from speech_to_speech.pipeline.session_config import RuntimeConfig
+from speech_to_speech.stt.base import Heard
 from speech_to_speech.stt.faster_whisper import (
     FasterWhisperSTT,
     _transcribe,
@@ -22,6 +25,7 @@ from speech_to_speech.stt.faster_whisper import (
     transcribe_windowed,
 )
 from speech_to_speech.stt.whisper_window import Decoded, WindowedWhisper, repeated_phrase, restarted, suspicious
+from speech_to_speech.vad.turn_detector import MAX_CONTINUATION, reads_finished
 
 pytestmark = pytest.mark.real_models
 
@@ -48,16 +52,16 @@ def test_transcribes_a_spoken_sentence(whisper: Any, spoken: Any, sentence: str,
 def test_english_only_model_ignores_another_language(whisper: Any, spoken: Any, make_handler: Any) -> None:
     stt = make_handler(FasterWhisperSTT, whisper, config=RuntimeConfig(language="fr"))
     assert stt.language() == "fr"
-    text, language = stt.transcribe(spoken("Please turn on the kitchen lights."), stt.language())
-    assert language == "en"
-    assert {"kitchen", "lights"} <= words(text)
+    heard = stt.transcribe(spoken("Please turn on the kitchen lights."), stt.language())
+    assert heard.language == "en"
+    assert {"kitchen", "lights"} <= words(heard.text)
 
 
 def test_empty_and_silent_turns_give_no_words(whisper: Any, make_handler: Any) -> None:
     stt = make_handler(FasterWhisperSTT, whisper)
-    assert stt.transcribe(np.zeros(0, np.float32), None) == ("", None)
-    text, _ = stt.transcribe(np.zeros(16000, np.float32), None)
-    assert len(words(text)) <= 1  # Whisper may hallucinate a filler word on pure silence, never a sentence
+    assert stt.transcribe(np.zeros(0, np.float32), None) == Heard("", None)
+    heard = stt.transcribe(np.zeros(16000, np.float32), None)
+    assert len(words(heard.text)) <= 1  # Whisper may hallucinate a filler word on pure silence, never a sentence
 
 
 SILENCE = np.zeros(4800, np.float32)  # 300 ms: what the VAD keeps around a turn
@@ -101,9 +105,9 @@ def test_a_rejected_short_window_falls_back_to_the_stock_path(
     stt = make_handler(FasterWhisperSTT, whisper)
     stt._window, stt._window_built = Looping(), True
     said = np.concatenate([SILENCE, trimmed(spoken("Turn off the lights in the kitchen.")), SILENCE])
-    text, language = stt.transcribe(said, None)
-    assert (text, language) == _transcribe(whisper, said, "en", 1)
-    assert {"lights", "kitchen"} <= words(text)
+    heard = stt.transcribe(said, None)
+    assert heard == Heard(*_transcribe(whisper, said, "en", 1))  # the stock path measures no continuation
+    assert {"lights", "kitchen"} <= words(heard.text)
 
 
 def test_a_speculative_pass_superseded_while_the_encoder_runs_is_not_decoded(
@@ -127,6 +131,42 @@ def test_a_speculative_pass_superseded_while_the_encoder_runs_is_not_decoded(
     stt.still_wanted = lambda: FasterWhisperSTT.still_wanted(stt)
     (transcript,) = stt.process(stt.queue_in.get_nowait())
     assert transcript.speculation == 2 and {"lights", "kitchen"} <= words(transcript.text)
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "turns"
+
+
+@pytest.mark.parametrize(("fixture", "cut"), [
+    # Speculative passes of the server (16 kHz, as its VAD cut them) at a 1.2 s and a 1.1 s pause of
+    # the fragments corpus, after "... black holes and" and "... tomorrow morning to", and at the end of
+    # a whole request. Whisper writes a full stop on all three.
+    ("cut_black_holes_and.wav", True), ("cut_tomorrow_morning_to.wav", True), ("whole_robot_story.wav", False),
+])
+def test_the_short_window_says_how_sure_it_is_of_its_full_stop(
+    whisper: Any, make_handler: Any, fixture: str, cut: bool
+) -> None:
+    samples, _ = read_wav(FIXTURES / fixture, 16000)
+    decoded = WindowedWhisper(whisper, ServerSettings().stt_window_s).decode(samples)
+    assert decoded.text.rstrip().endswith(".") and reads_finished(decoded.text)  # the words alone: finished
+    assert decoded.continuation is not None
+    if cut:
+        assert decoded.continuation >= MAX_CONTINUATION, decoded.continuation
+    else:
+        assert decoded.continuation < MAX_CONTINUATION / 2, decoded.continuation
+    # A speculative pass hands the doubt on with its words, for the turn detector to weigh.
+    stt = make_handler(FasterWhisperSTT, whisper)
+    (transcript,) = stt.process(Utterance(samples, 0, 2000, item_id="item_1", speculation=1))
+    assert transcript.text == decoded.text.strip() and transcript.continuation == decoded.continuation
+
+
+def test_words_that_do_not_end_as_a_sentence_carry_no_continuation(whisper: Any, spoken: Any) -> None:
+    said = np.concatenate([trimmed(spoken("I'd like to know whether it's going to rain")), SILENCE])
+    cut = said[: len(said) - len(SILENCE) - 5600]  # "rain" and more cut off: the phrase hangs on "to"
+    decoded = WindowedWhisper(whisper, ServerSettings().stt_window_s).decode(cut)
+    # The pinned model is deterministic: if it ever punctuates this, pick another input rather than skip.
+    assert {"whether", "going"} <= words(decoded.text)
+    assert not decoded.text.rstrip().endswith((".", "?", "!")), decoded.text
+    assert decoded.continuation is None
 
 
 BOSS = " Can you help me write a short email to my boss? I need to take Friday off."
@@ -184,7 +224,7 @@ def test_a_short_window_that_began_again_answers_without_the_stock_path(
     monkeypatch.setattr("speech_to_speech.stt.faster_whisper._transcribe", stock)
     stt = make_handler(FasterWhisperSTT, whisper)
     stt._window, stt._window_built = BeganAgain(), True
-    assert stt.transcribe(np.zeros(16000, np.float32), None) == (BOSS, "en")
+    assert stt.transcribe(np.zeros(16000, np.float32), None) == Heard(BOSS, "en")
 
 
 def test_the_stock_window_setting_turns_the_short_window_off(whisper: Any) -> None:

@@ -126,7 +126,8 @@ def test_a_sample_times_the_answer_from_the_end_of_speech_and_the_summary_counts
 
 def decided(rid: str, outcome_: str, probability: float | None = 0.91) -> dict[str, Any]:
     """A completed ``response.done`` carrying the decision the server encodes (timings extension)."""
-    decision = TurnDecision("item_1", "smart-turn", outcome_, probability, 48.5, words="so I was thinking")
+    decision = TurnDecision("item_1", "smart-turn", outcome_, probability, 48.5, words="so I was thinking.",
+                            continuation=0.4321)
     event = done(rid)
     event["response"]["metadata"] = {TURN_DETECTION_KEY: encode_turn_decision(decision)}
     return event
@@ -140,7 +141,7 @@ def test_each_response_records_what_the_turn_detector_decided_and_the_summary_co
                         None)
     assert split["responses"][0]["turn_detection"] == {
         "detector": "smart-turn", "outcome": "timed_out", "probability": 0.91, "inference_ms": 48.5,
-        "words": "so I was thinking"}
+        "words": "so I was thinking.", "continuation": 0.4321}
     whole = turn_sample(clip(), mic, outcome(log(*SPEECH, created("r1"), delta("r1"), decided("r1", "finished"))),
                         None)
     # A response the detector did not open (or a server without the extension) records None.

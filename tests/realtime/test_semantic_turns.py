@@ -18,6 +18,7 @@ import pytest
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.protocol import TIMINGS_EXTENSION, TIMINGS_KEY, TURN_DETECTION_KEY
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence
+from speech_to_speech.vad.turn_detector import MAX_CONTINUATION
 
 from .conftest import ServerFactory
 
@@ -197,3 +198,22 @@ async def test_sound_and_words_in_dispute_leave_the_turn_to_the_silence_window(m
     assert turns(events) == 1
     [decision] = decisions(events)
     assert decision["outcome"] == "disputed" and decision["probability"] < 0.5
+
+
+@pytest.mark.real_models
+async def test_a_full_stop_whisper_doubts_does_not_end_a_turn_that_sounds_unfinished(
+        make_server: ServerFactory) -> None:
+    """Speech cut after "… black holes and", with the real STT: Whisper writes "… black holes." but gives the
+    "and" a good chance where it put the full stop. Taken at its word, the turn would end at the silence
+    window (disputed); weighed with that doubt, it waits for more speech, up to the longest silence."""
+    server = make_server(vad="silero", stt="faster-whisper", min_silence_ms=600,
+                         max_turn_silence_ms=MAX_TURN_SILENCE_MS, scripted_replies=["Dark matter."])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.update_session(semantic())
+        await say(client, speech("cut_black_holes_and"), silence(MAX_TURN_SILENCE_MS / 1000 + 0.6, RATE))
+        events = await until_quiet(client)
+    assert turns(events) == 1
+    [decision] = decisions(events)
+    assert decision["words"] == "I was reading about black holes."
+    assert decision["continuation"] >= MAX_CONTINUATION
+    assert decision["outcome"] == "timed_out"  # not ended at the 600 ms silence window

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from speech_to_speech.stt.whisper_window import Decoded, repeated_phrase, suspicious
+from speech_to_speech.stt.whisper_window import (
+    Decoded,
+    ends_sentence,
+    going_on,
+    going_on_tokens,
+    repeated_phrase,
+    suspicious,
+)
 
 
 def decoded(text: str, avg_logprob: float = -0.2, hit_limit: bool = False) -> Decoded:
@@ -36,3 +46,36 @@ def test_a_repeated_phrase_is_suspicious(text: str) -> None:
 def test_a_decode_cut_at_its_budget_or_unsure_is_suspicious() -> None:
     assert suspicious(decoded(" Please set a timer", hit_limit=True)) == "ran into the token budget"
     assert suspicious(decoded(" Police at a timer.", avg_logprob=-1.3)) is not None
+
+
+# A toy vocabulary in token order: what may follow where a sentence could have ended.
+PIECES = [".", " and", ",", " To", " to", "?", " the", "...", " -", "!", "…", " I", "ing"]
+
+
+def test_tokens_that_go_on_with_the_sentence() -> None:
+    marked = going_on_tokens(PIECES)
+    assert [piece for piece, goes_on in zip(PIECES, marked, strict=True) if goes_on] == [
+        " and", ",", " to", " the", "...", " -", "…"]  # a capitalised word is mostly a restart
+
+
+def test_the_probability_of_going_on_is_that_of_the_marked_tokens() -> None:
+    marked = going_on_tokens(PIECES)
+    logits = np.log(np.array([0.5, 0.3, 0.1, 0.1] + [1e-12] * (len(PIECES) - 4)))
+    assert going_on(logits, marked) == pytest.approx(0.4)
+    # Suppressed tokens come back as -inf and weigh nothing; a longer (padded) vocabulary is fine.
+    padded = np.concatenate([logits, [-np.inf, 3.0]])
+    assert going_on(padded, marked) < going_on(logits, marked)
+    assert going_on(np.concatenate([logits, [-np.inf]]), marked) == pytest.approx(0.4)
+
+
+@given(st.lists(st.floats(-30, 30), min_size=len(PIECES), max_size=len(PIECES)))
+def test_going_on_is_a_probability(logits: list[float]) -> None:
+    assert 0.0 <= going_on(np.array(logits), going_on_tokens(PIECES)) <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize(("text", "ends"), [
+    (" I was reading about black holes.", True), (" How far is it?", True), (' He said "stop!"', True),
+    (" So I was thinking...", False), (" I'd like to know whether it's going to", False), ("", False),
+])
+def test_what_ends_as_a_sentence(text: str, ends: bool) -> None:
+    assert ends_sentence(text) is ends

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from speech_to_speech.vad.turn_detector import EAGERNESS, ends_mid_phrase, judged_finished, reads_finished
+from speech_to_speech.vad.turn_detector import (
+    EAGERNESS,
+    MAX_CONTINUATION,
+    ends_mid_phrase,
+    judged_finished,
+    reads_finished,
+)
 
 
 @pytest.mark.parametrize("text", [
@@ -41,6 +47,20 @@ def test_phrases_left_hanging_do_not(text: str) -> None:
     assert not reads_finished(text)
 
 
+@pytest.mark.parametrize("text", ["I was reading about black holes.", "Remind me tomorrow morning."])
+def test_a_sentence_the_stt_doubts_does_not_read_finished(text: str) -> None:
+    """Whisper's full stop where the speech went on ("… black holes [and]"): its doubt decides."""
+    assert reads_finished(text) and reads_finished(text, None)  # no measure: the words alone
+    assert reads_finished(text, MAX_CONTINUATION / 2)
+    assert not reads_finished(text, MAX_CONTINUATION)
+    assert not reads_finished(text, 0.9)
+
+
+def test_no_certainty_makes_hanging_words_read_finished() -> None:
+    assert not reads_finished("So I was thinking that maybe we could.", 0.0)
+    assert not reads_finished("What is the weather", 0.0)
+
+
 MEDIUM, HIGH = EAGERNESS["medium"], EAGERNESS["high"]
 
 
@@ -57,3 +77,15 @@ MEDIUM, HIGH = EAGERNESS["medium"], EAGERNESS["high"]
 ])
 def test_judged_finished(probability: float, words: str | None, level: object, finished: bool) -> None:
     assert judged_finished(probability, words, level) is finished  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("probability", "continuation", "finished"), [
+    (0.96, None, True),  # Smart Turn scored the cut "Remind me tomorrow morning [to]" 0.96
+    (0.96, 0.05, True),
+    (0.96, 0.45, False),  # the STT doubted its full stop: the words no longer read finished
+    (0.99, 0.45, True),  # and a confident score still ends the turn, as for any words left open
+    (0.4, 0.0, False),
+])
+def test_judged_finished_weighs_the_stt_doubt(probability: float, continuation: float | None,
+                                              finished: bool) -> None:
+    assert judged_finished(probability, "Remind me tomorrow morning.", MEDIUM, continuation) is finished

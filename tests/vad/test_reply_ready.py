@@ -95,11 +95,12 @@ class Turn:
     def speculation(self) -> int:
         return [i for i in self.out if isinstance(i, Utterance) and i.speculative][-1].speculation
 
-    def pause_judged_finished(self, words: str = WORDS, probability: float = 0.9) -> list[Any]:
+    def pause_judged_finished(self, words: str = WORDS, probability: float = 0.9,
+                              continuation: float | None = None) -> list[Any]:
         """Speech, then silence until the detector is asked; the words come, and a verdict (finished by default)."""
         self.chunks(12, voiced=True)
         self.chunks(PAUSE_MS // CHUNK_MS, voiced=False)  # the speculation went out at 64 ms
-        self.send(SpeculativeTranscript(self.item_id, words, self.speculation))
+        self.send(SpeculativeTranscript(self.item_id, words, self.speculation, continuation))
         item_id, pause = self.detector.asks[-1]
         return self.send(TurnVerdict(item_id, pause, probability, 40.0))
 
@@ -353,6 +354,30 @@ def test_words_that_do_not_read_finished_need_a_confident_score() -> None:
     sure.pause_judged_finished(hanging, probability=0.99)
     sure.ready()
     assert outcome(sure) == "finished" and len(sure.stops()) == 1
+
+
+def test_a_sentence_the_stt_doubts_keeps_a_turn_that_sounds_unfinished_open() -> None:
+    """ "I was reading about black holes [and]": Smart Turn heard it unfinished (0.02), Whisper wrote a full
+    stop with the "and" close behind it. Trusting the full stop split that request at the silence window."""
+    words = "I was reading about black holes."
+    trusted = Turn()
+    trusted.pause_judged_finished(words, probability=0.02, continuation=0.05)
+    trusted.ready()
+    trusted.chunks(SILENCE_MS // CHUNK_MS, voiced=False)
+    assert outcome(trusted) == "disputed" and len(trusted.stops()) == 1
+
+    doubted = Turn()
+    doubted.pause_judged_finished(words, probability=0.02, continuation=0.56)
+    doubted.ready()
+    doubted.chunks(SILENCE_MS // CHUNK_MS + 8, voiced=False)  # well past the silence window
+    assert outcome(doubted) == "unfinished" and doubted.stops() == []
+    decision = [d for d in doubted.out if isinstance(d, TurnDecision)][-1]
+    assert decision.continuation == 0.56 and decision.words == words
+    first = doubted.item_id
+    doubted.chunks(6, voiced=True)  # "… and I wonder what is inside them."
+    assert doubted.item_id == first and doubted.stops() == []
+    doubted.chunks(MAX_SILENCE_MS // CHUNK_MS + 1, voiced=False)  # and at worst it ends after the longest silence
+    assert len(doubted.stops()) == 1
 
 
 def test_a_whole_sentence_needs_only_the_usual_score() -> None:

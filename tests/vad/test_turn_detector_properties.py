@@ -69,7 +69,8 @@ SPEECH = st.tuples(st.just("speech"), st.integers(1, 12))
 # The detector is asked after PAUSE_MS (6 chunks); its answer comes mostly soon after, at times never.
 ANSWER_AT = st.one_of(st.integers(6, 12), st.integers(6, 12), st.integers(0, 40))
 VERDICT = st.tuples(ANSWER_AT, st.one_of(st.none(), st.floats(0.0, 1.0), st.floats(0.9, 1.0)))
-HEARD = st.tuples(ANSWER_AT, st.sampled_from(WORDS))
+# The words, and the STT's doubt that they end there (None: a backend that does not measure it).
+HEARD = st.tuples(ANSWER_AT, st.sampled_from(WORDS), st.one_of(st.none(), st.floats(0.0, 1.0)))
 # When the speculative reply to the pause's words is ready to play (the service says so once the words came).
 READY = st.one_of(st.integers(0, 12), st.integers(0, 40))
 PAUSE = st.tuples(st.just("pause"), st.integers(1, 40), st.one_of(VERDICT, VERDICT, st.none()),
@@ -132,11 +133,11 @@ class Run:
             assert produced.item_id is not None
             if produced.outcome == "disputed":  # sounded unfinished, read as a whole sentence
                 assert produced.probability is not None and produced.probability < self.threshold
-                assert reads_finished(produced.words or "")
+                assert reads_finished(produced.words or "", produced.continuation)
             if produced.outcome == "finished":
                 assert produced.probability is not None and produced.probability >= self.threshold
                 assert not ends_mid_phrase(produced.words or "")
-                if produced.words and not reads_finished(produced.words):
+                if produced.words and not reads_finished(produced.words, produced.continuation):
                     assert produced.probability >= self.unread_threshold, "ended on words left hanging"
                 # The words of a speculative pass of this pause were weighed before deciding.
                 assert produced.words is not None or not self.speculated
@@ -184,7 +185,7 @@ def test_turns_end_only_when_judged_finished_or_silent_long_enough_and_always_en
                     ask = run.detector.asks[-1]
                     run.send(TurnVerdict(ask.item_id, ask.pause, verdict[1], 40.0))
                 if words is not None and words[0] == n:
-                    run.send(SpeculativeTranscript(run.open_item, words[1], run.speculation))
+                    run.send(SpeculativeTranscript(run.open_item, words[1], run.speculation, words[2]))
                     heard = True
                 if ready is not None and ready <= n and heard and run.ready != (run.open_item, run.speculation):
                     run.ready = (run.open_item, run.speculation)
