@@ -156,7 +156,8 @@ class Transcript:
     stt_done_time: float = 0.0
     vad_end_time: float = 0.0
     speculation: int = 0  # of the utterance transcribed (see Utterance.speculation)
-    # How likely the speech went on where the text ends as a sentence (see stt.base.Heard); None: unknown.
+    # A speculative pass's doubt that the speech ended where the text ends as a sentence, for the turn
+    # detector (see stt.base.Heard); None: unknown, or not asked (a turn's final transcript).
     continuation: float | None = None
 
     @property

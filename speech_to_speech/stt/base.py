@@ -130,7 +130,6 @@ class STTHandler(BackendHandler):
             final=True,
             item_id=item.item_id,
             language=language,
-            continuation=heard.continuation,
             audio_seconds=len(item.samples) / SAMPLE_RATE,
             manual=item.manual,
             stt_done_time=time.monotonic(),

@@ -134,12 +134,9 @@ def going_on_tokens(pieces: list[str]) -> np.ndarray:
 def going_on(logits: np.ndarray, goes_on: np.ndarray) -> float:
     """The probability that ``logits`` (one decoding step) give to the tokens ``goes_on`` marks."""
     scores = np.asarray(logits, dtype=np.float64).ravel()
-    finite = np.isfinite(scores)  # suppressed tokens come back as -inf
-    top = scores[finite].max()
-    weights = np.where(finite, np.exp(np.where(finite, scores, top) - top), 0.0)
-    marked = np.zeros(len(scores), dtype=np.bool_)
-    marked[: len(goes_on)] = goes_on[: len(scores)]
-    return float(weights[marked].sum() / weights.sum())
+    weights = np.exp(scores - scores[np.isfinite(scores)].max())  # suppressed tokens: -inf, so weight 0
+    known = min(len(weights), len(goes_on))  # the model's vocabulary may be padded past the text tokens
+    return float(weights[:known][goes_on[:known]].sum() / weights.sum())
 
 
 def ends_sentence(text: str) -> bool:
