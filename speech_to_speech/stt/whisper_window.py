@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,11 +119,20 @@ class WindowedWhisper:
         # As faster-whisper recovers it (length penalty 1): the score is the mean over the tokens.
         avg_logprob = float(result.scores[0]) * len(tokens) / (len(tokens) + 1)
         text = self.tokenizer.decode(tokens)
-        continuation = None
-        if tokens and ends_sentence(text) and len(result.logits[0]) >= len(tokens):
-            continuation = going_on(np.asarray(result.logits[0][len(tokens) - 1]), self.goes_on)
+        steps = result.logits[0][: len(tokens)] if len(result.logits[0]) >= len(tokens) else []
         return Decoded(text, len(tokens), avg_logprob, len(self.prompt) + len(tokens) >= max_length,
-                       continuation)
+                       measured_continuation(text, steps, self.goes_on))
+
+
+def measured_continuation(text: str, step_logits: Sequence[Any], goes_on: np.ndarray) -> float | None:
+    """:attr:`Decoded.continuation` of a transcript from the scores of the steps that wrote its tokens.
+
+    Only a transcript that ends as a sentence has one: the doubt is measured at the step that wrote
+    its final punctuation, the last of them (CTranslate2 also returns the end-of-text step's: leave it out).
+    """
+    if not step_logits or not ends_sentence(text):
+        return None
+    return going_on(np.asarray(step_logits[-1]), goes_on)
 
 
 def going_on_tokens(pieces: list[str]) -> np.ndarray:

@@ -24,7 +24,14 @@ from speech_to_speech.stt.faster_whisper import (
     short_window,
     transcribe_windowed,
 )
-from speech_to_speech.stt.whisper_window import Decoded, WindowedWhisper, repeated_phrase, restarted, suspicious
+from speech_to_speech.stt.whisper_window import (
+    Decoded,
+    WindowedWhisper,
+    ends_sentence,
+    repeated_phrase,
+    restarted,
+    suspicious,
+)
 from speech_to_speech.vad.turn_detector import MAX_CONTINUATION, reads_finished
 
 pytestmark = pytest.mark.real_models
@@ -139,7 +146,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "turns"
 @pytest.mark.parametrize(("fixture", "cut"), [
     # Speculative passes of the server (16 kHz, as its VAD cut them) at a 1.2 s and a 1.1 s pause of
     # the fragments corpus, after "... black holes and" and "... tomorrow morning to", and at the end of
-    # a whole request. Whisper writes a full stop on all three.
+    # a whole request. Where Whisper wrote a full stop on the cut ones (0.46-0.54 of doubt on three
+    # instruction sets of CTranslate2), another CPU's kernels may let the "and" win outright.
     ("cut_black_holes_and.wav", True), ("cut_tomorrow_morning_to.wav", True), ("whole_robot_story.wav", False),
 ])
 def test_the_short_window_says_how_sure_it_is_of_its_full_stop(
@@ -147,26 +155,39 @@ def test_the_short_window_says_how_sure_it_is_of_its_full_stop(
 ) -> None:
     samples, _ = read_wav(FIXTURES / fixture, 16000)
     decoded = WindowedWhisper(whisper, ServerSettings().stt_window_s).decode(samples)
-    assert decoded.text.rstrip().endswith(".") and reads_finished(decoded.text)  # the words alone: finished
-    assert decoded.continuation is not None
     if cut:
-        assert decoded.continuation >= MAX_CONTINUATION, decoded.continuation
+        # Either way the cut words must not read as finished: doubted, or left unpunctuated.
+        assert not reads_finished(decoded.text, decoded.continuation), decoded
+        if ends_sentence(decoded.text):
+            assert decoded.continuation is not None and decoded.continuation >= MAX_CONTINUATION, decoded
     else:
-        assert decoded.continuation < MAX_CONTINUATION / 2, decoded.continuation
+        assert ends_sentence(decoded.text) and reads_finished(decoded.text), decoded
+        assert decoded.continuation is not None and decoded.continuation < MAX_CONTINUATION / 2, decoded
     # A speculative pass hands the doubt on with its words, for the turn detector to weigh.
     stt = make_handler(FasterWhisperSTT, whisper)
     (transcript,) = stt.process(Utterance(samples, 0, 2000, item_id="item_1", speculation=1))
     assert transcript.text == decoded.text.strip() and transcript.continuation == decoded.continuation
 
 
-def test_words_that_do_not_end_as_a_sentence_carry_no_continuation(whisper: Any, spoken: Any) -> None:
-    said = np.concatenate([trimmed(spoken("I'd like to know whether it's going to rain")), SILENCE])
-    cut = said[: len(said) - len(SILENCE) - 5600]  # "rain" and more cut off: the phrase hangs on "to"
-    decoded = WindowedWhisper(whisper, ServerSettings().stt_window_s).decode(cut)
-    # The pinned model is deterministic: if it ever punctuates this, pick another input rather than skip.
-    assert {"whether", "going"} <= words(decoded.text)
-    assert not decoded.text.rstrip().endswith((".", "?", "!")), decoded.text
-    assert decoded.continuation is None
+@pytest.mark.parametrize(("text", "cut_ms"), [
+    # Phrases cut where they hang: tiny.en ends some with a full stop, some with "..." or nothing at
+    # all, and which depends on the CPU's kernels (on one CPU "... going to rain" cut came out
+    # "... going to run."). Whatever it writes, the doubt is measured exactly where a sentence ends.
+    ("I'd like to know whether it's going to rain", 350),
+    ("I need to buy some milk and eggs and", 0),
+    ("Tell me a story about a dragon and a", 0),
+    ("Could you please turn off the", 0),
+])
+def test_a_continuation_is_measured_exactly_where_the_words_end_as_a_sentence(
+    whisper: Any, spoken: Any, text: str, cut_ms: int
+) -> None:
+    said = trimmed(spoken(text))
+    said = np.concatenate([said[: len(said) - cut_ms * 16], SILENCE])
+    decoded = WindowedWhisper(whisper, ServerSettings().stt_window_s).decode(said)
+    assert set(spoken_words(text)[:3]) <= set(spoken_words(decoded.text)), decoded.text
+    assert (decoded.continuation is not None) == ends_sentence(decoded.text), decoded
+    if decoded.continuation is not None:
+        assert 0.0 <= decoded.continuation <= 1.0
 
 
 BOSS = " Can you help me write a short email to my boss? I need to take Friday off."

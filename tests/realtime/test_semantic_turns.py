@@ -17,6 +17,7 @@ import pytest
 
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.protocol import TIMINGS_EXTENSION, TIMINGS_KEY, TURN_DETECTION_KEY
+from speech_to_speech.stt.whisper_window import ends_sentence
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence
 from speech_to_speech.vad.turn_detector import MAX_CONTINUATION
 
@@ -214,6 +215,11 @@ async def test_a_full_stop_whisper_doubts_does_not_end_a_turn_that_sounds_unfini
         events = await until_quiet(client)
     assert turns(events) == 1
     [decision] = decisions(events)
-    assert decision["words"] == "I was reading about black holes."
-    assert decision["continuation"] >= MAX_CONTINUATION
-    assert decision["outcome"] == "timed_out"  # not ended at the 600 ms silence window
+    assert decision["outcome"] == "timed_out", decision  # not ended at the 600 ms silence window
+    assert "black holes" in decision["words"].lower(), decision
+    # The full stop (0.46-0.54 of doubt on three instruction sets) may lose to the "and" on another
+    # CPU's kernels: then the words end mid-phrase and carry no doubt, and the turn waits all the same.
+    if ends_sentence(decision["words"]):
+        assert decision["continuation"] >= MAX_CONTINUATION, decision
+    else:
+        assert decision["continuation"] is None, decision

@@ -12,6 +12,7 @@ from speech_to_speech.stt.whisper_window import (
     ends_sentence,
     going_on,
     going_on_tokens,
+    measured_continuation,
     repeated_phrase,
     suspicious,
 )
@@ -79,3 +80,24 @@ def test_going_on_is_a_probability(logits: list[float]) -> None:
 ])
 def test_what_ends_as_a_sentence(text: str, ends: bool) -> None:
     assert ends_sentence(text) is ends
+
+
+def _steps(count: int, last: list[float]) -> list[np.ndarray]:
+    """``count`` decoding steps over the toy vocabulary; the last one scores ``last``."""
+    flat = np.zeros(len(PIECES))
+    return [flat] * (count - 1) + [np.log(np.array(last))]
+
+
+def test_the_doubt_is_measured_at_the_step_that_wrote_the_final_punctuation() -> None:
+    marked = going_on_tokens(PIECES)
+    last = [0.5, 0.3, 0.1, 0.1] + [1e-12] * (len(PIECES) - 4)  # "." 0.5; " and" and "," 0.4 between them
+    assert measured_continuation(" I was reading about black holes.", _steps(6, last), marked) == pytest.approx(0.4)
+    assert measured_continuation(" I was reading about black holes.", [], marked) is None  # nobody measured it
+
+
+@given(st.sampled_from([" I'd like to know whether it's going to", " So I was thinking...", " Tell me a story about",
+                        " milk and eggs and", ""]),
+       st.lists(st.floats(-30, 30), min_size=len(PIECES), max_size=len(PIECES)), st.integers(1, 12))
+def test_words_that_do_not_end_as_a_sentence_carry_no_continuation(text: str, last: list[float], steps: int) -> None:
+    scores = [np.zeros(len(PIECES))] * (steps - 1) + [np.array(last)]
+    assert measured_continuation(text, scores, going_on_tokens(PIECES)) is None
