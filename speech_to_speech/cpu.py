@@ -1,10 +1,14 @@
-"""How many threads a local model gets: logical CPUs told apart from physical cores.
+"""How many threads a local model gets: the CPUs this process may use, logical told apart from physical.
 
-On a machine whose CPUs are hyperthreads of fewer cores, two threads of one
-matrix kernel on one core only wait for each other; on a machine whose CPUs
-are cores of their own, the second thread nearly halves the time of
+The CPUs are those of the process's affinity, capped by its cgroup's CPU
+quota (a container given "2 CPUs" on a 64-core host sees 64 in
+``os.cpu_count()``, and 64 threads there only queue for their quota). On a
+machine whose CPUs are hyperthreads of fewer cores, two threads of one matrix
+kernel on one core only wait for each other; on a machine whose CPUs are
+cores of their own, the second thread nearly halves the time of
 compute-bound work such as reading a prompt. The default of each backend is
-chosen by which it is: see ``llm/llama_cpp_lm.py``.
+chosen by which it is: see ``llm/llama_cpp_lm.py``. How many of them other
+processes leave free right now is ``cpu_share.py``'s question.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import os
 from pathlib import Path
 
 SYS_CPU = Path("/sys/devices/system/cpu")
+CGROUP = Path("/sys/fs/cgroup")
+MEMBERSHIP = Path("/proc/self/cgroup")
 
 
 def usable_cpus() -> set[int]:
@@ -23,9 +29,59 @@ def usable_cpus() -> set[int]:
         return set(range(os.cpu_count() or 1))
 
 
+def _v2_quota(folder: Path) -> float | None:
+    try:
+        quota, period = (folder / "cpu.max").read_text().split()[:2]
+    except (OSError, ValueError):
+        return None
+    return None if quota == "max" else int(quota) / int(period)
+
+
+def _v1_quota(folder: Path) -> float | None:
+    try:
+        quota = int((folder / "cpu.cfs_quota_us").read_text())
+        period = int((folder / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return None if quota <= 0 or period <= 0 else quota / period
+
+
+def cgroup_cpu_limit(root: Path = CGROUP, membership: Path = MEMBERSHIP) -> float | None:
+    """The CPUs' worth of time a second the process's cgroups allow it (the tightest of them), or None.
+
+    cgroup v2 (a ``0::/path`` line) writes the quota in ``cpu.max`` of the group and of each group
+    above it; v1 in ``cpu.cfs_quota_us`` of the cpu controller's hierarchy.
+    """
+    try:
+        lines = membership.read_text().splitlines()
+    except OSError:
+        return None
+    limits: list[float | None] = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        relative = Path(path.lstrip("/"))
+        if not controllers:
+            folders = [root / relative, *(root / parent for parent in relative.parents)]
+            limits.extend(_v2_quota(folder) for folder in folders)
+        elif "cpu" in controllers.split(","):
+            limits.extend(_v1_quota(root / mount / relative) for mount in {controllers, "cpu", "cpu,cpuacct"})
+    known = [limit for limit in limits if limit is not None]
+    return min(known) if known else None
+
+
+def usable_cpu_count() -> int:
+    """How many CPUs' worth this process may run on at once: its affinity, capped by its cgroup quota."""
+    cpus = len(usable_cpus())
+    limit = cgroup_cpu_limit()
+    return max(1, cpus if limit is None else min(cpus, int(limit)))  # 1.5 CPUs of quota: one thread, unthrottled
+
+
 def half_the_cpus() -> int:
-    """Half the logical CPUs (at least one): the physical cores of a machine with two threads per core."""
-    return max(1, (os.cpu_count() or 2) // 2)
+    """Half the usable CPUs (at least one): the physical cores of a machine with two threads per core."""
+    return max(1, usable_cpu_count() // 2)
 
 
 def physical_cores(root: Path = SYS_CPU) -> int:
@@ -43,7 +99,7 @@ def physical_cores(root: Path = SYS_CPU) -> int:
         except OSError:
             return half_the_cpus()
         cores.add((package, core))
-    return max(1, len(cores))
+    return max(1, min(len(cores), usable_cpu_count()))
 
 
 # Instruction sets that the models' int8 and float kernels choose their code by: two CPUs that both
