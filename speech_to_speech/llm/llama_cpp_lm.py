@@ -25,7 +25,7 @@ import ctypes
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from speech_to_speech import registry
+from speech_to_speech import cpu_share, registry
 from speech_to_speech.cache import cached_conversion
 from speech_to_speech.config import GGUFWeightType, ServerSettings
 from speech_to_speech.cpu import half_the_cpus, physical_cores
@@ -90,12 +90,19 @@ class LoadedLlama:
     foreign_tokens: npt.NDArray[np.intp]  # tokens that write a script other than Latin (llm/speakable.py)
     threads: DecodeThreads
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # How many CPUs other processes leave free (cpu_share.py); None: count on every one of them.
+    free_cpus: Callable[[], int] | None = None
 
     def decode_on(self, threads: int) -> None:
-        """Decode the next tokens on ``threads`` threads (a prompt is still read on ``threads.batch``)."""
+        """Decode the next tokens on ``threads`` threads (a prompt on ``threads.batch``), no more than are free.
+
+        A thread more than the free CPUs makes every kernel wait at its barrier for a core a
+        neighbour holds (cpu_share.py): a quarter of the speed, where one thread fewer costs ~1.7x.
+        """
         import llama_cpp
 
-        llama_cpp.llama_set_n_threads(self.llm.ctx, threads, self.threads.batch)
+        free = self.free_cpus() if self.free_cpus is not None else max(threads, self.threads.batch)
+        llama_cpp.llama_set_n_threads(self.llm.ctx, min(threads, free), min(self.threads.batch, free))
 
     def speakable_only(self, ids: Any, scores: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """A llama.cpp logits processor: the tokens of other scripts cannot be chosen."""
@@ -183,7 +190,10 @@ def load_llama_cpp(settings: ServerSettings) -> LoadedLlama:
     llm = Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, n_threads=threads.rest, n_threads_batch=threads.batch,
                 verbose=False)
     foreign = foreign_token_ids([llm.detokenize([token]) for token in range(llm.n_vocab())])
-    return LoadedLlama(llm=llm, template=_template(llm), path=path, foreign_tokens=foreign, threads=threads)
+    # --llm_threads is a number the user chose: kept as it is, busy neighbours or not.
+    free_cpus = None if settings.llm_threads else cpu_share.shared().free_cpus
+    return LoadedLlama(llm=llm, template=_template(llm), path=path, foreign_tokens=foreign, threads=threads,
+                       free_cpus=free_cpus)
 
 
 @registry.register("llm", "llama-cpp", load_llama_cpp)

@@ -119,7 +119,7 @@ def test_a_reply_s_first_words_decode_on_every_core_and_the_rest_leaves_the_tts_
     llama_lm: LoadedLlama, make_handler: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Nothing else runs until the TTS has the first chunk; from then on the voice needs a core."""
-    lm = replace(llama_lm, threads=DecodeThreads(batch=2, first_words=2, rest=1))
+    lm = replace(llama_lm, threads=DecodeThreads(batch=2, first_words=2, rest=1), free_cpus=lambda: 2)
     handler = make_handler(LlamaCppLM, lm)
     log = _streamed_with_thread_counts(handler, monkeypatch, "Tell me about the moon in a few sentences.")
     counts = [entry for entry in log if isinstance(entry, tuple)]
@@ -136,7 +136,8 @@ def test_a_reply_s_first_words_decode_on_every_core_and_the_rest_leaves_the_tts_
 def test_a_reply_no_voice_speaks_decodes_on_every_core_to_its_end(
     llama_lm: LoadedLlama, make_handler: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    handler = make_handler(LlamaCppLM, replace(llama_lm, threads=DecodeThreads(batch=2, first_words=2, rest=1)))
+    handler = make_handler(LlamaCppLM, replace(llama_lm, threads=DecodeThreads(batch=2, first_words=2, rest=1),
+                                               free_cpus=lambda: 2))
     log = _streamed_with_thread_counts(handler, monkeypatch, "Tell me about the moon in a few sentences.", ("text",))
     assert [entry for entry in log if isinstance(entry, tuple)] == [(2, 2), (1, 2)]  # no switch until it ends
     assert isinstance(log[0], tuple) and isinstance(log[-1], tuple)
@@ -152,3 +153,20 @@ def test_one_thread_count_for_everything_never_switches(
     log = _streamed_with_thread_counts(handler, monkeypatch, "Tell me about the moon in a few sentences.")
     assert [entry for entry in log if isinstance(entry, tuple)] == [(1, 1), (1, 1)]  # set, and left as it was
     assert any(isinstance(entry, str) for entry in log)
+
+
+def test_with_a_cpu_taken_by_a_neighbour_every_decode_keeps_to_the_free_one(
+    llama_lm: LoadedLlama, make_handler: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two threads beside a busy neighbour wait for each other at every kernel's barrier: use one."""
+    lm = replace(llama_lm, threads=DecodeThreads(batch=2, first_words=2, rest=1), free_cpus=lambda: 1)
+    log = _streamed_with_thread_counts(make_handler(LlamaCppLM, lm), monkeypatch, "Tell me about the moon.")
+    assert {entry for entry in log if isinstance(entry, tuple)} == {(1, 1)}
+    assert any(isinstance(entry, str) and entry.strip() for entry in log)  # and it still answers
+
+
+def test_the_default_load_sizes_its_threads_by_what_neighbours_leave(llama_lm: LoadedLlama) -> None:
+    from speech_to_speech import cpu_share
+
+    assert llama_lm.free_cpus == cpu_share.shared().free_cpus  # the process's one sampler
+    assert load_llama_cpp(ServerSettings(llm="llama-cpp", llm_threads=1)).free_cpus is None  # a count asked for
