@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from speech_to_speech import cpu_share
+from speech_to_speech.cpu import share as cpu_share
 from speech_to_speech.cpu import usable_cpus
-from speech_to_speech.cpu_share import CpuShare, CpuTimes, free_of, neighbours_load, read_times
+from speech_to_speech.cpu.share import CpuShare, CpuTimes, free_of, neighbours_load, read_times
 
 STAT = """cpu  900 0 300 5000 10 0 5 0 0 0
 cpu0 400 0 100 2500 5 0 2 7 0 0

@@ -33,10 +33,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from speech_to_speech import cpu_share, registry
+from speech_to_speech import registry
 from speech_to_speech.cache import cached_conversion
 from speech_to_speech.config import GGUFWeightType, ServerSettings
 from speech_to_speech.cpu import half_the_cpus, physical_cores
+from speech_to_speech.cpu import share as cpu_share
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.local_tokenizer import ChatTemplate
@@ -90,14 +91,14 @@ class LoadedLlama:
     foreign_tokens: npt.NDArray[np.intp]  # tokens that write a script other than Latin (llm/speakable.py)
     threads: DecodeThreads
     lock: threading.Lock = field(default_factory=threading.Lock)
-    # How many CPUs other processes leave free (cpu_share.py); None: count on every one of them.
+    # How many CPUs other processes leave free (cpu/share.py); None: count on every one of them.
     free_cpus: Callable[[], int] | None = None
 
     def decode_on(self, threads: int) -> None:
         """Decode the next tokens on ``threads`` threads (a prompt on ``threads.batch``), no more than are free.
 
         A thread more than the free CPUs makes every kernel wait at its barrier for a core a
-        neighbour holds (cpu_share.py): a quarter of the speed, where one thread fewer costs ~1.7x.
+        neighbour holds (cpu/share.py): a quarter of the speed, where one thread fewer costs ~1.7x.
         """
         import llama_cpp
 

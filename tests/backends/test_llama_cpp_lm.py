@@ -166,7 +166,7 @@ def test_with_a_cpu_taken_by_a_neighbour_every_decode_keeps_to_the_free_one(
 
 
 def test_the_default_load_sizes_its_threads_by_what_neighbours_leave(llama_lm: LoadedLlama) -> None:
-    from speech_to_speech import cpu_share
+    from speech_to_speech.cpu import share as cpu_share
 
     assert llama_lm.free_cpus == cpu_share.shared().free_cpus  # the process's one sampler
     assert load_llama_cpp(ServerSettings(llm="llama-cpp", llm_threads=1)).free_cpus is None  # a count asked for

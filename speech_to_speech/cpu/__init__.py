@@ -8,7 +8,7 @@ kernel on one core only wait for each other; on a machine whose CPUs are
 cores of their own, the second thread nearly halves the time of
 compute-bound work such as reading a prompt. The default of each backend is
 chosen by which it is: see ``llm/llama_cpp_lm.py``. How many of them other
-processes leave free right now is ``cpu_share.py``'s question.
+processes leave free right now is ``cpu/share.py``'s question.
 """
 
 from __future__ import annotations
