@@ -154,8 +154,14 @@ class ServerSettings(BaseModel):
         1.0, ge=1.0, le=2.0, description="Penalty on tokens the reply already holds (1 = none; greedy decoding too)."
     )
     llm_threads: int | None = Field(
-        None, ge=1, description="CPU threads per local LLM generation; default: half the logical CPUs (llama-cpp "
-        "reads the prompt and decodes a reply's first words on one thread per physical core)."
+        None, ge=1, description="CPU threads per local LLM generation; default: half the usable CPUs (llama-cpp "
+        "reads the prompt and decodes a reply's first words on one thread per physical core, and uses no more "
+        "threads than other processes and a waiting user's work leave CPUs free)."
+    )
+    llm_contexts: int | None = Field(
+        None, ge=1, description="llama-cpp: contexts over the one model, each ~150 MB, so that concurrent "
+        "sessions decode side by side instead of waiting for each other's whole reply; default: one per "
+        "pipeline unit, at most 4."
     )
     llm_compute_type: str = Field("int8", description="CTranslate2 compute type of the ctranslate2 LLM.")
     llm_gguf_type: GGUFWeightType = Field(

@@ -11,11 +11,10 @@ machine's own CPU crashes on CPUs with AMX (as here); build it portable:
 ``--llm_model`` is a .gguf file, a folder holding one or a packaged model's
 name (``llm.packaged``); the default is the packaged SmolLM2-135M (Q4_1),
 loaded rewritten as Q8_0 (``--llm_gguf_type``, see :func:`rewritten_gguf`).
-One llama.cpp context serves every unit in turn: a context holds one
-sequence, and each extra one would cost ~150 MB here (llama-cpp-python loads
-the model per context). Concurrent sessions therefore wait for each other's
-replies; ``--llm ctranslate2`` decodes them side by side, at about half the
-speed per token.
+A context holds one sequence, so the units share a pool of them
+(``llm/llama_contexts.py``, ``--llm_contexts``: one per unit up to four, ~150
+MB each), and the CPU gate (``cpu/gate.py``) decides how many threads each
+reply decodes on: a reply's prompt and first words before another's rest.
 """
 
 from __future__ import annotations
@@ -24,9 +23,9 @@ import codecs
 import ctypes
 import logging
 import os
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +35,12 @@ import numpy.typing as npt
 from speech_to_speech import registry
 from speech_to_speech.cache import cached_conversion
 from speech_to_speech.config import GGUFWeightType, ServerSettings
+from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.cpu import half_the_cpus, physical_cores
-from speech_to_speech.cpu import share as cpu_share
+from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
+from speech_to_speech.llm.llama_contexts import ContextPool
 from speech_to_speech.llm.local_tokenizer import ChatTemplate
 from speech_to_speech.llm.packaged import packaged_path
 from speech_to_speech.llm.speakable import foreign_token_ids
@@ -58,6 +59,7 @@ MISSING = (
 )
 
 
+MAX_DEFAULT_CONTEXTS = 4  # contexts without --llm_contexts: one per unit up to this many (~150 MB each)
 REWRITTEN = "model.gguf"  # the rewritten file's name in its cache folder
 
 
@@ -83,27 +85,22 @@ class DecodeThreads:
 
 @dataclass(frozen=True)
 class LoadedLlama:
-    """The one llama.cpp context every unit uses in turn, and the chat template stored in its GGUF."""
+    """The llama.cpp contexts of one model that the units share, and the chat template stored in its GGUF."""
 
-    llm: Any
+    pool: ContextPool
     template: ChatTemplate | _PlainTranscript
     path: Path
     foreign_tokens: npt.NDArray[np.intp]  # tokens that write a script other than Latin (llm/speakable.py)
     threads: DecodeThreads
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    # How many CPUs other processes leave free (cpu/share.py); None: count on every one of them.
-    free_cpus: Callable[[], int] | None = None
+    # What runs now (cpu/gate.py): a reply's prompt and first words are urgent, its rest waits for other
+    # sessions' urgent work, and neither uses more threads than are free. None (--llm_threads): the
+    # counts are used as they are.
+    gate: CpuGate | None = None
 
-    def decode_on(self, threads: int) -> None:
-        """Decode the next tokens on ``threads`` threads (a prompt on ``threads.batch``), no more than are free.
-
-        A thread more than the free CPUs makes every kernel wait at its barrier for a core a
-        neighbour holds (cpu/share.py): a quarter of the speed, where one thread fewer costs ~1.7x.
-        """
-        import llama_cpp
-
-        free = self.free_cpus() if self.free_cpus is not None else max(threads, self.threads.batch)
-        llama_cpp.llama_set_n_threads(self.llm.ctx, min(threads, free), min(self.threads.batch, free))
+    @property
+    def llm(self) -> Any:
+        """One of the contexts, for what belongs to the model alone: its metadata and vocabulary."""
+        return self.pool.contexts[0]
 
     def speakable_only(self, ids: Any, scores: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """A llama.cpp logits processor: the tokens of other scripts cannot be chosen."""
@@ -188,18 +185,35 @@ def load_llama_cpp(settings: ServerSettings) -> LoadedLlama:
     threads = DecodeThreads(batch=settings.llm_threads or physical_cores(),
                             first_words=settings.llm_threads or physical_cores(),
                             rest=settings.llm_threads or half_the_cpus())
-    llm = Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, n_threads=threads.rest, n_threads_batch=threads.batch,
-                verbose=False)
+    count = settings.llm_contexts or min(settings.num_pipelines, MAX_DEFAULT_CONTEXTS)
+    contexts = [Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, n_threads=threads.rest,
+                      n_threads_batch=threads.batch, verbose=False) for _ in range(count)]
+    llm = contexts[0]
     foreign = foreign_token_ids([llm.detokenize([token]) for token in range(llm.n_vocab())])
     # --llm_threads is a number the user chose: kept as it is, busy neighbours or not.
-    free_cpus = None if settings.llm_threads else cpu_share.shared().free_cpus
-    return LoadedLlama(llm=llm, template=_template(llm), path=path, foreign_tokens=foreign, threads=threads,
-                       free_cpus=free_cpus)
+    gate = None if settings.llm_threads else cpu_gate.shared()
+    return LoadedLlama(pool=ContextPool(contexts), template=_template(llm), path=path, foreign_tokens=foreign,
+                       threads=threads, gate=gate)
+
+
+class _ThreadCounts:
+    """The thread counts of one context, set on it only when they change."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+        self.now: tuple[int, int] | None = None
+
+    def set(self, threads: int, batch: int) -> None:
+        import llama_cpp
+
+        if (threads, batch) != self.now:
+            llama_cpp.llama_set_n_threads(self.llm.ctx, threads, batch)
+            self.now = (threads, batch)
 
 
 @registry.register("llm", "llama-cpp", load_llama_cpp)
 class LlamaCppLM(LLMHandler):
-    """Streams a reply from the shared context; one unit at a time, a stale generation stops at its next token."""
+    """Streams a reply from a context of the pool; a stale generation stops at its next token."""
 
     model: LoadedLlama
 
@@ -211,42 +225,58 @@ class LlamaCppLM(LLMHandler):
         # top_k 0 and min_p 0: llama.cpp's own defaults (40, 0.05) would cut more than top_p asks.
         return {"temp": settings.temperature, "top_p": settings.top_p, "top_k": 0, "min_p": 0.0, **penalty}
 
+    _context: int | None = None  # the context this unit's last reply decoded in (its KV cache)
+
+    def _counts(self, urgent: bool) -> tuple[int, int]:
+        """(decode, prompt) threads for the next step: the gate's share, or the fixed counts without one."""
+        threads, gate = self.model.threads, self.model.gate
+        wanted = threads.first_words if urgent else threads.rest
+        if gate is None:
+            return wanted, threads.batch
+        if urgent:
+            return gate.urgent_threads(wanted), gate.urgent_threads(threads.batch)
+        share = gate.background_threads(wanted)
+        return share, min(threads.batch, share)
+
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         lm = self.model
         text = prompt_for(lm.template, request, self.settings)
-        prompt = lm.llm.tokenize(text.encode(), add_bos=False, special=True)
         limit = request.max_output_tokens or self.settings.max_new_tokens
         generated: list[int] = []
+        prompt: list[int] = []
         ended = False
 
-        def texts() -> Iterator[str]:
+        def texts(llm: Any, urgent: ExitStack) -> Iterator[str]:
             nonlocal ended
+            counts = _ThreadCounts(llm)
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span tokens
             # reset=True still reuses the KV cache for the prompt prefix the context saw last.
             speakable = [lm.speakable_only] if self.speaks_in_latin_script(request) else None
-            # A reply no voice speaks keeps every core to its end: no TTS waits for one.
-            said, boosted = "", lm.threads.first_words != lm.threads.rest and "audio" in request.output_modalities
-            for token in lm.llm.generate(prompt, reset=True, logits_processor=speakable, **self._sampling()):
+            # A reply no voice speaks is urgent to its end: no TTS waits beside it, its reader waits for it.
+            said, speaks, urgent_phase = "", "audio" in request.output_modalities, True
+            counts.set(*self._counts(urgent=True))
+            for token in llm.generate(prompt, reset=True, logits_processor=speakable, **self._sampling()):
                 generated.append(token)  # the end token too: it was generated, and counts
-                if _ends_generation(lm.llm, token):
+                if _ends_generation(llm, token):
                     ended = True
                     return
-                piece = decoder.decode(lm.llm.detokenize([token]))
+                piece = decoder.decode(llm.detokenize([token]))
                 if piece:
                     said += piece
-                    if boosted and first_chunk_ready(said, self.settings.first_chunk_words):
-                        lm.decode_on(lm.threads.rest)  # the TTS starts on these words: leave it a core
-                        boosted = False
+                    if speaks and urgent_phase and first_chunk_ready(said, self.settings.first_chunk_words):
+                        urgent_phase = False
+                        urgent.close()  # the TTS starts on these words: the rest can wait for others
                     yield piece
                 if len(generated) >= limit or self.cancel_scope.is_stale(request.generation):
                     return
+                counts.set(*self._counts(urgent=urgent_phase))
 
-        with lm.lock:
-            lm.decode_on(lm.threads.first_words)
-            try:
-                yield from split_tool_calls(request, texts())
-            finally:
-                lm.decode_on(lm.threads.rest)
+        with lm.pool.checkout(self._context) as (index, llm), ExitStack() as urgent:
+            self._context = index
+            prompt = llm.tokenize(text.encode(), add_bos=False, special=True)
+            if lm.gate is not None:
+                urgent.enter_context(lm.gate.urgent(lm.threads.batch))
+            yield from split_tool_calls(request, texts(llm, urgent))
         yield TokenUsage(request.response_id, request.generation, len(prompt), len(generated))
         if not ended and len(generated) >= limit:
             yield Terminal("incomplete", reason="max_output_tokens")

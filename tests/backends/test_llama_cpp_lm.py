@@ -4,6 +4,7 @@ template, clear errors."""
 from __future__ import annotations
 
 import sys
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from speech_to_speech.cache import cache_root
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
 from speech_to_speech.llm.llama_cpp_lm import (
     DecodeThreads,
@@ -119,28 +121,29 @@ def test_a_reply_s_first_words_decode_on_every_core_and_the_rest_leaves_the_tts_
     llama_lm: LoadedLlama, make_handler: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Nothing else runs until the TTS has the first chunk; from then on the voice needs a core."""
-    lm = replace(llama_lm, threads=DecodeThreads(batch=2, first_words=2, rest=1), free_cpus=lambda: 2)
+    lm = replace(llama_lm, threads=DecodeThreads(batch=2, first_words=2, rest=1), gate=CpuGate(lambda: 2))
     handler = make_handler(LlamaCppLM, lm)
     log = _streamed_with_thread_counts(handler, monkeypatch, "Tell me about the moon in a few sentences.")
     counts = [entry for entry in log if isinstance(entry, tuple)]
-    assert log[0] == (2, 2)  # before the first word; the prompt is read on the batch count throughout
-    assert counts == [(2, 2), (1, 2), (1, 2)]  # one switch in the reply, and the context is left at the rest
-    switch = log.index((1, 2))
+    assert log[0] == (2, 2)  # before the first word: the prompt and the first words on both cores
+    assert counts == [(2, 2), (1, 1)]  # one switch in the reply
+    switch = log.index((1, 1))
     before = "".join(entry for entry in log[:switch] if isinstance(entry, str))
     words = handler.settings.first_chunk_words
-    # The switch comes with the piece that completes the first chunk, not a piece sooner or later.
-    assert not first_chunk_ready(before, words) and first_chunk_ready(before + log[switch + 1], words)
-    assert isinstance(log[-1], tuple) and any(isinstance(entry, str) for entry in log[switch + 1:])
+    # The switch comes right after the piece that completes the first chunk, not a piece sooner or later.
+    assert first_chunk_ready(before, words)
+    assert not first_chunk_ready("".join(entry for entry in log[:switch - 1] if isinstance(entry, str)), words)
+    assert any(isinstance(entry, str) for entry in log[switch + 1:])
 
 
 def test_a_reply_no_voice_speaks_decodes_on_every_core_to_its_end(
     llama_lm: LoadedLlama, make_handler: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     handler = make_handler(LlamaCppLM, replace(llama_lm, threads=DecodeThreads(batch=2, first_words=2, rest=1),
-                                               free_cpus=lambda: 2))
+                                               gate=CpuGate(lambda: 2)))
     log = _streamed_with_thread_counts(handler, monkeypatch, "Tell me about the moon in a few sentences.", ("text",))
-    assert [entry for entry in log if isinstance(entry, tuple)] == [(2, 2), (1, 2)]  # no switch until it ends
-    assert isinstance(log[0], tuple) and isinstance(log[-1], tuple)
+    assert [entry for entry in log if isinstance(entry, tuple)] == [(2, 2)]  # no switch: set once, kept
+    assert isinstance(log[0], tuple)
     assert len("".join(entry for entry in log if isinstance(entry, str)).split()) > handler.settings.first_chunk_words
 
 
@@ -151,7 +154,7 @@ def test_one_thread_count_for_everything_never_switches(
     assert load_llama_cpp(ServerSettings(llm="llama-cpp", llm_threads=1)).threads == DecodeThreads(1, 1, 1)
     handler = make_handler(LlamaCppLM, replace(llama_lm, threads=DecodeThreads(batch=1, first_words=1, rest=1)))
     log = _streamed_with_thread_counts(handler, monkeypatch, "Tell me about the moon in a few sentences.")
-    assert [entry for entry in log if isinstance(entry, tuple)] == [(1, 1), (1, 1)]  # set, and left as it was
+    assert [entry for entry in log if isinstance(entry, tuple)] == [(1, 1)]  # set once, and kept
     assert any(isinstance(entry, str) for entry in log)
 
 
@@ -159,14 +162,49 @@ def test_with_a_cpu_taken_by_a_neighbour_every_decode_keeps_to_the_free_one(
     llama_lm: LoadedLlama, make_handler: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two threads beside a busy neighbour wait for each other at every kernel's barrier: use one."""
-    lm = replace(llama_lm, threads=DecodeThreads(batch=2, first_words=2, rest=1), free_cpus=lambda: 1)
+    lm = replace(llama_lm, threads=DecodeThreads(batch=2, first_words=2, rest=1), gate=CpuGate(lambda: 1))
     log = _streamed_with_thread_counts(make_handler(LlamaCppLM, lm), monkeypatch, "Tell me about the moon.")
     assert {entry for entry in log if isinstance(entry, tuple)} == {(1, 1)}
     assert any(isinstance(entry, str) and entry.strip() for entry in log)  # and it still answers
 
 
-def test_the_default_load_sizes_its_threads_by_what_neighbours_leave(llama_lm: LoadedLlama) -> None:
-    from speech_to_speech.cpu import share as cpu_share
+def test_the_default_load_sizes_its_threads_by_what_neighbours_and_other_sessions_leave(
+    llama_lm: LoadedLlama,
+) -> None:
+    from speech_to_speech.cpu import gate as cpu_gate
 
-    assert llama_lm.free_cpus == cpu_share.shared().free_cpus  # the process's one sampler
-    assert load_llama_cpp(ServerSettings(llm="llama-cpp", llm_threads=1)).free_cpus is None  # a count asked for
+    assert llama_lm.gate is cpu_gate.shared()  # the process's one gate
+    assert load_llama_cpp(ServerSettings(llm="llama-cpp", llm_threads=1)).gate is None  # a count asked for
+
+
+def test_two_sessions_replies_decode_at_once_each_in_a_context_of_its_own(make_handler: Any) -> None:
+    """With a context per unit, neither reply waits for the other's end (one shared context made it)."""
+    lm = load_llama_cpp(ServerSettings(llm="llama-cpp", num_pipelines=2))
+    assert len(lm.pool) == 2
+    questions = {"paris": "What is the capital of France?", "blue": "What colour is the sky on a clear day?"}
+    handlers = {word: make_handler(LlamaCppLM, lm) for word in questions}
+    replies: dict[str, str] = {}
+    both_decoding = threading.Barrier(2, timeout=60)
+
+    def answer(word: str) -> None:
+        pieces = []
+        for item in handlers[word].process(GenerateResponseRequest("r", 0, (ChatMessage("user", questions[word]),),
+                                                                   max_output_tokens=24)):
+            if isinstance(item, AssistantTextPart):
+                if not pieces:
+                    both_decoding.wait()  # each reply has its first word while the other has not ended
+                pieces.append(item.text)
+        replies[word] = "".join(pieces)
+
+    threads = [threading.Thread(target=answer, args=(word,)) for word in questions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert all(word in replies.get(word, "").lower() for word in questions), replies
+    assert {handler._context for handler in handlers.values()} == {0, 1}
+    # The next reply of each unit goes back to its own context, whose cache holds its conversation.
+    before = {word: handler._context for word, handler in handlers.items()}
+    for handler in handlers.values():
+        list(handler.process(GenerateResponseRequest("r", 0, (ChatMessage("user", "Thanks."),), max_output_tokens=4)))
+    assert {word: handler._context for word, handler in handlers.items()} == before

@@ -1,0 +1,47 @@
+"""Several llama.cpp contexts over one model, so that two sessions' replies decode side by side.
+
+A llama.cpp context holds one sequence. With one context for the whole
+server, a session whose user has just stopped speaking waited for the other
+session's whole reply (up to 96 tokens, seconds) before its own prompt was
+read: "two at once" answered the slower user 6.4 s late. Each context here
+costs its KV cache and compute buffers (~150 MB for the packaged models at
+4096 tokens); the weights are mapped from the file once and shared.
+
+A reply checks a context out for its duration, preferring the one its
+session used last: that context's KV cache still holds the session's
+conversation, which llama.cpp then does not read again. With as many
+contexts as sessions, each session keeps its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+
+class ContextPool:
+    def __init__(self, contexts: Sequence[Any]) -> None:
+        if not contexts:
+            raise ValueError("a context pool needs at least one context")
+        self.contexts = tuple(contexts)
+        self._free = list(range(len(self.contexts)))
+        self._changed = threading.Condition()
+
+    def __len__(self) -> int:
+        return len(self.contexts)
+
+    @contextmanager
+    def checkout(self, preferred: int | None = None) -> Iterator[tuple[int, Any]]:
+        """A free context (``preferred`` if it is free), as (its index, the context), until the block ends."""
+        with self._changed:
+            self._changed.wait_for(lambda: bool(self._free))
+            index = preferred if preferred in self._free else self._free[0]
+            self._free.remove(index)
+        try:
+            yield index, self.contexts[index]
+        finally:
+            with self._changed:
+                self._free.append(index)
+                self._changed.notify()
