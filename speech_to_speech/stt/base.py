@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
+from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages import FloatAudio, StageError, Transcript, Utterance
 
@@ -48,6 +50,7 @@ class STTHandler(BackendHandler):
 
     stage = "stt"
     consumes = (Utterance,)
+    uses_local_cpu: ClassVar[bool] = True  # False for a backend that only waits on a remote service
     # The last speculative pass: (item_id, its number) and what it heard.
     _speculation: tuple[str | None, int, Heard] | None = None
     _running: Utterance | None = None  # the utterance being transcribed
@@ -109,7 +112,9 @@ class STTHandler(BackendHandler):
             return
         self._running = item
         try:
-            heard = self._text_of(item)
+            # A user waits on every pass: other sessions' long decodes give way to it (cpu/gate.py).
+            with cpu_gate.shared().urgent(self.settings.stt_threads) if self.uses_local_cpu else nullcontext():
+                heard = self._text_of(item)
         except PassAbandoned:
             if item.speculative:
                 return  # the newer pass waiting behind it has the turn's words

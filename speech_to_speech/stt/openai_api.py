@@ -35,6 +35,8 @@ def load_openai_stt(settings: ServerSettings) -> Any:
 
 @registry.register("stt", "openai", load_openai_stt)
 class OpenAISTT(STTHandler):
+    uses_local_cpu = False  # it waits on the provider: other sessions' decodes need not give way
+
     def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
         if not len(samples):
             return "", language

@@ -142,3 +142,25 @@ def test_neither_another_turn_nor_a_turn_s_own_end_stops_what_it_does_not_supers
     out = run(handler, utterance(1.0, item_id="item_3"))
     assert [(t.item_id, t.final, t.text) for t in out] == [("item_3", True, "16000 samples"),
                                                           ("item_3", False, "6400 samples")]
+
+
+def test_every_local_pass_is_urgent_work_for_the_cpu_gate() -> None:
+    """A user waits on each pass: other sessions' long decodes give way while it runs (cpu/gate.py)."""
+    from speech_to_speech.cpu import gate as cpu_gate
+
+    seen: list[bool] = []
+
+    class Watching(CountingSTT):
+        def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
+            seen.append(cpu_gate.shared().busy)
+            return super().transcribe(samples, language)
+
+    context = HandlerContext(CancelScope(), ConfigHolder())
+    handler = Watching(context, queue.Queue(), queue.Queue(), model=None, settings=scripted_settings())
+    run(handler, utterance(1.0, speculation=1))
+    run(handler, utterance(1.2))
+    assert seen == [True, True] and not cpu_gate.shared().busy
+    Watching.uses_local_cpu = False  # a backend that only waits on a remote service
+    seen.clear()
+    run(handler, utterance(1.0))
+    assert seen == [False]
