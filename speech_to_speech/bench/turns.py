@@ -86,18 +86,33 @@ async def listen(client: RealtimeTestClient, start: int, since: float, config: T
         await asyncio.sleep(POLL_S)
 
 
-async def speak(target: Target, clip: audio.Speech, config: TurnsConfig) -> dict[str, Any]:
-    """Say ``clip`` in a fresh session and listen to what comes of it: its sample (unanswered if it failed)."""
+async def speak(target: Target, clip: audio.Speech, config: TurnsConfig,
+                together: asyncio.Barrier | None = None) -> dict[str, Any]:
+    """Say ``clip`` in a fresh session and listen to what comes of it: its sample (unanswered if it failed).
+
+    With ``together``, the clip is said once every session waiting on that
+    barrier has its microphone live (``bench load`` says two at the same
+    moment); a session that fails first breaks the barrier, so the others
+    are recorded as not said instead of waiting for it.
+    """
     try:
-        return await _speak(target, clip, config)
+        return await _speak(target, clip, config, together)
+    except asyncio.BrokenBarrierError:
+        return turn_sample(clip, Said(clip), Outcome((), ()), "not said: a session meant to speak at the same "
+                                                              "moment failed first")
     except SESSION_ERRORS as error:
+        if together is not None:
+            await together.abort()
         return turn_sample(clip, Said(clip), Outcome((), ()), f"{type(error).__name__}: {error}")
 
 
-async def _speak(target: Target, clip: audio.Speech, config: TurnsConfig) -> dict[str, Any]:
+async def _speak(target: Target, clip: audio.Speech, config: TurnsConfig,
+                 together: asyncio.Barrier | None) -> dict[str, Any]:
     await target.wait_idle()
     async with live_mic(target.ws_url, clip.rate, chunk_ms=config.chunk_ms, timeout=config.timeout_s,
                         lead_s=LEAD_SILENCE_S) as (client, mic):
+        if together is not None:
+            await together.wait()
         start = len(client.received)
         said = mic.say(clip)
         await asyncio.wait_for(said.finished.wait(), len(clip.samples) / clip.rate + config.timeout_s)
@@ -126,6 +141,8 @@ def turn_sample(clip: audio.Speech, said: Said, result: Outcome, problem: str | 
                        "turn_detection": r.turn_detection} for r in result.responses],
         "heard": list(result.heard),
     }
+    if said.first_voiced_sent is not None:  # when (epoch ms) the chunk holding the first word left
+        sample["speech_sent_at_ms"] = round(Clock.now().epoch_ms(said.first_voiced_sent), 1)
     answer, end_of_speech = result.answer, said.last_voiced_sent
     if answer is not None and answer.first_audio_at is not None and end_of_speech is not None:
         sample[LATENCY] = round((answer.first_audio_at - end_of_speech) * 1000.0, 2)
@@ -157,20 +174,29 @@ def summarize_turns(samples: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-async def run(target: Target, config: TurnsConfig) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
-    """(summary, samples, config as recorded) of a turns run."""
-    clips, source = load_clips(config)
+async def warm_up(target: Target, clips: list[audio.Speech], config: TurnsConfig) -> None:
+    """The ``warmup`` requests, said and not counted: the first-call costs of a fresh server."""
     for index in range(config.warmup):
         await speak(target, clips[index % len(clips)], config)
+
+
+async def say_all(target: Target, clips: list[audio.Speech], config: TurnsConfig,
+                  **tags: Any) -> list[dict[str, Any]]:
+    """Every clip ``repeat`` times, one session at a time: a sample each (with its repeat and ``tags``)."""
     samples = []
     for repeat in range(config.repeat):
         for clip in clips:
-            sample = {"repeat": repeat, **await speak(target, clip, config)}
+            sample = {**tags, "repeat": repeat, **await speak(target, clip, config)}
             log.info("%s: answered %s, %d response(s) with audio, %s ms", clip.name, sample["answered"],
                      sample["audio_responses"], sample.get(LATENCY))
             samples.append(sample)
+    return samples
+
+
+def recorded(config: TurnsConfig, clips: list[audio.Speech], source: str, target: Target) -> dict[str, Any]:
+    """The config as the result file records it: the flags, the clips said, the server's turn settings."""
     settings = target.settings
-    recorded = {
+    return {
         **{key: str(value) if isinstance(value, Path) else value for key, value in asdict(config).items()},
         "source": source,
         "clips": [corpus.describe(clip) for clip in clips],
@@ -180,4 +206,11 @@ async def run(target: Target, config: TurnsConfig) -> tuple[dict[str, Any], list
             "turn_detector": settings.turn_detector, "turn_pause_ms": settings.turn_pause_ms,
             "max_turn_silence_ms": settings.max_turn_silence_ms},
     }
-    return summarize_turns(samples), samples, recorded
+
+
+async def run(target: Target, config: TurnsConfig) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """(summary, samples, config as recorded) of a turns run."""
+    clips, source = load_clips(config)
+    await warm_up(target, clips, config)
+    samples = await say_all(target, clips, config)
+    return summarize_turns(samples), samples, recorded(config, clips, source, target)
