@@ -1,11 +1,12 @@
 """``speech-to-speech bench <benchmark>`` and ``bench report``: flags, run, write.
 
-The five conversation benchmarks take ``--url`` (a running server) or start
-one from the ``serve`` flags, over per-benchmark defaults: overhead and
-capacity default to the scripted backends, latency, turns and bargein to the
-real default models. ``startup`` starts its own servers (the real default models
-unless the flags say otherwise), one per measurement; ``soak`` one child server
-with scripted backends, whose threads, fds and RSS it reads.
+The conversation benchmarks take ``--url`` (a running server) or start one
+from the ``serve`` flags, over per-benchmark defaults: overhead and capacity
+default to the scripted backends, latency, turns, load, quality and bargein
+to the real default models (``load`` lives in its own module, which says
+why). ``startup`` starts its own servers (the real default models unless the
+flags say otherwise), one per measurement; ``soak`` one child server with
+scripted backends, whose threads, fds and RSS it reads.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ BENCHES = {
                      QUIET),
     "turns": Bench("Natural spoken requests with pauses: answered, double answers, end of speech -> first "
                    "audio delta (real models by default).", QUIET),
+    "load": Bench("The spoken-turn corpus alone, beside a process keeping one core busy, and two sessions "
+                  "speaking at once: end of speech -> first audio and its ratio to alone (real models by "
+                  "default).", QUIET),
     "quality": Bench("Spoken requests with checkable answers: accuracy per category, tool-call precision and "
                      "recall, end of speech -> first audio (real models by default).", QUIET),
     "bargein": Bench("Talking over the answer -> response cancelled, and stale audio after it.", QUIET),
@@ -82,9 +86,33 @@ def _positive(text: str) -> int:
     return value
 
 
+def _phases(text: str) -> tuple[str, ...]:
+    from speech_to_speech.bench.load import parse_phases
+
+    try:
+        return parse_phases(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _add_turn_flags(parser: argparse.ArgumentParser) -> None:
+    """What the spoken-turn corpus benches (turns, load) say and how they listen."""
+    parser.add_argument("--turns", type=_positive, default=None, help="Say the first N requests only.")
+    parser.add_argument("--repeat", type=_positive, default=1, help="Times to say every request (default 1).")
+    parser.add_argument("--warmup", type=int, default=1, help="Uncounted requests first (default 1).")
+    parser.add_argument("--chunk-ms", type=_positive, default=20, help="Microphone chunk (default 20 ms).")
+    parser.add_argument("--settle-s", type=float, default=1.5,
+                        help="A turn is over after this long with no response open and nothing read (default "
+                             "1.5 s): a second answer in that time is seen.")
+    said = parser.add_mutually_exclusive_group()
+    said.add_argument("--corpus", type=Path, default=None, help="The requests (default: the packaged corpus).")
+    said.add_argument("--clips-dir", type=Path, default=None,
+                      help="Say the WAVs of this folder instead of the corpus (words from its README table).")
+
+
 def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.ArgumentParser) -> None:
-    bench = commands.add_parser("bench", help="Benchmarks: latency, turns, bargein, overhead, capacity, startup; "
-                                              "and their report.")
+    bench = commands.add_parser("bench", help="Benchmarks: latency, turns, load, quality, bargein, overhead, "
+                                              "capacity, startup, soak, resume; and their report.")
     kinds = bench.add_subparsers(dest="bench", required=True)
     output = argparse.ArgumentParser(add_help=False)
     output.add_argument("--output", type=Path, help="The JSON file (default: docs/benchmarks/<benchmark>.json).")
@@ -111,18 +139,11 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
                                     help="Listen this long after the cancellation for stale audio (default 1000).")
     parsers["bargein"].add_argument("--instructions", default=None,
                                     help="Session instructions (default: ask for long answers; '' keeps the server's).")
-    turns = parsers["turns"]
-    turns.add_argument("--turns", type=_positive, default=None, help="Say the first N requests only.")
-    turns.add_argument("--repeat", type=_positive, default=1, help="Times to say every request (default 1).")
-    turns.add_argument("--warmup", type=int, default=1, help="Uncounted requests first (default 1).")
-    turns.add_argument("--chunk-ms", type=_positive, default=20, help="Microphone chunk (default 20 ms).")
-    turns.add_argument("--settle-s", type=float, default=1.5,
-                       help="A turn is over after this long with no response open and nothing read (default "
-                            "1.5 s): a second answer in that time is seen.")
-    said = turns.add_mutually_exclusive_group()
-    said.add_argument("--corpus", type=Path, default=None, help="The requests (default: the packaged corpus).")
-    said.add_argument("--clips-dir", type=Path, default=None,
-                      help="Say the WAVs of this folder instead of the corpus (words from its README table).")
+    _add_turn_flags(parsers["turns"])
+    _add_turn_flags(parsers["load"])
+    parsers["load"].add_argument("--phases", type=_phases, default=None,
+                                 help="Some of alone,busy_neighbour,two_at_once (default all three, run in "
+                                      "that order).")
     quality = parsers["quality"]
     quality.add_argument("--set", dest="request_set", type=Path, default=None,
                          help="The requests (default: the packaged set).")
@@ -196,11 +217,16 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
         from speech_to_speech.bench.latency import LatencyConfig
 
         return LatencyConfig(**asked, **timeout, warmup=args.warmup)
-    if name == "turns":
+    if name in ("turns", "load"):
         from speech_to_speech.bench.turns import TurnsConfig
 
-        return TurnsConfig(repeat=args.repeat, turns=args.turns, corpus=args.corpus, clips_dir=args.clips_dir,
+        said = TurnsConfig(repeat=args.repeat, turns=args.turns, corpus=args.corpus, clips_dir=args.clips_dir,
                            warmup=args.warmup, chunk_ms=args.chunk_ms, settle_s=args.settle_s, **timeout)
+        if name == "turns":
+            return said
+        from speech_to_speech.bench.load import LoadConfig
+
+        return LoadConfig(speech=said, **({"phases": args.phases} if args.phases else {}))
     if name == "quality":
         from speech_to_speech.bench.quality import QualityConfig
 
@@ -224,10 +250,11 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
 
 
 def _runner(name: str) -> Runner:
-    from speech_to_speech.bench import bargein, capacity, latency, overhead, quality, turns
+    from speech_to_speech.bench import bargein, capacity, latency, load, overhead, quality, turns
 
-    runners: dict[str, Runner] = {"latency": latency.run, "turns": turns.run, "quality": quality.run,
-                                  "bargein": bargein.run, "overhead": overhead.run, "capacity": capacity.run}
+    runners: dict[str, Runner] = {"latency": latency.run, "turns": turns.run, "load": load.run,
+                                  "quality": quality.run, "bargein": bargein.run, "overhead": overhead.run,
+                                  "capacity": capacity.run}
     return runners[name]
 
 
@@ -236,6 +263,11 @@ def server_settings(name: str, args: argparse.Namespace, settings: ServerSetting
     update: dict[str, Any] = {}
     if name == "capacity" and settings.num_pipelines < max(args.sessions):
         update["num_pipelines"] = max(args.sessions)
+    if name == "load" and settings.num_pipelines < 2:
+        from speech_to_speech.bench.load import PHASES, TWO
+
+        if TWO in (args.phases or PHASES):
+            update["num_pipelines"] = 2  # two sessions speaking at once
     if name == "bargein" and settings.llm == "scripted" and not settings.scripted_replies:
         from speech_to_speech.bench.bargein import SCRIPTED_REPLY
 

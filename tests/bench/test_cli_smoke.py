@@ -15,10 +15,11 @@ import pytest
 
 from speech_to_speech import cli
 from speech_to_speech.audio.wav import write_wav
-from speech_to_speech.bench import capacity, latency, overhead, turns
+from speech_to_speech.bench import capacity, latency, load, overhead, turns
 from speech_to_speech.bench.cli import server_settings
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.testing.realtime_client import silence, tone
+from speech_to_speech.testing.server import running_server
 
 # In-process servers start fastest; the capacity test keeps the default, a child process.
 IN_PROCESS = ["--server", "in-process"]
@@ -97,6 +98,80 @@ def test_bench_turns_without_clips_says_so(tmp_path: Path, capsys: Any) -> None:
     assert not (tmp_path / "turns.json").exists()
 
 
+def process_gone(pid: int) -> bool:
+    """No process ``pid``, or only a zombie of one."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] in "ZX"
+
+
+def test_bench_load_says_the_corpus_alone_beside_a_busy_core_and_two_at_once(tmp_path: Path) -> None:
+    clips = tmp_path / "clips"
+    write_wav(clips / "a_short.wav", spoken(0.5), 24000)
+    write_wav(clips / "b_pause.wav", spoken(0.4, 0.15, 0.4), 24000)
+    result = run(["bench", "load", *IN_PROCESS, *SCRIPTED, "--clips-dir", str(clips), "--warmup", "0",
+                  "--settle-s", "0.5"], tmp_path / "load.json")
+    assert_common_shape(result, "load")
+    summary = result["summary"]
+    phases = summary["phases"]
+    assert list(phases) == list(load.PHASES) == result["config"]["phases"]
+    for stats in phases.values():
+        assert (stats["requests"], stats["answered"], stats["double_answers"], stats["errors"]) == (2, 2, 0, 0)
+        assert_timed(stats[turns.LATENCY], 2)
+    assert summary["all_answered"] is True and (summary["requests"], summary["answered"]) == (6, 6)
+    assert [(s["phase"], s["request"]) for s in result["samples"]] == [
+        (phase, name) for phase in load.PHASES for name in ("a_short.wav", "b_pause.wav")]
+    two = phases["two_at_once"]
+    (pair,) = two["pairs"]
+    assert pair["requests"] == ["a_short.wav", "b_pause.wav"] and isinstance(pair["start_skew_ms"], float)
+    together = [s for s in result["samples"] if s["phase"] == "two_at_once"]
+    assert [(s["pair"], s["partner"]) for s in together] == [(0, "b_pause.wav"), (0, "a_short.wav")]
+    assert pair["slower_ms"] == max(s[turns.LATENCY] for s in together)
+    assert_timed(two[load.SLOWER], 1)
+    assert summary["alone_p50_ms"] == phases["alone"][turns.LATENCY]["p50"]
+    for name in ("busy_neighbour_ratio", "two_at_once_ratio", "two_at_once_slowest_ratio",
+                 "two_at_once_slowest_max_ratio"):
+        assert isinstance(summary[name], float) and summary[name] > 0
+    assert summary["busy_neighbour_ratio"] == round(phases["busy_neighbour"][turns.LATENCY]["p50"]
+                                                    / summary["alone_p50_ms"], 3)
+    neighbour = phases["busy_neighbour"]["neighbour"]
+    assert neighbour["ended_by_itself"] is False and neighbour["cpu_s"] > 0
+    assert process_gone(neighbour["pid"])  # killed after its phase
+    assert result["environment"]["server"]["flags"]["num_pipelines"] == 2  # two sessions at once
+
+
+def test_bench_load_phases_pick_a_subset(tmp_path: Path) -> None:
+    clips = tmp_path / "clips"
+    write_wav(clips / "a_short.wav", spoken(0.5), 24000)
+    result = run(["bench", "load", *IN_PROCESS, *SCRIPTED, "--clips-dir", str(clips), "--warmup", "0",
+                  "--settle-s", "0.5", "--phases", "two_at_once,alone"], tmp_path / "load.json")
+    summary = result["summary"]
+    assert list(summary["phases"]) == ["alone", "two_at_once"] and summary["busy_neighbour_ratio"] is None
+    assert [pair["requests"] for pair in summary["phases"]["two_at_once"]["pairs"]] == [["a_short.wav"] * 2]
+    assert isinstance(summary["two_at_once_ratio"], float)
+
+
+def test_bench_load_refuses_a_server_with_one_unit(tmp_path: Path, capsys: Any) -> None:
+    clips = tmp_path / "clips"
+    write_wav(clips / "a_short.wav", spoken(0.5), 24000)
+    settings = ServerSettings.model_validate({**dict.fromkeys(("vad", "stt", "llm", "tts"), "scripted"),
+                                              "num_pipelines": 1})
+    with running_server(settings) as server:
+        assert cli.main(["bench", "load", "--url", server.ws_url, "--clips-dir", str(clips),
+                         "--output", str(tmp_path / "load.json")]) == 1
+    assert "1 pipeline unit(s); two_at_once needs 2" in capsys.readouterr().err
+    assert not (tmp_path / "load.json").exists()
+
+
+def test_bench_load_rejects_an_unknown_phase(capsys: Any) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["bench", "load", "--phases", "alone,crowded"])
+    assert exit_info.value.code == 2
+    assert "phases are alone, busy_neighbour, two_at_once" in capsys.readouterr().err
+
+
 def test_bench_capacity_writes_a_level_per_session_count(tmp_path: Path) -> None:
     result = run(["bench", "capacity", *SCRIPTED, "--scripted_stt_delay_ms", "0", "--scripted_token_delay_ms", "0",
                   "--sessions", "1,2", "--turns", "1", "--stagger-s", "0"], tmp_path / "capacity.json")
@@ -142,6 +217,8 @@ def test_bench_servers_get_what_their_benchmark_needs() -> None:
     assert server_settings("capacity", args, scripted).num_pipelines == 8
     assert server_settings("capacity", args, scripted.model_copy(update={"num_pipelines": 9})).num_pipelines == 9
     assert server_settings("bargein", args, scripted).scripted_replies  # a long answer to interrupt
+    assert server_settings("load", argparse.Namespace(phases=None), scripted).num_pipelines == 2
+    assert server_settings("load", argparse.Namespace(phases=("alone",)), scripted) == scripted
     assert server_settings("latency", args, scripted) == scripted
 
 
