@@ -14,13 +14,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from speech_to_speech.bench.load_report import load_counts, load_figures
 from speech_to_speech.bench.quality_report import HEADER as QUALITY_HEADER
 from speech_to_speech.bench.quality_report import quality_row, quality_section
 from speech_to_speech.bench.resume_report import LABELS as RESUME_LABELS
 from speech_to_speech.bench.resume_report import resume_rows
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-ORDER = ("latency", "turns", "quality", "bargein", "overhead", "resume", "capacity", "startup")
+ORDER = ("latency", "turns", "load", "quality", "bargein", "overhead", "resume", "capacity", "startup")
 TABLED = ("capacity", "startup")  # their own tables, not figure rows (and every quality* result)
 PLOT_NAME = "benchmarks.png"
 # Labels of the figures a reader looks for; others show under their key.
@@ -95,6 +96,11 @@ def turns_rows(summary: dict[str, Any]) -> list[str]:
     return rows
 
 
+def load_rows(summary: dict[str, Any]) -> list[str]:
+    """Each phase's latency with its ratio to alone, then requests answered per phase."""
+    return figure_rows("load", load_figures(summary)) + load_counts(summary)
+
+
 def capacity_rows(summary: dict[str, Any]) -> list[str]:
     rows = []
     for level, stats in sorted(summary["sessions"].items(), key=lambda item: int(item[0])):
@@ -144,7 +150,7 @@ def markdown(results: dict[str, dict[str, Any]], image: str | None = None) -> st
         lines += ["| benchmark | figure | p50 (ms) | p95 (ms) | n |", "|---|---|---:|---:|---:|"]
         for name in spoken:
             summary = results[name]["summary"]
-            lines += figure_rows(name, summary)
+            lines += load_rows(summary) if name == "load" else figure_rows(name, summary)
             if name == "turns":
                 lines += turns_rows(summary)
             if name == "bargein":
@@ -294,6 +300,9 @@ def print_summary(result: dict[str, Any]) -> None:
               f"{summary['max_sessions_within_budget']}")
         return
     print("| benchmark | figure | p50 (ms) | p95 (ms) | n |")
+    if result["benchmark"] == "load":
+        print("\n".join(load_rows(result["summary"])))
+        return
     print("\n".join(figure_rows(result["benchmark"], result["summary"])))
     if result["benchmark"] == "turns":
         print("\n".join(turns_rows(result["summary"])))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from speech_to_speech.bench import report
+from speech_to_speech.bench import load, report
 from speech_to_speech.bench.stats import summarize
 
 ENVIRONMENT = {
@@ -16,6 +17,8 @@ ENVIRONMENT = {
     "packages": {"torch": "2.13.0", "onnxruntime": "1.32.0", "ctranslate2": None, "transformers": "5.0"},
     "server": {"models": {"vad": "scripted", "stt": "scripted", "llm": "scripted", "tts": "scripted"}},
 }
+
+Samples = Callable[..., list[dict[str, Any]]]  # the load_samples fixture
 
 
 def result(name: str, summary: dict[str, Any], samples: list[dict[str, Any]]) -> dict[str, Any]:
@@ -118,3 +121,48 @@ def test_turns_show_how_the_turn_detector_ended_the_turns() -> None:
     found["summary"]["turn_outcomes"] = {"finished": 30, "timed_out": 2}
     lines = report.markdown({"turns": found}).splitlines()
     assert "| | turn ends by detector outcome | finished ×30, timed_out ×2 | | |" in lines
+
+
+def test_load_rows_sit_after_turns_in_the_table() -> None:
+    latency = summarize([500.0, 600.0])
+    turns_summary = {"end_of_speech_to_first_audio_ms": latency, "requests": 2, "answered": 2, "not_completed": {}}
+    phases = {"alone": {**turns_summary}, "two_at_once": {**turns_summary, "slower_of_pair_ms": summarize([600.0])}}
+    load = result("load", {"phases": phases, "alone_p50_ms": 550.0, "busy_neighbour_ratio": None,
+                           "two_at_once_ratio": 1.0, "two_at_once_slowest_ratio": 1.091,
+                           "two_at_once_slowest_max_ratio": 1.091, "requests": 4, "answered": 4,
+                           "all_answered": True}, [])
+    found = {**results(), "turns": turns_result({}), "load": load}
+    text = report.markdown({name: found[name] for name in report.ORDER if name in found})
+    lines = text.splitlines()
+    start = lines.index("| **load** | end of speech → first audio delta, alone | 550 | 595 | 2 |")
+    assert lines[start - 1] == "| | double answers (two responses with audio) | 1 | | |"  # the last turns row
+    assert lines[start + 1:start + 5] == [
+        "|  | · two sessions speaking at the same moment (×1.00) | 550 | 595 | 2 |",
+        "|  | · the slower answer of each pair (×1.09; the slowest ×1.09) | 600 | 600 | 1 |",
+        "| | requests answered (alone / two at once) | 2 of 2 / 2 of 2 | | |",
+        "| **bargein** | start of speech → response cancelled | 300 | 300 | 1 |",
+    ]
+    assert "load: scripted" in text and "speech-to-speech bench load --llm scripted" in text
+
+
+def test_a_load_result_prints_its_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    phases = {"alone": {"end_of_speech_to_first_audio_ms": summarize([500.0]), "requests": 1, "answered": 0,
+                        "not_completed": {"failed: boom": 1}}}
+    report.print_summary(result("load", {"phases": phases, "busy_neighbour_ratio": None}, []))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "| benchmark | figure | p50 (ms) | p95 (ms) | n |"
+    assert out[1:] == ["| **load** | end of speech → first audio delta, alone | 500 | 500 | 1 |",
+                       "| | requests answered (alone) | 0 of 1 | | |",
+                       "| | responses not completed | alone: failed: boom ×1 | | |"]
+
+
+def test_the_readme_rows_show_each_phase_its_ratio_and_the_answers(load_samples: Samples) -> None:
+    summary = load.summarize_load(load_samples(unanswered=True), {"busy_share": 0.97})
+    assert report.load_rows(summary) == [
+        "| **load** | end of speech → first audio delta, alone | 500 | 585 | 4 |",
+        "|  | · beside a process spinning on one core (×1.50; it ran 0.97 of a core) | 750 | 885 | 4 |",
+        "|  | · two sessions speaking at the same moment (×1.30) | 650 | 695 | 3 |",
+        "|  | · the slower answer of each pair (×1.30; the slowest ×1.30) | 650 | 650 | 1 |",
+        "| | requests answered (alone / busy neighbour / two at once) | 4 of 4 / 4 of 4 / 3 of 4 | | |",
+        "| | responses not completed | two at once: cancelled: turn_detected ×1 | | |",
+    ]
