@@ -94,6 +94,18 @@ class ServerSettings(BaseModel):
     speculation_silence_ms: int = Field(
         32, ge=0, description="Pause after which STT and the reply start speculatively (0: off)."
     )
+    interim_transcript_ms: int = Field(
+        300, ge=0, description="While the user speaks, transcribe the speech so far after every this much "
+        "more voice, when the STT is free (transcription deltas, and the LLM reads the words ahead; 0: off)."
+    )
+    interim_max_pass_ms: int = Field(
+        200, ge=0, description="No interim passes while the STT's last pass took longer than this: on a CPU "
+        "that slow, a pass running when the pause comes would delay the pause's own."
+    )
+    prefill_during_speech: bool = Field(
+        True, description="The LLM reads the words heard so far into its cache while the user speaks "
+        "(llama-cpp), so only the last words are left to read when the pause comes."
+    )
     turn_detector: Literal["smart-turn", "silence"] = Field(
         "smart-turn",
         description="What ends a turn: the Smart Turn model (sessions' semantic_vad; falls back to "

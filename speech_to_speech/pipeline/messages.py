@@ -133,6 +133,9 @@ class Utterance:
     # The number of this turn's last speculative utterance when no speech followed it: its
     # transcript still holds for the whole turn (0: transcribe the turn).
     reuses: int = 0
+    # The speech so far of a turn the user is still speaking (no pause): transcribed for the live
+    # transcript and to let the LLM read ahead, only when nothing newer of the turn waits.
+    interim: bool = False
 
     @property
     def speculative(self) -> bool:
@@ -163,6 +166,14 @@ class Transcript:
     @property
     def speculative(self) -> bool:
         return self.speculation > 0
+
+
+@dataclass(frozen=True)
+class PromptPrefill:
+    """The request the turn would make if it ended on the words heard so far: the LLM reads its prompt
+    into its cache, ahead of the real request, and answers nothing."""
+
+    request: GenerateResponseRequest
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ class STTHandler(BackendHandler):
     # The last speculative pass: (item_id, its number) and what it heard.
     _speculation: tuple[str | None, int, Heard] | None = None
     _running: Utterance | None = None  # the utterance being transcribed
+    _last_pass_s = 0.0  # how long the last transcription took (interim passes wait for a quick one)
 
     def transcribe(self, samples: FloatAudio, language: str | None) -> Heard | tuple[str, str | None]:
         """Return (text, detected language), or a :class:`Heard`, for 16 kHz float32 mono audio."""
@@ -82,7 +83,9 @@ class STTHandler(BackendHandler):
         # A commit of (almost) nothing has nothing to transcribe; models may hallucinate on it.
         if len(item.samples) < MIN_SAMPLES:
             return Heard("", None)
+        started = time.monotonic()
         heard = Heard(*self.transcribe(item.samples, self.language()))
+        self._last_pass_s = time.monotonic() - started
         return heard._replace(text=heard.text.strip())
 
     def _superseded(self, item: Utterance, *, unless_reused: bool = False) -> bool:
@@ -101,13 +104,37 @@ class STTHandler(BackendHandler):
         :class:`PassAbandoned`. Only a speculative pass with a newer one of its turn waiting is not,
         unless that is the turn's end, which will take this pass's words as its own."""
         running = self._running
+        if running is not None and running.interim:
+            return not self._superseded(running)  # the pause's pass, or a newer interim one, waits behind it
         return running is None or not running.speculative or not self._superseded(running, unless_reused=True)
 
     def partials(self, item: Utterance, text: str) -> Iterator[Transcript]:
         """Cumulative hypotheses before the final transcript (backends that have them)."""
         return iter(())
 
+    def _interim_pass(self, item: Utterance) -> Iterator[Transcript]:
+        """Words of a turn still being spoken: background work, done only when nothing newer of the turn
+        waits, no user's urgent work holds every CPU, and this STT is quick enough that a pass running when
+        the pause comes does not hold up the pause's own (``--interim_max_pass_ms``)."""
+        if self._superseded(item) or self._last_pass_s * 1000 > self.settings.interim_max_pass_ms:
+            return
+        if self.uses_local_cpu:
+            cpu_gate.shared().background_threads(self.settings.stt_threads)  # waits while a user's work runs
+            if self._superseded(item):
+                return
+        self._running = item
+        try:
+            heard = Heard(*self.transcribe_utterance(item))
+        except PassAbandoned:
+            return
+        finally:
+            self._running = None
+        yield Transcript(text=heard.text, final=False, item_id=item.item_id, language=heard.language)
+
     def process(self, item: Utterance) -> Iterator[Any]:
+        if item.interim:
+            yield from self._interim_pass(item)
+            return
         if item.speculative and self._superseded(item):
             return
         self._running = item
@@ -142,12 +169,12 @@ class STTHandler(BackendHandler):
         )
 
     def on_error(self, item: Any, error: BaseException) -> Iterator[Any]:
-        speculative = isinstance(item, Utterance) and item.speculative
+        ahead = isinstance(item, Utterance) and (item.speculative or item.interim)
         for report in super().on_error(item, error):
-            # A failed speculative pass is done again at the turn's end.
-            yield replace(report, retried=True) if speculative and isinstance(report, StageError) else report
+            # A failed pass ahead of the turn's end is done again at the turn's end.
+            yield replace(report, retried=True) if ahead and isinstance(report, StageError) else report
         # The turn must still complete so the session does not wait forever.
-        if isinstance(item, Utterance) and not item.speculative:
+        if isinstance(item, Utterance) and not ahead:
             yield Transcript(
                 text="",
                 final=True,

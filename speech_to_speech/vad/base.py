@@ -119,6 +119,7 @@ class VADHandler(BackendHandler):
         # A speculative utterance of this turn is out and no speech followed it.
         self._speculated = False
         self._speculations = 0  # speculative utterances of this turn so far (their numbers)
+        self._interim_at_ms = 0  # the voiced ms of this turn at its last interim utterance
         self._ready: tuple[str | None, int] | None = None  # (turn, speculation) whose reply is ready
         self._reset_pause()
 
@@ -191,6 +192,7 @@ class VADHandler(BackendHandler):
             self._speech = list(self._history)
             self._history.clear()
             self._voiced_ms = CHUNK_MS
+            self._interim_at_ms = 0
             self._silence_run_ms = 0
             self._item_id = ids.item_id()
             self._voice_start = chunk.offset
@@ -218,6 +220,7 @@ class VADHandler(BackendHandler):
                                           item_id=self._item_id, speech_ms=self._speech_ms()))
         if voiced and self._started_sent:
             self._note_ongoing()
+            yield from self._interim()
         turn_ms = len(self._speech) * CHUNK_MS
         if turn_ms >= self.settings.max_speech_ms:
             yield from self._end_turn(manual=False)
@@ -255,6 +258,17 @@ class VADHandler(BackendHandler):
                 # The detector hears the pause as it will sound at --turn_pause_ms, now: its verdict
                 # is then in by the time the reply is, instead of after it (and off the LLM's core).
                 self._ask_detector()
+
+    def _interim(self) -> Iterator[Utterance]:
+        """The speech so far, after every ``--interim_transcript_ms`` more of voice: the STT transcribes it
+        while the user goes on (when nothing newer of the turn waits), for the live transcript and so that
+        the LLM reads the words ahead of the pause."""
+        every = self.settings.interim_transcript_ms
+        if not every or self._voiced_ms - self._interim_at_ms < every:
+            return
+        self._interim_at_ms = self._voiced_ms
+        end_ms = _ms(self._speech[-1].offset + VAD_CHUNK)
+        yield replace(self._utterance(self._speech, self._item_id, manual=False, end_ms=end_ms), interim=True)
 
     def _note_ongoing(self) -> None:
         """Say once per turn when its voiced span reaches the session's ``overlap_barge_in_ms`` (if set)."""

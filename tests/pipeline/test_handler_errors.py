@@ -114,8 +114,8 @@ def test_an_llm_crash_fails_the_response_and_the_next_one_works() -> None:
 
 def test_an_stt_crash_is_reported_and_the_turn_still_completes() -> None:
     FlakySTT.calls = 0
-    # One transcription per turn: no speculative pass before the turn's end.
-    unit = started_unit({"speculation_silence_ms": 0}, stt=FlakySTT)
+    # One transcription per turn: no speculative or interim pass before the turn's end.
+    unit = started_unit({"speculation_silence_ms": 0, "interim_transcript_ms": 0}, stt=FlakySTT)
     try:
         unit.push_audio(turn_audio())
         items = collect(unit.queues.text_output, TranscriptionCompleted)

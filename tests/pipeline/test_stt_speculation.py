@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+import time
 from typing import Any
 
 import numpy as np
@@ -164,3 +165,47 @@ def test_every_local_pass_is_urgent_work_for_the_cpu_gate() -> None:
     seen.clear()
     run(handler, utterance(1.0))
     assert seen == [False]
+
+
+def interim(seconds: float, item_id: str = "item_1") -> Utterance:
+    return Utterance(speech(seconds), 0, int(seconds * 1000), item_id=item_id, interim=True)
+
+
+def test_an_interim_pass_gives_words_that_are_not_the_turn_s() -> None:
+    handler = stt()
+    (heard,) = run(handler, interim(0.6))
+    assert (heard.text, heard.final, heard.speculative) == ("9600 samples", False, False)
+
+
+def test_an_interim_pass_with_anything_newer_of_its_turn_waiting_is_skipped() -> None:
+    for newer in (interim(0.9), utterance(1.0, speculation=1), utterance(1.2)):
+        handler = stt()
+        out = run(handler, interim(0.6), newer)
+        assert handler.passes == 1 and [t.text for t in out] == [f"{len(newer.samples)} samples"]
+
+
+def test_an_stt_slower_than_the_interim_budget_makes_no_interim_passes() -> None:
+    class Slow(CountingSTT):
+        def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
+            time.sleep(0.06)
+            return super().transcribe(samples, language)
+
+    context = HandlerContext(CancelScope(), ConfigHolder())
+    handler = Slow(context, queue.Queue(), queue.Queue(), model=None,
+                   settings=scripted_settings(interim_max_pass_ms=50))
+    assert len(run(handler, interim(0.6))) == 1  # the first pass measures the STT
+    assert run(handler, interim(0.9)) == [] and handler.passes == 1  # it took 60 ms: no more while it is slow
+    assert [t.final for t in run(handler, utterance(1.2))] == [True]  # the turn's own pass always runs
+
+
+def test_a_failed_interim_pass_is_retried_at_the_turn_s_end_and_completes_nothing() -> None:
+    class Failing(CountingSTT):
+        def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
+            raise RuntimeError("decoder exploded")
+
+    context = HandlerContext(CancelScope(), ConfigHolder())
+    handler = Failing(context, queue.Queue(), queue.Queue(), model=None, settings=scripted_settings())
+    handler.queue_in.put(interim(0.6))
+    out = list(handler.outputs(handler.queue_in.get_nowait()))
+    assert not any(isinstance(o, Transcript) for o in out)  # the turn is not over
+    assert [getattr(o, "retried", None) for o in out] == [True]

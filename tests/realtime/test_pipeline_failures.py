@@ -121,7 +121,8 @@ async def test_output_that_cannot_be_encoded_fails_the_response_not_the_session(
 
 
 async def test_an_stt_failure_fails_the_transcription_and_its_response(make_server: ServerFactory) -> None:
-    server = make_server(stt="test-first-pass-fails", speculation_silence_ms=0, scripted_replies=["Paris."],
+    server = make_server(stt="test-first-pass-fails", speculation_silence_ms=0, interim_transcript_ms=0,
+                         scripted_replies=["Paris."],
                          scripted_transcripts=["What is the capital of France?"])
     first, second = await _two_turns(server.ws_url)
     kinds = types(first)

@@ -41,6 +41,7 @@ def chunks(n: int) -> float:
 
 class VAD:
     def __init__(self, **settings: Any) -> None:
+        settings.setdefault("interim_transcript_ms", 0)  # turn logic alone (interim passes: tested below)
         self.config = ConfigHolder()
         self.events: queue.Queue[Any] = queue.Queue()
         self.handler = EnergyVAD(
@@ -300,3 +301,27 @@ def test_speech_ongoing_is_sent_for_a_turn_iff_its_final_voiced_span_reaches_the
             assert item.speech_ms is not None
             assert len(marks) == (1 if item.speech_ms >= threshold else 0)  # once, and only then
             assert all(m.item_id == item.item_id and m.speech_ms <= item.speech_ms for m in marks)
+
+
+def test_while_the_user_speaks_the_speech_so_far_goes_out_after_every_interim_span_of_voice() -> None:
+    vad = VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=96, speculation_silence_ms=0,
+              interim_transcript_ms=320)
+    items = vad.feed(np.concatenate([speech(chunks(32)), silence(chunks(20))]))  # 1024 ms of voice
+    interim = [i for i in items if isinstance(i, Utterance) and i.interim]
+    assert len(interim) == 3  # at 320, 640 and 960 ms of voice
+    assert len({i.item_id for i in interim}) == 1
+    assert [len(i.samples) for i in interim] == sorted({len(i.samples) for i in interim})  # growing
+    stopped = kinds(items).index(SpeechStopped)
+    assert all(isinstance(i, Utterance) and i.interim for i in items[:stopped] if isinstance(i, Utterance))
+    assert sum(isinstance(i, Utterance) and i.interim for i in items[:stopped]) == 3  # all before the turn ends
+    (final,) = [i for i in items if isinstance(i, Utterance) and not i.interim]
+    assert final.item_id == interim[0].item_id and not final.speculative
+    # The next turn counts its voice from zero again.
+    again = vad.feed(np.concatenate([speech(chunks(12)), silence(chunks(20))]))
+    assert sum(isinstance(i, Utterance) and i.interim for i in again) == 1
+
+
+def test_no_interim_utterances_when_they_are_off() -> None:
+    vad = VAD(min_speech_ms=250, min_silence_ms=500, interim_transcript_ms=0)
+    items = vad.feed(np.concatenate([speech(chunks(40)), silence(chunks(20))]))
+    assert not any(isinstance(i, Utterance) and i.interim for i in items)
