@@ -64,6 +64,12 @@ class CpuGate:
             self._changed.wait_for(lambda: self._left() > 0, timeout=self._max_wait_s)
             return max(1, min(wanted, self._left()))
 
+    def spare_threads(self, wanted: int) -> int:
+        """Threads left now beside urgent work, up to ``wanted``; 0 when it holds every free CPU (no wait:
+        for work that may as well not run, such as reading a prompt ahead)."""
+        with self._changed:
+            return max(0, min(wanted, self._left()))
+
     def _left(self) -> int:
         return self._free_cpus() - self._urgent_threads
 

@@ -22,6 +22,7 @@ from speech_to_speech.pipeline.messages import (
     AssistantToolCallPart,
     GenerateResponseRequest,
     LLMFirstToken,
+    PromptPrefill,
     ResponseDone,
     ResponseStatus,
     TokenUsage,
@@ -44,7 +45,7 @@ GeneratedPart = str | AssistantToolCallPart | TokenUsage | Terminal
 
 class LLMHandler(BackendHandler):
     stage = "llm"
-    consumes = (GenerateResponseRequest,)
+    consumes = (GenerateResponseRequest, PromptPrefill)
     # The languages the unit's voice speaks (its TTS says; None: unknown), set when the unit is built.
     voice_languages: tuple[str, ...] | None = None
 
@@ -56,7 +57,15 @@ class LLMHandler(BackendHandler):
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         raise NotImplementedError
 
-    def process(self, item: GenerateResponseRequest) -> Iterator[Any]:
+    def prefill(self, request: GenerateResponseRequest) -> None:
+        """Read ``request``'s prompt ahead into the backend's cache, answering nothing (a backend without
+        one does nothing). It must give way at once to a request waiting behind it."""
+
+    def process(self, item: GenerateResponseRequest | PromptPrefill) -> Iterator[Any]:
+        if isinstance(item, PromptPrefill):
+            if self.queue_in.empty():  # a request behind it makes it moot: the request reads the prompt
+                self.prefill(item.request)
+            return
         generation, response_id = item.generation, item.response_id
         terminal = Terminal("completed")
         first = True

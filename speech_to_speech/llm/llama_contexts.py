@@ -16,7 +16,7 @@ contexts as sessions, each session keeps its own.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,14 +34,54 @@ class ContextPool:
 
     @contextmanager
     def checkout(self, preferred: int | None = None) -> Iterator[tuple[int, Any]]:
-        """A free context (``preferred`` if it is free), as (its index, the context), until the block ends."""
-        with self._changed:
-            self._changed.wait_for(lambda: bool(self._free))
-            index = preferred if preferred in self._free else self._free[0]
-            self._free.remove(index)
+        """A free context (``preferred`` if it is free), as (its index, the context), until the block ends;
+        with every context out, it waits for one."""
+        index = self._take(preferred, wait=True)
+        assert index is not None
         try:
             yield index, self.contexts[index]
         finally:
-            with self._changed:
-                self._free.append(index)
-                self._changed.notify()
+            self._give_back(index)
+
+    @contextmanager
+    def checkout_if_free(self, preferred: int | None = None) -> Iterator[tuple[int, Any] | None]:
+        """As :meth:`checkout`, but None at once when every context is out."""
+        index = self._take(preferred, wait=False)
+        try:
+            yield None if index is None else (index, self.contexts[index])
+        finally:
+            if index is not None:
+                self._give_back(index)
+
+    def _take(self, preferred: int | None, wait: bool) -> int | None:
+        with self._changed:
+            if not wait and not self._free:
+                return None
+            self._changed.wait_for(lambda: bool(self._free))
+            index = preferred if preferred in self._free else self._free[0]
+            self._free.remove(index)
+            return index
+
+    def _give_back(self, index: int) -> None:
+        with self._changed:
+            self._free.append(index)
+            self._changed.notify()
+
+def read_ahead(llm: Any, tokens: list[int], still_wanted: Callable[[], bool], step: int) -> int:
+    """Read ``tokens`` into ``llm``'s KV cache past the prefix it holds already, ``step`` at a time while
+    ``still_wanted``; returns how many were read. The next ``generate`` of a prompt that begins with them
+    reads only what follows (llama-cpp-python keeps the longest matching prefix)."""
+    held = 0
+    for cached, token in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
+        if cached != token:
+            break
+        held += 1
+    read = 0
+    for start in range(held, len(tokens), step):
+        if not still_wanted():
+            break
+        batch = tokens[start: start + step]
+        llm.n_tokens = start  # eval drops the cache past here before it reads on
+        llm.eval(batch)
+        read += len(batch)
+    return read

@@ -26,6 +26,7 @@ from speech_to_speech.pipeline.messages import (
     ChatMessage,
     GenerateResponseRequest,
     LLMFirstToken,
+    PromptPrefill,
     ResponseDone,
     SpeculationVoided,
     SpeculativeTranscript,
@@ -408,6 +409,18 @@ class RealtimeService:
         if self.config.has_extension(SNAPSHOT_EXTENSION):
             self.emit({"type": SNAPSHOT_EXTENSION, "item_id": item.item_id, "content_index": 0,
                        "transcript": item.text})
+        self._prefill(item)
+
+    def _prefill(self, item: TranscriptionSnapshot) -> None:
+        """Let the LLM read ahead the request the turn would make on the words heard so far, while the user
+        goes on: at the pause only the last words are left to read. Nothing else may be in the making."""
+        td = self.config.turn_detection
+        if (not self.settings.prefill_during_speech or not item.text.strip() or td is None or not td.create_response
+                or self.response is not None or self.speculations.current is not None or self.pending_transcriptions
+                or self.overlap.listening(item.item_id)):
+            return
+        history = self.conversation.history(self.settings.chat_size, heard=(item.item_id, item.text))
+        self.unit.submit(PromptPrefill(self._request("prefill", self.unit.cancel_scope.generation, {}, history)))
 
     def _transcription_completed(self, item: TranscriptionCompleted) -> None:
         item_id = item.item_id or ids.item_id()

@@ -14,19 +14,20 @@ import pytest
 from speech_to_speech.cache import cache_root
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.cpu.gate import CpuGate
-from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
+from speech_to_speech.llm.chat_prompt import chat_turns, prompt_for, render_prompt
 from speech_to_speech.llm.llama_cpp_lm import (
     DecodeThreads,
     LlamaCppLM,
     LoadedLlama,
     gguf_path,
     load_llama_cpp,
+    prompt_head,
     rewritten_gguf,
 )
 from speech_to_speech.llm.speakable import writes_foreign_script
 from speech_to_speech.llm.weights import packaged_gguf, resolve_source
 from speech_to_speech.pipeline.lm_output_processor import first_chunk_ready
-from speech_to_speech.pipeline.messages import AssistantTextPart, ChatMessage, GenerateResponseRequest
+from speech_to_speech.pipeline.messages import AssistantTextPart, ChatMessage, GenerateResponseRequest, PromptPrefill
 
 pytestmark = pytest.mark.real_models
 
@@ -208,3 +209,52 @@ def test_two_sessions_replies_decode_at_once_each_in_a_context_of_its_own(make_h
     for handler in handlers.values():
         list(handler.process(GenerateResponseRequest("r", 0, (ChatMessage("user", "Thanks."),), max_output_tokens=4)))
     assert {word: handler._context for word, handler in handlers.items()} == before
+
+
+def test_the_head_of_a_prompt_stops_before_the_last_word_heard() -> None:
+    prompt = "<s>system\nBe brief.</s>\n<s>user\nWhat is the capital of</s>\n<s>assistant\n"
+    assert prompt_head(prompt, "What is the capital of") == "<s>system\nBe brief.</s>\n<s>user\nWhat is the capital"
+    assert prompt_head(prompt, "What") == "<s>system\nBe brief.</s>\n<s>user\n"  # one word: up to it
+    assert prompt_head(prompt, "never said") == "" and prompt_head(prompt, " ") == ""
+
+
+def test_the_words_heard_so_far_are_read_ahead_and_the_reply_reads_only_the_rest(
+    llama_lm: LoadedLlama, make_handler: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handler = make_handler(LlamaCppLM, replace(llama_lm, gate=CpuGate(lambda: 2)))
+    said = "Could you tell me what the capital city of France is?"
+    request = GenerateResponseRequest("r", 0, (ChatMessage("user", said),), max_output_tokens=16)
+    # Something else first, so nothing of this prompt's user turn is in the cache.
+    list(handler.process(GenerateResponseRequest("r", 0, (ChatMessage("user", "Hello there."),), max_output_tokens=2)))
+    llm = llama_lm.pool.contexts[handler._context]
+    full = llm.tokenize(prompt_for(llama_lm.template, request, handler.settings).encode(), add_bos=False,
+                        special=True)
+    heard = replace(request, messages=(ChatMessage("user", "Could you tell me what the capital city of"),))
+    list(handler.process(PromptPrefill(heard)))
+    head = llm.tokenize(prompt_head(prompt_for(llama_lm.template, heard, handler.settings),
+                                    heard.messages[-1].content).encode(), add_bos=False, special=True)
+    assert list(llm.input_ids[: llm.n_tokens]) == head  # read ahead: up to "... the capital city"
+    reads: list[int] = []
+    real = type(llm).eval
+    monkeypatch.setattr(type(llm), "eval", lambda self, tokens: (reads.append(len(tokens)), real(self, tokens)))
+    text = "".join(item.text for item in handler.process(request) if isinstance(item, AssistantTextPart))
+    assert "paris" in text.lower() or "france" in text.lower(), text  # a reply to the whole question
+    assert reads[0] <= len(full) - len(head) + 1  # the prompt: only what the head did not hold
+    assert len(head) > len(full) / 2
+
+
+def test_a_prefill_gives_way_to_a_request_waiting_behind_it(llama_lm: LoadedLlama, make_handler: Any) -> None:
+    handler = make_handler(LlamaCppLM, replace(llama_lm, gate=CpuGate(lambda: 2)))
+    list(handler.process(GenerateResponseRequest("r", 0, (ChatMessage("user", "Hi."),), max_output_tokens=2)))
+    llm = llama_lm.pool.contexts[handler._context]
+    before = list(llm.input_ids[: llm.n_tokens])
+    handler.queue_in.put(GenerateResponseRequest("r2", 0, (ChatMessage("user", "Next question."),)))
+    heard = GenerateResponseRequest("p", 0, (ChatMessage("user", "Tell me a long story about a dragon who"),))
+    assert list(handler.process(PromptPrefill(heard))) == []  # nothing answered, nothing read
+    assert list(llm.input_ids[: llm.n_tokens]) == before
+    handler.queue_in.get_nowait()
+    # Another session's urgent work holding every free CPU stops it as well.
+    busy = CpuGate(lambda: 1)
+    with busy.urgent(1):
+        make_handler(LlamaCppLM, replace(llama_lm, gate=busy)).prefill(heard)
+    assert list(llm.input_ids[: llm.n_tokens]) == before

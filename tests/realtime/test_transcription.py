@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
+import pytest
+
+from speech_to_speech.cpu import gate as cpu_gate
+from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
 from speech_to_speech.protocol import SNAPSHOT_EXTENSION
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, types
+from speech_to_speech.testing.scripted import ScriptedLLM
 
 from .conftest import ServerFactory
 
@@ -75,3 +81,51 @@ async def test_an_empty_transcript_gets_an_empty_answer_without_asking_the_llm(
     assert done["status"] == "completed" and done["output"] == []
     assert types(events).count("response.created") == 1
     assert llm_requests == []
+
+
+async def test_while_the_user_speaks_the_words_so_far_stream_and_the_llm_reads_them_ahead(
+    make_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interim passes (every 96 ms of voice here): deltas before the turn ends, and the prompt the turn
+    would make on those words goes to the LLM to read ahead, before the turn's own request."""
+    # Interim passes give way to urgent work wherever a neighbour leaves no CPU: here two CPUs are free.
+    monkeypatch.setattr(cpu_gate, "_shared", CpuGate(lambda: 2))
+    asked: list[tuple[str, GenerateResponseRequest]] = []
+    monkeypatch.setattr(ScriptedLLM, "prefill", lambda self, request: asked.append(("prefill", request)))
+    original = ScriptedLLM.generate
+
+    def generate(self: ScriptedLLM, request: GenerateResponseRequest) -> Any:
+        asked.append(("reply", request))
+        return original(self, request)
+
+    monkeypatch.setattr(ScriptedLLM, "generate", generate)
+    server = make_server(scripted_transcripts=[TRANSCRIPT], speculation_silence_ms=0, interim_transcript_ms=96)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(spoken_turn(RATE, speech_s=1.2), RATE, pace=1.0)
+        events = await client.collect_until("conversation.item.input_audio_transcription.completed")
+        await client.wait_for("response.done")
+    kinds = types(events)
+    stopped = kinds.index("input_audio_buffer.speech_stopped")
+    assert "conversation.item.input_audio_transcription.delta" in kinds[:stopped], kinds  # live, not after the turn
+    deltas = [e["delta"] for e in events if e["type"] == "conversation.item.input_audio_transcription.delta"]
+    assert "".join(deltas) == events[-1]["transcript"] == TRANSCRIPT
+    prefills = [request for kind, request in asked if kind == "prefill"]
+    assert prefills and all(r.messages[-1].role == "user" for r in prefills)
+    assert [kind for kind, _ in asked][-1] == "reply" and asked.index(("prefill", prefills[0])) == 0
+    assert asked[-1][1].messages[-1].content == TRANSCRIPT
+
+
+async def test_no_interim_words_and_no_read_ahead_when_turned_off(
+    make_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[GenerateResponseRequest] = []
+    monkeypatch.setattr(ScriptedLLM, "prefill", lambda self, request: asked.append(request))
+    server = make_server(scripted_transcripts=[TRANSCRIPT], speculation_silence_ms=0, interim_transcript_ms=96,
+                         prefill_during_speech=False)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.append_audio(spoken_turn(RATE, speech_s=1.2), RATE, pace=1.0)
+        await client.collect_until("conversation.item.input_audio_transcription.completed")
+        await client.wait_for("response.done")
+    assert asked == []
