@@ -2,11 +2,17 @@
 
 The default LLM backend, in an extra (``pip install 'speech-to-speech[llama-cpp]'``). PyPI has
 no binary wheel of llama-cpp-python, so pip builds llama.cpp from source (a
-C++ compiler and CMake, ~4 minutes on 2 cores). A build for the build
-machine's own CPU crashes on CPUs with AMX (as here); build it portable:
+C++ compiler and CMake). A build for the build machine's own CPU crashed on
+CPUs with AMX; build it portable, with every CPU variant of the kernels (about
+half an hour on 2 cores), of which ``llm/llama_backends.py`` loads the best
+one this CPU runs, never the AMX one:
 
-    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \\
-        pip install 'speech-to-speech[llama-cpp]'
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF" \\
+        pip install --no-cache-dir 'speech-to-speech[llama-cpp]'
+
+(pip's cache would hand back a wheel built before with other flags.) The
+older portable build, AVX2 kernels only, keeps working: ``-DGGML_NATIVE=OFF
+-DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON``.
 
 ``--llm_model`` is a .gguf file, a folder holding one or a packaged model's
 name (``llm.packaged``); the default is the packaged SmolLM2-135M (Q4_1),
@@ -40,6 +46,7 @@ from speech_to_speech.cpu import half_the_cpus, physical_cores
 from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
+from speech_to_speech.llm.llama_backends import load_cpu_kernels
 from speech_to_speech.llm.llama_contexts import ContextPool, read_ahead
 from speech_to_speech.llm.local_tokenizer import ChatTemplate
 from speech_to_speech.llm.packaged import packaged_path
@@ -53,9 +60,10 @@ log = logging.getLogger(__name__)
 
 CONTEXT_TOKENS = 4096  # chat_size exchanges of spoken turns, with the system prompt and tool stubs
 MISSING = (
-    "the llama-cpp backend needs llama-cpp-python: pip install 'speech-to-speech[llama-cpp]' (it builds "
-    "llama.cpp from source; on CPUs with AMX set CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON "
-    "-DGGML_F16C=ON\" first); or run --llm ctranslate2, which needs none"
+    "the llama-cpp backend needs llama-cpp-python: pip install --no-cache-dir 'speech-to-speech[llama-cpp]' "
+    "(it builds llama.cpp from source; set CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON "
+    "-DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF\" first: a build for the machine's own CPU crashed on CPUs "
+    "with AMX); or run --llm ctranslate2, which needs none"
 )
 
 
@@ -176,6 +184,7 @@ def load_llama_cpp(settings: ServerSettings) -> LoadedLlama:
         from llama_cpp import Llama
     except ImportError as error:
         raise RuntimeError(MISSING) from error
+    load_cpu_kernels()  # a build with every CPU variant has none loaded until then
     if settings.device not in ("cpu", "auto"):
         raise RuntimeError(f"the llama-cpp backend runs on the CPU here, not {settings.device!r}; use --device cpu")
     path = gguf_path(settings.llm_model)
