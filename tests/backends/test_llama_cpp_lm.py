@@ -223,7 +223,9 @@ def test_the_words_heard_so_far_are_read_ahead_and_the_reply_reads_only_the_rest
 ) -> None:
     handler = make_handler(LlamaCppLM, replace(llama_lm, gate=CpuGate(lambda: 2)))
     said = "Could you tell me what the capital city of France is?"
-    request = GenerateResponseRequest("r", 0, (ChatMessage("user", said),), max_output_tokens=16)
+    # 32 tokens: in 16, SmolLM2 on the AVX-512 kernels has not named France yet ("Bien sûr, I'm glad you asked.
+    # The capital city of"), on the AVX2 ones it has; 32 holds either reply's answer.
+    request = GenerateResponseRequest("r", 0, (ChatMessage("user", said),), max_output_tokens=32)
     # Something else first, so nothing of this prompt's user turn is in the cache.
     list(handler.process(GenerateResponseRequest("r", 0, (ChatMessage("user", "Hello there."),), max_output_tokens=2)))
     llm = llama_lm.pool.contexts[handler._context]
