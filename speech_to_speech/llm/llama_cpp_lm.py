@@ -3,16 +3,16 @@
 The default LLM backend, in an extra (``pip install 'speech-to-speech[llama-cpp]'``). PyPI has
 no binary wheel of llama-cpp-python, so pip builds llama.cpp from source (a
 C++ compiler and CMake). A build for the build machine's own CPU crashed on
-CPUs with AMX; build it portable, with every CPU variant of the kernels (about
-half an hour on 2 cores), of which ``llm/llama_backends.py`` loads the best
-one this CPU runs, never the AMX one:
+CPUs with AMX; build it portable. AVX2 kernels (about 4 minutes on 2 cores,
+what ``make`` builds):
 
-    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF" \\
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \\
         pip install --no-cache-dir 'speech-to-speech[llama-cpp]'
 
-(pip's cache would hand back a wheel built before with other flags.) The
-older portable build, AVX2 kernels only, keeps working: ``-DGGML_NATIVE=OFF
--DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON``.
+or every CPU variant of the kernels (``-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON
+-DGGML_CPU_ALL_VARIANTS=ON``, about half an hour; ``make LLAMA_KERNELS=all``),
+of which ``llm/llama_backends.py`` loads the best one this CPU runs, never the
+AMX one. (pip's cache would hand back a wheel built before with other flags.)
 
 ``--llm_model`` is a .gguf file, a folder holding one or a packaged model's
 name (``llm.packaged``); the default is the packaged SmolLM2-135M (Q4_1),
@@ -61,9 +61,9 @@ log = logging.getLogger(__name__)
 CONTEXT_TOKENS = 4096  # chat_size exchanges of spoken turns, with the system prompt and tool stubs
 MISSING = (
     "the llama-cpp backend needs llama-cpp-python: pip install --no-cache-dir 'speech-to-speech[llama-cpp]' "
-    "(it builds llama.cpp from source; set CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON "
-    "-DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF\" first: a build for the machine's own CPU crashed on CPUs "
-    "with AMX); or run --llm ctranslate2, which needs none"
+    "(it builds llama.cpp from source; set CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON "
+    "-DGGML_F16C=ON\" first, or -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON for every CPU's kernels: a "
+    "build for the machine's own CPU crashed on CPUs with AMX); or run --llm ctranslate2, which needs none"
 )
 
 
