@@ -45,8 +45,9 @@ def test_speech_makes_one_turn_with_its_audio(
     kinds = [type(e) for e in events]
     assert kinds.count(SpeechStarted) == 1 and kinds.count(SpeechStopped) == 1
     assert kinds.index(SpeechStarted) < kinds.index(SpeechStopped)
-    # Pauses inside the sentence may hand speculative partial turns to the STT first.
-    (utterance,) = [o for o in outputs if isinstance(o, Utterance) and not o.speculative]
+    # Pauses inside the sentence may hand speculative partial turns to the STT first, and the speech so far
+    # goes to it as interim utterances while it lasts.
+    (utterance,) = [o for o in outputs if isinstance(o, Utterance) and not o.speculative and not o.interim]
     # The turn starts within the prefix pad before the speech, and holds all of it.
     assert 1000 - 300 - 100 <= utterance.audio_start_ms <= 1000 + 100
     assert len(utterance.samples) >= 0.9 * len(speech)
