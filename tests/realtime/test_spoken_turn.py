@@ -65,7 +65,8 @@ async def _spoken_turn_events(client: RealtimeTestClient, rate: int = RATE, fmt:
 
 
 async def test_spoken_turn_event_sequence(make_server: ServerFactory) -> None:
-    server = make_server(scripted_transcripts=[TRANSCRIPT], scripted_replies=[REPLY])
+    # Transcription after the turn only: interim words stream before it ends (test_transcription.py).
+    server = make_server(scripted_transcripts=[TRANSCRIPT], scripted_replies=[REPLY], interim_transcript_ms=0)
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.wait_for("session.created")
         events = await _spoken_turn_events(client)

@@ -21,8 +21,8 @@ TRANSCRIPT = "Could you please read me the weather for tomorrow?"
 
 
 async def test_snapshots_only_when_opted_in(make_server: ServerFactory) -> None:
-    # Word-by-word hypotheses of the scripted STT only (no speculative pass at the pause).
-    server = make_server(scripted_transcripts=[TRANSCRIPT], speculation_silence_ms=0)
+    # Word-by-word hypotheses of the scripted STT only (no speculative pass at the pause, no interim ones).
+    server = make_server(scripted_transcripts=[TRANSCRIPT], speculation_silence_ms=0, interim_transcript_ms=0)
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.wait_for("session.created")
         await client.append_audio(spoken_turn(RATE), RATE)
@@ -49,7 +49,7 @@ async def test_snapshots_only_when_opted_in(make_server: ServerFactory) -> None:
 
 
 async def test_deltas_are_confirmed_words_and_add_up_to_completed(make_server: ServerFactory) -> None:
-    server = make_server(scripted_transcripts=[TRANSCRIPT], speculation_silence_ms=0)
+    server = make_server(scripted_transcripts=[TRANSCRIPT], speculation_silence_ms=0, interim_transcript_ms=0)
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.wait_for("session.created")
         await client.append_audio(spoken_turn(RATE), RATE)
