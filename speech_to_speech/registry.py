@@ -34,6 +34,7 @@ _MODULES: dict[tuple[Kind, str], str] = {
     ("vad", "silero"): "speech_to_speech.vad.silero",
     ("vad", "scripted"): "speech_to_speech.testing.scripted",
     ("stt", "faster-whisper"): "speech_to_speech.stt.faster_whisper",
+    ("stt", "moonshine"): "speech_to_speech.stt.moonshine",
     ("stt", "openai"): "speech_to_speech.stt.openai_api",
     ("stt", "scripted"): "speech_to_speech.testing.scripted",
     ("llm", "ctranslate2"): "speech_to_speech.llm.ctranslate2_lm",
