@@ -11,15 +11,18 @@ Whisper there is no window to pad to: a pass costs what its speech costs.
 Decoding is greedy with the decoder's key/value cache, on ``--stt_threads``
 onnxruntime threads (one: a second one lost when the other core was busy),
 and a pass superseded while the encoder ran stops before the decoder
-(:meth:`STTHandler.still_wanted`). Moonshine's loops are guarded against
-three ways. With no silence after its last word it often begins again ("Turn
-off the lights in the kitchen turn off the lights"; 3 of 43 synthetic
-requests trimmed tight, none with 64 ms of silence after them), so every
-pass gets ``TAIL_S`` of silence after its audio. On a fragment shorter than
-about half a second it says its words over and over ("Turn off the turn off
-the"), so a fragment is padded with silence to ``MIN_SECONDS`` (to half a
-second, 3 of 20 fragments of 0.15-0.6 s still looped; to one second, none
-did; silence before the speech made it worse). And a decode is capped at
+(:meth:`STTHandler.still_wanted`). Three of Moonshine's habits are guarded
+against. With no silence after its last word it often begins again ("Turn
+off the lights in the kitchen turn off the lights": 3 of 43 synthetic
+requests trimmed tight), and with little it ends a finished request on a
+comma, which the turn detector reads as speech going on (8 of 43 passes as
+speculation hands them, 64 ms after the speech, with 0.1 s added; none with
+0.3 s added, nor in any other condition), so every pass gets ``TAIL_S`` of
+silence after its audio. On a fragment shorter than about half a second it
+says its words over and over ("Turn off the turn off the"), so a fragment
+is padded with silence to ``MIN_SECONDS`` (measured with no tail: padded to
+half a second, 3 of 20 fragments of 0.15-0.6 s still looped; to one second,
+none did; silence before the speech made it worse). And a decode is capped at
 ``TOKENS_PER_S`` tokens per second of audio (speech takes 3-5), so no loop
 runs long; a capped transcript that began again keeps the words before the
 restart (:func:`speech_to_speech.stt.whisper_window.restarted`).
@@ -56,7 +59,7 @@ from speech_to_speech.stt.whisper_window import restarted
 
 log = logging.getLogger(__name__)
 
-TAIL_S = 0.1  # silence after every pass's audio
+TAIL_S = 0.3  # silence after every pass's audio
 MIN_SECONDS = 1.0  # shorter fragments are padded with silence to this
 TOKENS_PER_S = 6.5  # the decode's cap per second of (padded) audio, speech being 3-5 ...
 TOKENS_SPARE = 2  # ... and a few more: "What is 12 times 15?" took 10 tokens (digits are one each) in 1.5 s

@@ -20,6 +20,7 @@ import pytest
 
 from speech_to_speech import cli, registry
 from speech_to_speech.audio.wav import read_wav
+from speech_to_speech.bench.audio import voiced_bounds
 from speech_to_speech.bench.stt_window import word_errors
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import Transcript, Utterance
@@ -55,6 +56,13 @@ SILENCE = np.zeros(4800, np.float32)  # 300 ms: what the VAD keeps around a turn
 @pytest.fixture(scope="session")
 def moonshine() -> Any:
     return load_moonshine(ServerSettings(stt="moonshine"))
+
+
+def voiced(samples: Any) -> Any:
+    """The speech cut to its voiced span, as the benches trim it."""
+    bounds = voiced_bounds(samples, SAMPLE_RATE)
+    assert bounds is not None
+    return samples[bounds[0]: bounds[1]]
 
 
 def wer(reference: str, heard: str) -> float:
@@ -131,9 +139,7 @@ def test_transcribes_a_spoken_sentence(moonshine: Any, spoken: Any, make_handler
 @real
 @pytest.mark.parametrize("seconds", [0.15, 0.3, 0.45, 0.7])
 def test_a_fragment_does_not_loop(moonshine: Any, spoken: Any, seconds: float) -> None:
-    said = spoken("Hello there, how are you doing today?")
-    start = int(np.argmax(np.abs(said) > 0.02))  # from the first sound
-    fragment = said[start: start + round(seconds * SAMPLE_RATE)]
+    fragment = voiced(spoken("Hello there, how are you doing today?"))[: round(seconds * SAMPLE_RATE)]
     decoded = moonshine.transcribe(fragment)
     assert decoded.tokens <= token_cap(len(padded(fragment)))
     assert len(decoded.text.split()) <= 3 and not repeated_phrase(decoded.text), decoded
@@ -169,10 +175,16 @@ def test_a_speculative_pass_superseded_while_the_encoder_runs_is_not_decoded(
 
 
 @real
-def test_a_finished_request_reads_finished(moonshine: Any, spoken: Any, make_handler: Any) -> None:
-    """Moonshine punctuates, so Smart Turn's word rules see a whole sentence where one was said."""
+@pytest.mark.parametrize("text", ["Turn off the lights in the kitchen.", "Turn off the lights in the living room."])
+@pytest.mark.parametrize("after_ms", [300, 64])  # a turn's end as the VAD cuts it; a pass at the pause's start
+def test_a_finished_request_reads_finished(
+    moonshine: Any, spoken: Any, make_handler: Any, text: str, after_ms: int
+) -> None:
+    """Moonshine punctuates, so Smart Turn's word rules see a whole sentence where one was said (with
+    0.1 s of silence added after these cut tight it ended both on a comma, which reads as speech going on)."""
     stt = make_handler(MoonshineSTT, moonshine)
-    heard = stt.transcribe(np.concatenate([SILENCE, spoken("What is the weather like today?"), SILENCE]), None)
+    said = np.concatenate([SILENCE, voiced(spoken(text)), np.zeros(after_ms * 16, np.float32)])
+    heard = stt.transcribe(said, None)
     assert heard.continuation is None and reads_finished(heard.text), heard
 
 
