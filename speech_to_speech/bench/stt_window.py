@@ -1,6 +1,11 @@
 """Does a shorter Whisper encoder window transcribe as well as the stock 30 s one, and how much sooner?
 
 Run: ``python -m speech_to_speech.bench.stt_window [--out docs/benchmarks/stt_window.json]``.
+``--moonshine`` adds the Moonshine backend as a candidate (the moonshine
+extra), ``--candidates`` keeps only the candidates named (``full`` always
+runs: it is what the others are compared with), ``--human DIR`` transcribes
+pocketsphinx's recorded human speech instead (:mod:`speech_to_speech.bench.human_speech`),
+``--repeat N`` runs every condition N times (steadier timings on a busy machine).
 
 Speech: the five benchmark questions, the 38 requests of the ``bench turns``
 corpus (hibari, pauses and fillers included) and a few 14-25 s turns made by
@@ -41,6 +46,7 @@ import numpy as np
 
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.bench import audio, corpus
+from speech_to_speech.bench.human_speech import human_clips
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.stt.faster_whisper import _transcribe, load_faster_whisper, transcribe_windowed
 from speech_to_speech.stt.whisper_window import SAMPLE_RATE, WindowedWhisper, suspicious
@@ -94,7 +100,7 @@ def clips() -> list[Clip]:
     return found + requests + joined
 
 
-def candidates(model: Any) -> dict[str, Candidate]:
+def candidates(model: Any, moonshine: Any = None) -> dict[str, Candidate]:
     def stock(samples: np.ndarray) -> tuple[str, str]:
         return _transcribe(model, samples, "en", 1)[0], "stock"
 
@@ -121,7 +127,12 @@ def candidates(model: Any) -> dict[str, Candidate]:
         seconds = math.ceil(len(samples) / SAMPLE_RATE + 1.5)
         return raw(fitted[seconds])(samples) if seconds < 30 else stock(samples)
 
+    def moonshine_pass(samples: np.ndarray) -> tuple[str, str]:
+        decoded = moonshine.transcribe(samples)
+        return decoded.text, "capped" if decoded.hit_limit else "moonshine"
+
     return {
+        **({"moonshine": moonshine_pass} if moonshine is not None else {}),
         "full": stock,
         "w10_tail0_raw": raw(WindowedWhisper(model, 10.0, tail_s=0.0)),
         "w10_raw": raw(WindowedWhisper(model, 10.0)),
@@ -132,14 +143,18 @@ def candidates(model: Any) -> dict[str, Candidate]:
     }
 
 
-def run(limit: int | None = None) -> dict[str, Any]:
+def run(limit: int | None = None, only: list[str] | None = None, human: Path | None = None,
+        moonshine: bool = False, repeat: int = 1) -> dict[str, Any]:
     model = load_faster_whisper(ServerSettings.model_validate({}))
-    chosen = candidates(model)
-    speech = clips()[:limit]
+    chosen = candidates(model, _load_moonshine() if moonshine else None)
+    if only:
+        chosen = {name: run_one for name, run_one in chosen.items() if name in only or name == "full"}
+    speech = (human_clips(human) if human is not None else clips())[:limit]
     for run_one in chosen.values():  # first-call allocations of every window, outside the timing
         run_one(speech[0][2])
     samples = []
-    for turn, (condition, (before, after)) in enumerate(CONDITIONS.items()):
+    for turn, (condition, (before, after)) in [(r * len(CONDITIONS) + i, c) for r in range(repeat)
+                                               for i, c in enumerate(CONDITIONS.items())]:
         for index, (name, text, voiced) in enumerate(speech):
             said = np.concatenate([np.zeros(round(before * SAMPLE_RATE), np.float32), voiced,
                                    np.zeros(round(after * SAMPLE_RATE), np.float32)])
@@ -153,7 +168,16 @@ def run(limit: int | None = None) -> dict[str, Any]:
                                 "ms": round((time.perf_counter() - start) * 1000.0, 1)})
     return {"summary": summarize(samples, list(chosen)), "samples": samples, "environment": environment(),
             "config": {"model": "packaged Whisper tiny.en int8", "beam_size": 1, "conditions": CONDITIONS,
-                       "clips": len(speech), "join_pause_s": JOIN_PAUSE_S, "long_max_s": LONG_MAX_S}}
+                       "clips": len(speech), "join_pause_s": JOIN_PAUSE_S, "long_max_s": LONG_MAX_S,
+                       "speech": "pocketsphinx test data (human)" if human is not None else "synthetic",
+                       "repeat": repeat,
+                       "candidates": list(chosen)}}
+
+
+def _load_moonshine() -> Any:
+    from speech_to_speech.stt.moonshine import load_moonshine
+
+    return load_moonshine(ServerSettings.model_validate({"stt": "moonshine"}))
 
 
 def environment() -> dict[str, Any]:
@@ -161,7 +185,15 @@ def environment() -> dict[str, Any]:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
     return {"cores": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()],
             "git": commit.stdout.strip() or None,
-            "packages": {name: importlib.metadata.version(name) for name in ("faster-whisper", "ctranslate2")}}
+            "packages": {name: _version(name)
+                         for name in ("faster-whisper", "ctranslate2", "onnxruntime", "moonshine-cpp")}}
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def summarize(samples: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
@@ -182,9 +214,10 @@ def summarize(samples: list[dict[str, Any]], names: list[str]) -> dict[str, Any]
             summary[condition][name] = {
                 "clips": len(mine),
                 "wer_percent": round(100.0 * sum(e for e, _ in errors) / max(1, sum(n for _, n in errors)), 2),
-                "differs_from_full": [s["clip"] for s in mine if words(s["text"]) != words(full[s["clip"]]["text"])],
-                "worse_than_full": [s["clip"] for s, (e, _) in zip(mine, errors, strict=True)
-                                    if e > full_errors[s["clip"]]],
+                "differs_from_full": list(dict.fromkeys(
+                    s["clip"] for s in mine if words(s["text"]) != words(full[s["clip"]]["text"]))),
+                "worse_than_full": list(dict.fromkeys(s["clip"] for s, (e, _) in zip(mine, errors, strict=True)
+                                                      if e > full_errors[s["clip"]])),
                 "paths": {how: sum(1 for s in mine if s["path"] == how) for how in sorted({s["path"] for s in mine})},
                 "ms_median": round(float(np.median(ms)), 1),
                 "ms_p95": round(float(np.percentile(ms, 95)), 1),
@@ -210,8 +243,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks/stt_window.json"))
     parser.add_argument("--limit", type=int, default=None, help="The first N clips only.")
+    parser.add_argument("--moonshine", action="store_true", help="Moonshine base-en as a candidate too.")
+    parser.add_argument("--candidates", nargs="+", default=None, help="Only these candidates (and full).")
+    parser.add_argument("--human", type=Path, default=None, metavar="DIR",
+                        help="pocketsphinx's test/data folder: its recorded human speech instead of ours.")
+    parser.add_argument("--repeat", type=int, default=1, help="Every condition this many times (timings).")
     args = parser.parse_args()
-    results = run(args.limit)
+    results = run(args.limit, args.candidates, args.human, args.moonshine, args.repeat)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     print(table(results["summary"]))
