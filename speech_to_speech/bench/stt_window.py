@@ -128,8 +128,10 @@ def candidates(model: Any, moonshine: Any = None) -> dict[str, Candidate]:
         return raw(fitted[seconds])(samples) if seconds < 30 else stock(samples)
 
     def moonshine_pass(samples: np.ndarray) -> tuple[str, str]:
+        from speech_to_speech.stt.moonshine import heard_text
+
         decoded = moonshine.transcribe(samples)
-        return decoded.text, "capped" if decoded.hit_limit else "moonshine"
+        return heard_text(decoded), "capped" if decoded.hit_limit else "moonshine"
 
     return {
         **({"moonshine": moonshine_pass} if moonshine is not None else {}),

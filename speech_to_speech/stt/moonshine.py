@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,8 @@ MIN_SECONDS = 1.0  # shorter fragments are padded with silence to this
 TOKENS_PER_S = 6.5  # the decode's cap per second of (padded) audio, speech being 3-5 ...
 TOKENS_SPARE = 2  # ... and a few more: "What is 12 times 15?" took 10 tokens (digits are one each) in 1.5 s
 PAST, PRESENT = "past_key_values.", "present."
+# Moonshine often spells "to-day", "to-morrow" as old books did (said to the LLM, it answers in kind).
+_OLD_SPELLING = re.compile(r"\b([Tt])o-(day|morrow|night)\b")
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,18 @@ class Decoded:
 def token_cap(samples: int) -> int:
     """The most tokens a decode of ``samples`` (16 kHz, padded) may write."""
     return math.ceil(TOKENS_PER_S * samples / SAMPLE_RATE) + TOKENS_SPARE
+
+
+def modern_spelling(text: str) -> str:
+    """``text`` with "to-day", "to-morrow" and "to-night" written as one word."""
+    return _OLD_SPELLING.sub(r"\1o\2", text)
+
+
+def heard_text(decoded: Decoded) -> str:
+    """What a decode heard, as the backend hands it on: modern spellings, and a capped decode that began
+    again cut back to the words before the restart."""
+    text = modern_spelling(decoded.text)
+    return (restarted(text) or text) if decoded.hit_limit else text
 
 
 def padded(samples: FloatAudio) -> np.ndarray:
@@ -177,7 +192,6 @@ class MoonshineSTT(STTHandler):
         if not len(samples):
             return Heard("", language)
         decoded = self.model.transcribe(samples, self.still_wanted)
-        if not decoded.hit_limit:
-            return Heard(decoded.text, "en")
-        log.debug("Moonshine ran into its cap of %d tokens: %r", decoded.tokens, decoded.text)
-        return Heard(restarted(decoded.text) or decoded.text, "en")
+        if decoded.hit_limit:
+            log.debug("Moonshine ran into its cap of %d tokens: %r", decoded.tokens, decoded.text)
+        return Heard(heard_text(decoded), "en")

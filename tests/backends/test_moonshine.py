@@ -33,6 +33,7 @@ from speech_to_speech.stt.moonshine import (
     TOKENS_SPARE,
     MoonshineSTT,
     load_moonshine,
+    modern_spelling,
     padded,
     token_cap,
 )
@@ -103,6 +104,12 @@ def test_short_fragments_are_padded_and_decodes_capped() -> None:
     assert not padded(np.ones(3 * SAMPLE_RATE, np.float32))[3 * SAMPLE_RATE:].any()
     assert token_cap(2 * SAMPLE_RATE) == round(2 * TOKENS_PER_S) + TOKENS_SPARE
     assert token_cap(1) == 1 + TOKENS_SPARE
+
+
+def test_old_spellings_are_written_as_one_word() -> None:
+    assert modern_spelling("What is the weather to-day? To-morrow, to-night.") == (
+        "What is the weather today? Tomorrow, tonight.")
+    assert modern_spelling("Go to-do list, up-to-date") == "Go to-do list, up-to-date"
 
 
 @real
