@@ -2,6 +2,6 @@
 
 import sys
 
-from speech_to_speech.cli import main
+from speech_to_speech.launch import main
 
 sys.exit(main())
