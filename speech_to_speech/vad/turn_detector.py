@@ -35,6 +35,7 @@ import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,8 @@ from typing import Any
 import numpy.typing as npt
 
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.cpu import gate as cpu_gate
+from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.pipeline.messages import TurnVerdict
 from speech_to_speech.pipeline.session_config import TurnDetection
 from speech_to_speech.vad.smart_turn import SmartTurnModel, packaged_model_path
@@ -165,8 +168,11 @@ class TurnDetector:
 
     name = SMART_TURN
 
-    def __init__(self, model: SmartTurnModel, workers: int) -> None:
+    def __init__(self, model: SmartTurnModel, workers: int, gate: CpuGate | None = None) -> None:
         self.model = model
+        # A verdict is urgent work (cpu/gate.py): the pause's STT pass runs beside it, and a prompt read
+        # ahead or another session's long decode on the same cores would slow both.
+        self.gate = gate
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smart-turn")
 
     def ask(self, samples: npt.NDArray[Any], *, item_id: str | None, pause: int,
@@ -185,7 +191,8 @@ class TurnDetector:
         started = time.perf_counter()
         if still_wanted():
             try:
-                probability = self.model.probability(samples)
+                with self.gate.urgent(1) if self.gate is not None else nullcontext():
+                    probability = self.model.probability(samples)
             except Exception:  # a failed decision falls back to the silence rule, it never stalls a turn
                 log.exception("the turn detector failed; this pause is judged by silence")
         reply_to.put(TurnVerdict(item_id, pause, probability, (time.perf_counter() - started) * 1000.0))
@@ -214,4 +221,5 @@ def load_turn_detector(settings: ServerSettings) -> TurnDetector | None:
     model = SmartTurnModel(path)
     log.info("turn detector smart-turn loaded from %s in %.2f s", path, time.perf_counter() - started)
     # One scoring per pause and session; more workers than cores would only queue on the CPU.
-    return TurnDetector(model, workers=max(1, min(settings.num_pipelines, os.cpu_count() or 1)))
+    return TurnDetector(model, workers=max(1, min(settings.num_pipelines, os.cpu_count() or 1)),
+                        gate=cpu_gate.shared())

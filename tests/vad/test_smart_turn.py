@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.pipeline.messages import TurnVerdict
 from speech_to_speech.vad.smart_turn import FRAMES, SmartTurnModel, WhisperFeatures, packaged_model_path
 from speech_to_speech.vad.turn_detector import TurnDetector, load_turn_detector
@@ -100,6 +102,29 @@ def test_a_question_about_a_pause_that_is_over_is_skipped_and_still_answered() -
     assert (first.pause, first.probability) == (1, 1.0)  # it was already running
     assert (second.pause, second.probability) == (2, None)  # skipped: the VAD falls back to silence
     assert gated.calls == 1
+
+
+def test_a_verdict_is_urgent_work_that_holds_a_cpu_while_it_runs() -> None:
+    gate = CpuGate(lambda: 2)
+    gated = GatedModel()
+    detector = TurnDetector(gated, workers=1, gate=gate)  # type: ignore[arg-type]
+    replies = queue.Queue[TurnVerdict]()
+    try:
+        detector.ask(np.zeros(1600, np.float32), item_id="c", pause=1, still_wanted=lambda: True,
+                     reply_to=replies)
+        deadline = time.monotonic() + 10
+        while not gated.calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # A prompt read ahead gets only what is left beside it (and beside the STT pass, nothing).
+        during = (gate.busy, gate.spare_threads(2))
+        with gate.urgent(1):
+            beside_stt = gate.spare_threads(2)
+        gated.release.set()
+        replies.get(timeout=10)
+    finally:
+        detector.close()
+    assert during == (True, 1) and beside_stt == 0
+    assert not gate.busy and gate.spare_threads(2) == 2  # and gives it back with its verdict
 
 
 def test_a_model_that_fails_gives_no_answer_instead_of_stalling_the_turn() -> None:
