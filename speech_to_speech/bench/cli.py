@@ -133,6 +133,8 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
         for name, spec in BENCHES.items()
     }
     parsers["latency"].add_argument("--warmup", type=int, default=1, help="Uncounted turns first (default 1).")
+    parsers["latency"].add_argument("--chunk-ms", type=_positive, default=20,
+                                    help="Microphone chunk (default 20 ms, as a live microphone sends).")
     parsers["bargein"].add_argument("--inject-after-ms", type=float, default=300.0,
                                     help="Start talking this long after the answer's first audio (default 300).")
     parsers["bargein"].add_argument("--settle-ms", type=float, default=1000.0,
@@ -216,7 +218,7 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
     if name == "latency":
         from speech_to_speech.bench.latency import LatencyConfig
 
-        return LatencyConfig(**asked, **timeout, warmup=args.warmup)
+        return LatencyConfig(**asked, **timeout, warmup=args.warmup, chunk_ms=args.chunk_ms)
     if name in ("turns", "load"):
         from speech_to_speech.bench.turns import TurnsConfig
 

@@ -33,7 +33,7 @@ class LatencyConfig:
     questions_dir: Path | None = None
     questions: int | None = None  # the first N questions only
     warmup: int = 1  # turns asked first and not counted (first-call costs of a fresh server)
-    chunk_ms: int = 100
+    chunk_ms: int = 20  # a live microphone's: with 100 ms the VAD hears a pause in steps of 100 ms
     timeout_s: float = 120.0
 
 

@@ -49,8 +49,9 @@ def assert_timed(stats: dict[str, Any], n: int) -> None:
 
 def test_bench_latency_writes_its_figures(questions: Path, tmp_path: Path) -> None:
     result = run(["bench", "latency", *IN_PROCESS, *SCRIPTED, "--questions-dir", str(questions), "--repeat", "2",
-                  "--warmup", "0"], tmp_path / "latency.json")
+                  "--warmup", "0", "--chunk-ms", "40"], tmp_path / "latency.json")
     assert_common_shape(result, "latency")
+    assert result["config"]["chunk_ms"] == 40  # as a microphone sends it, recorded with the figures
     assert set(result["summary"]) == set(latency.FIGURES)
     for name in ("end_of_speech_to_first_audio_ms", "send_ms", "wire_ms"):
         assert_timed(result["summary"][name], 2)
