@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
 from speech_to_speech.pipeline.messages import (
     AssistantTextPart,
@@ -30,8 +31,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 # A clause ends at , ; : — followed by whitespace; only used once enough text waits.
 _CLAUSE_END = re.compile(r"(?<=[,;:—])\s+")
 MIN_CLAUSE_CHARS = 24
-# Words (followed by whitespace, so complete) that may start speech before any punctuation.
-FIRST_CHUNK_WORDS = 4
+# Words (followed by whitespace, so complete) that may start speech before any punctuation: the server's default.
+FIRST_CHUNK_WORDS: int = ServerSettings.model_fields["first_chunk_words"].default
 _COMPLETE_WORD = re.compile(r"\S+\s+")
 
 
