@@ -21,7 +21,6 @@ from speech_to_speech.llm.llama_cpp_lm import (
     LoadedLlama,
     gguf_path,
     load_llama_cpp,
-    prompt_head,
     rewritten_gguf,
 )
 from speech_to_speech.llm.speakable import writes_foreign_script
@@ -211,13 +210,6 @@ def test_two_sessions_replies_decode_at_once_each_in_a_context_of_its_own(make_h
     assert {word: handler._context for word, handler in handlers.items()} == before
 
 
-def test_the_head_of_a_prompt_stops_before_the_last_word_heard() -> None:
-    prompt = "<s>system\nBe brief.</s>\n<s>user\nWhat is the capital of</s>\n<s>assistant\n"
-    assert prompt_head(prompt, "What is the capital of") == "<s>system\nBe brief.</s>\n<s>user\nWhat is the capital"
-    assert prompt_head(prompt, "What") == "<s>system\nBe brief.</s>\n<s>user\n"  # one word: up to it
-    assert prompt_head(prompt, "never said") == "" and prompt_head(prompt, " ") == ""
-
-
 def test_the_words_heard_so_far_are_read_ahead_and_the_reply_reads_only_the_rest(
     llama_lm: LoadedLlama, make_handler: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -233,16 +225,34 @@ def test_the_words_heard_so_far_are_read_ahead_and_the_reply_reads_only_the_rest
                         special=True)
     heard = replace(request, messages=(ChatMessage("user", "Could you tell me what the capital city of"),))
     list(handler.process(PromptPrefill(heard)))
-    head = llm.tokenize(prompt_head(prompt_for(llama_lm.template, heard, handler.settings),
-                                    heard.messages[-1].content).encode(), add_bos=False, special=True)
-    assert list(llm.input_ids[: llm.n_tokens]) == head  # read ahead: up to "... the capital city"
+    ahead = llm.tokenize(prompt_for(llama_lm.template, heard, handler.settings).encode(), add_bos=False,
+                         special=True)
+    assert list(llm.input_ids[: llm.n_tokens]) == ahead  # read ahead: the prompt those words make, to its end
+    shared = next(i for i, (a, b) in enumerate(zip(ahead, full, strict=False)) if a != b)
     reads: list[int] = []
     real = type(llm).eval
     monkeypatch.setattr(type(llm), "eval", lambda self, tokens: (reads.append(len(tokens)), real(self, tokens)))
     text = "".join(item.text for item in handler.process(request) if isinstance(item, AssistantTextPart))
     assert "paris" in text.lower() or "france" in text.lower(), text  # a reply to the whole question
-    assert reads[0] <= len(full) - len(head) + 1  # the prompt: only what the head did not hold
-    assert len(head) > len(full) / 2
+    assert reads[0] == len(full) - shared  # the prompt: from the first token the words changed
+    assert shared > len(full) / 2
+
+
+def test_a_reply_to_the_words_read_ahead_reads_one_token_of_its_prompt(
+    llama_lm: LoadedLlama, make_handler: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handler = make_handler(LlamaCppLM, replace(llama_lm, gate=CpuGate(lambda: 2)))
+    list(handler.process(GenerateResponseRequest("r", 0, (ChatMessage("user", "Hello there."),), max_output_tokens=2)))
+    request = GenerateResponseRequest("r", 0, (ChatMessage("user", "What is the capital of Italy?"),),
+                                      max_output_tokens=8)
+    list(handler.process(PromptPrefill(request)))  # the last interim words were the pause's own
+    llm = llama_lm.pool.contexts[handler._context]
+    reads: list[int] = []
+    real = type(llm).eval
+    monkeypatch.setattr(type(llm), "eval", lambda self, tokens: (reads.append(len(tokens)), real(self, tokens)))
+    text = "".join(item.text for item in handler.process(request) if isinstance(item, AssistantTextPart))
+    assert text.strip()
+    assert reads[0] <= 1  # nothing of the prompt, or its last token again for the first word's logits
 
 
 def test_a_prefill_gives_way_to_a_request_waiting_behind_it(llama_lm: LoadedLlama, make_handler: Any) -> None:
