@@ -204,7 +204,7 @@ async def test_audio_deltas_say_how_long_the_item_is_and_which_text_its_audio_ha
 
 async def test_truncate_cuts_the_transcript_at_the_clause_the_audio_ended_not_in_proportion(
         make_server: ServerFactory) -> None:
-    server = make_server(scripted_replies=[NUMBER_REPLY])
+    server = make_server(scripted_replies=[NUMBER_REPLY], first_chunk_words=0)  # speech starts on the sentence
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.wait_for("session.created")
         answer = await _answer(client)
