@@ -9,7 +9,7 @@ What ends a turn depends on the session's ``turn_detection.type``:
 ``semantic_vad``, when the unit has a turn detector, sends the turn's audio to
 the detector as the pause begins (padded to ``--turn_pause_ms`` of silence) and
 acts on its verdict (see :mod:`speech_to_speech.vad.turn_detector`). A turn
-judged finished ends once it has paused ``--turn_pause_ms`` and the
+judged finished ends once it has paused ``--finished_pause_ms`` and the
 speculative reply to the pause's words is ready to play (``ReplyReady``), or
 at the silence rule's window, whichever comes first.
 """
@@ -226,6 +226,9 @@ class VADHandler(BackendHandler):
             yield from self._end_turn(manual=False)
             return
         if self._silence_run_ms and self._started_sent and self._detects_turns():
+            if self._finished is not None and self._may_end_finished():
+                yield from self._end_turn(manual=False, decision=self._finished)
+                return
             if self._finished is not None and self._silence_run_ms >= self._finished_cap_ms():
                 # Finished, but its reply is not ready yet: it ends as the silence rule would end it.
                 yield from self._end_turn(manual=False, decision=self._finished)
@@ -317,7 +320,8 @@ class VADHandler(BackendHandler):
                 and item.speculation == self._speculations):
             return  # about words the user has gone past, or a turn that is over
         self._ready = (item.item_id, item.speculation)
-        if self._finished is not None and self._silence_run_ms > 0 and self._detects_turns():
+        if self._finished is not None and self._silence_run_ms > 0 and self._detects_turns() \
+                and self._may_end_finished():
             yield from self._end_turn(manual=False, decision=self._finished)
 
     def _reply_is_ready(self) -> bool:
@@ -376,10 +380,15 @@ class VADHandler(BackendHandler):
         """A finished turn ends once its reply can play: sooner gains no time, and speech that resumes
         in between (a second sentence of the same request) keeps the turn whole."""
         decision = self._decision("finished")
-        if self._reply_is_ready() or self._silence_run_ms >= self._finished_cap_ms():
+        if self._may_end_finished() or self._silence_run_ms >= self._finished_cap_ms():
             yield from self._end_turn(manual=False, decision=decision)
         else:
             self._finished = decision
+
+    def _may_end_finished(self) -> bool:
+        """A turn judged finished ends now: its reply can play and the pause is past ``--finished_pause_ms``
+        (a pause between two sentences of one request is shorter; ending sooner would answer the first)."""
+        return self._reply_is_ready() and self._silence_run_ms >= self.settings.finished_pause_ms
 
     def _finished_cap_ms(self) -> int:
         """The longest a finished turn waits for its reply: the silence rule's window (or less)."""

@@ -56,7 +56,7 @@ class Detector:
 class Turn:
     """One semantic_vad session's VAD, and everything it produced so far."""
 
-    def __init__(self, turn_detection: TurnDetection | None = None) -> None:
+    def __init__(self, turn_detection: TurnDetection | None = None, finished_pause_ms: int = PAUSE_MS) -> None:
         config = RuntimeConfig(turn_detection=turn_detection or TurnDetection(type="semantic_vad"))
         self.detector = Detector()
         self.events: queue.Queue[Any] = queue.Queue()
@@ -64,7 +64,7 @@ class Turn:
             HandlerContext(CancelScope(), ConfigHolder(config)), queue.Queue(), queue.Queue(), model=None,
             settings=scripted_settings(min_speech_ms=96, min_silence_ms=SILENCE_MS, speech_pad_ms=96,
                                        speculation_silence_ms=64, turn_pause_ms=PAUSE_MS,
-                                       max_turn_silence_ms=MAX_SILENCE_MS),
+                                       finished_pause_ms=finished_pause_ms, max_turn_silence_ms=MAX_SILENCE_MS),
             events=self.events, turn_detector=self.detector)  # type: ignore[arg-type]
         self.offset = 0
         self.out: list[Any] = []
@@ -129,6 +129,36 @@ def test_a_finished_turn_whose_reply_is_already_ready_ends_at_the_verdict() -> N
     ended = turn.send(TurnVerdict(item_id, pause, 0.9, 40.0))
     assert kinds(ended) == [TurnDecision, SpeechStopped, Utterance]
     assert ended[0].outcome == "finished" and ended[2].reuse_speculation
+
+
+@pytest.mark.parametrize("ready_first", [True, False], ids=["reply ready first", "pause long enough first"])
+def test_a_finished_turn_with_its_reply_ready_waits_out_a_pause_between_two_sentences(ready_first: bool) -> None:
+    turn = Turn(finished_pause_ms=PAUSE_MS + 4 * CHUNK_MS)
+    if ready_first:
+        turn.chunks(12, voiced=True)
+        turn.chunks(PAUSE_MS // CHUNK_MS, voiced=False)
+        turn.send(SpeculativeTranscript(turn.item_id, WORDS, turn.speculation))
+        assert turn.ready() == []
+        item_id, pause = turn.detector.asks[-1]
+        assert turn.send(TurnVerdict(item_id, pause, 0.9, 40.0)) == []  # finished and ready, but too soon
+    else:
+        assert turn.pause_judged_finished() == []
+    assert turn.chunks(3, voiced=False) == []  # a second sentence that starts now keeps the turn whole
+    if ready_first:
+        ended = turn.chunks(1, voiced=False)  # the pause is long enough now
+    else:
+        assert turn.chunks(1, voiced=False) == []  # long enough, but its reply is not ready
+        ended = turn.ready()
+    assert kinds(ended) == [TurnDecision, SpeechStopped, Utterance] and ended[0].outcome == "finished"
+
+
+def test_speech_within_the_finished_pause_keeps_the_turn_whole() -> None:
+    turn = Turn(finished_pause_ms=PAUSE_MS + 4 * CHUNK_MS)
+    assert turn.pause_judged_finished() == [] and turn.ready() == []
+    first = turn.item_id
+    turn.chunks(2, voiced=False)
+    assert not any(isinstance(i, SpeechStopped) for i in turn.chunks(6, voiced=True))  # the second sentence
+    assert turn.item_id == first and turn.stops() == []
 
 
 def test_a_finished_turn_waits_for_its_reply_and_ends_when_it_is_ready() -> None:

@@ -39,6 +39,7 @@ from speech_to_speech.vad.turn_detector import EAGERNESS, ends_mid_phrase, reads
 
 CHUNK_MS = 32
 PAUSE_MS, MAX_SILENCE_MS, SILENCE_MS = 192, 960, 480
+FINISHED_PAUSE_MS = 320  # between the pause judged on and the silence window
 EXAMPLES = int(os.environ.get("S2S_PROPERTY_EXAMPLES", "400"))
 WORDS = ("What is twelve times fifteen?", "I need a present for my", "", "Turn it up, um",
          "How do I say thank you in")
@@ -93,6 +94,7 @@ class Run:
             HandlerContext(CancelScope(), ConfigHolder(config)), queue.Queue(), queue.Queue(), model=None,
             settings=scripted_settings(min_speech_ms=96, min_silence_ms=SILENCE_MS, speech_pad_ms=96,
                                        speculation_silence_ms=speculation_ms, turn_pause_ms=PAUSE_MS,
+                                       finished_pause_ms=FINISHED_PAUSE_MS,
                                        max_turn_silence_ms=MAX_SILENCE_MS),
             events=queue.Queue(), turn_detector=self.detector)  # type: ignore[arg-type]
         self.threshold = EAGERNESS[eagerness].finished_at
@@ -149,12 +151,14 @@ class Run:
                 decision = self.last_decision if self.last_decision and \
                     self.last_decision.item_id == produced.item_id else None
                 assert decision is not None and decision.outcome != "unfinished", "ended with no decision"
-                floor = {"finished": PAUSE_MS, "timed_out": self.max_silence_ms,
+                cap = min(SILENCE_MS, self.max_silence_ms)
+                # A finished turn waits out a pause between two sentences of one request, unless the silence
+                # window comes first.
+                floor = {"finished": min(max(PAUSE_MS, FINISHED_PAUSE_MS), cap), "timed_out": self.max_silence_ms,
                          "no_answer": SILENCE_MS, "disputed": SILENCE_MS}[decision.outcome]
                 assert silence >= floor, f"{decision.outcome} after {silence} ms of silence"
                 if decision.outcome == "finished" and self.speculated:
                     # A finished turn ends once its reply can play, or at the silence window.
-                    cap = min(SILENCE_MS, self.max_silence_ms)
                     assert self.ready == (produced.item_id, self.speculation) or silence >= cap, \
                         f"finished after {silence} ms, its reply not ready"
             self.open_item, self.speculated = None, False
