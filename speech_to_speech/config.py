@@ -119,9 +119,10 @@ class ServerSettings(BaseModel):
         "the pause padded to this); no turn is decided on a shorter one."
     )
     finished_pause_ms: int = Field(
-        352, ge=32, description="The shortest silence that ends a turn judged finished, once its reply is "
-        "ready: a pause between two sentences of one request (up to ~400 ms, heard as ~330 ms of silence after "
-        "the VAD's lag) keeps the turn whole instead of answering its first sentence."
+        448, ge=32, description="The shortest silence that ends a turn judged finished, once its reply is "
+        "ready (eagerness high: --turn_pause_ms): a pause between two sentences of one request (up to ~400 ms, "
+        "which Silero hears as up to 384 ms of silence, a frame or two more live) keeps the turn whole instead "
+        "of answering its first sentence."
     )
     max_turn_silence_ms: int = Field(
         2000, ge=100, description="Longest silence an unfinished turn waits (semantic_vad, eagerness medium)."

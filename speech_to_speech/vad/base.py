@@ -387,8 +387,11 @@ class VADHandler(BackendHandler):
 
     def _may_end_finished(self) -> bool:
         """A turn judged finished ends now: its reply can play and the pause is past ``--finished_pause_ms``
-        (a pause between two sentences of one request is shorter; ending sooner would answer the first)."""
-        return self._reply_is_ready() and self._silence_run_ms >= self.settings.finished_pause_ms
+        (a pause between two sentences of one request is shorter; ending sooner would answer the first),
+        or, at eagerness high, past ``--turn_pause_ms``."""
+        waits = eagerness(self.context.config.current.turn_detection).waits_between_sentences
+        floor = self.settings.finished_pause_ms if waits else self.settings.turn_pause_ms
+        return self._reply_is_ready() and self._silence_run_ms >= floor
 
     def _finished_cap_ms(self) -> int:
         """The longest a finished turn waits for its reply: the silence rule's window (or less)."""

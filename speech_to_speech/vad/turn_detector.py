@@ -64,6 +64,9 @@ class Eagerness:
     # The probability a turn needs when its words do not read as a whole sentence ("… do I need for?",
     # "… thank you very much in"): the model scored such mid-sentence cuts 0.75-0.97.
     unread_finished_at: float
+    # Whether a turn judged finished waits out a pause between two sentences (--finished_pause_ms) before
+    # it ends, or ends at --turn_pause_ms: "high" answers sooner and may answer a request's first sentence.
+    waits_between_sentences: bool = True
 
 
 # OpenAI's semantic_vad eagerness: "low" lets the user take their time, "high" answers sooner.
@@ -71,7 +74,8 @@ EAGERNESS: dict[str, Eagerness] = {
     "low": Eagerness(finished_at=0.8, max_silence_scale=1.5, unread_finished_at=0.99),
     "medium": Eagerness(finished_at=0.5, max_silence_scale=1.0, unread_finished_at=0.98),
     "auto": Eagerness(finished_at=0.5, max_silence_scale=1.0, unread_finished_at=0.98),
-    "high": Eagerness(finished_at=0.3, max_silence_scale=0.5, unread_finished_at=0.9),
+    "high": Eagerness(finished_at=0.3, max_silence_scale=0.5, unread_finished_at=0.9,
+                      waits_between_sentences=False),
 }
 
 

@@ -152,6 +152,13 @@ def test_a_finished_turn_with_its_reply_ready_waits_out_a_pause_between_two_sent
     assert kinds(ended) == [TurnDecision, SpeechStopped, Utterance] and ended[0].outcome == "finished"
 
 
+def test_at_eagerness_high_a_finished_turn_ends_as_soon_as_its_reply_is_ready() -> None:
+    turn = Turn(TurnDetection(type="semantic_vad", eagerness="high"), finished_pause_ms=PAUSE_MS + 4 * CHUNK_MS)
+    assert turn.pause_judged_finished() == []
+    ended = turn.ready()  # at --turn_pause_ms: it answers sooner, and may answer a first sentence
+    assert kinds(ended) == [TurnDecision, SpeechStopped, Utterance] and ended[0].outcome == "finished"
+
+
 def test_speech_within_the_finished_pause_keeps_the_turn_whole() -> None:
     turn = Turn(finished_pause_ms=PAUSE_MS + 4 * CHUNK_MS)
     assert turn.pause_judged_finished() == [] and turn.ready() == []

@@ -100,6 +100,7 @@ class Run:
         self.threshold = EAGERNESS[eagerness].finished_at
         self.unread_threshold = EAGERNESS[eagerness].unread_finished_at
         self.max_silence_ms = int(MAX_SILENCE_MS * EAGERNESS[eagerness].max_silence_scale)
+        self.waits_between_sentences = EAGERNESS[eagerness].waits_between_sentences
         self.offset = 0
         self.open_item: str | None = None  # the turn that started and has not stopped
         self.silence_ms = 0  # since the last voiced chunk of the open turn
@@ -154,7 +155,8 @@ class Run:
                 cap = min(SILENCE_MS, self.max_silence_ms)
                 # A finished turn waits out a pause between two sentences of one request, unless the silence
                 # window comes first.
-                floor = {"finished": min(max(PAUSE_MS, FINISHED_PAUSE_MS), cap), "timed_out": self.max_silence_ms,
+                finished = max(PAUSE_MS, FINISHED_PAUSE_MS) if self.waits_between_sentences else PAUSE_MS
+                floor = {"finished": min(finished, cap), "timed_out": self.max_silence_ms,
                          "no_answer": SILENCE_MS, "disputed": SILENCE_MS}[decision.outcome]
                 assert silence >= floor, f"{decision.outcome} after {silence} ms of silence"
                 if decision.outcome == "finished" and self.speculated:
