@@ -229,10 +229,6 @@ class VADHandler(BackendHandler):
             if self._finished is not None and self._may_end_finished():
                 yield from self._end_turn(manual=False, decision=self._finished)
                 return
-            if self._finished is not None and self._silence_run_ms >= self._finished_cap_ms():
-                # Finished, but its reply is not ready yet: it ends as the silence rule would end it.
-                yield from self._end_turn(manual=False, decision=self._finished)
-                return
             if self._silence_run_ms >= self._max_turn_silence_ms():
                 yield from self._end_turn(manual=False, decision=self._decision("timed_out"))
                 return
@@ -380,7 +376,7 @@ class VADHandler(BackendHandler):
         """A finished turn ends once its reply can play: sooner gains no time, and speech that resumes
         in between (a second sentence of the same request) keeps the turn whole."""
         decision = self._decision("finished")
-        if self._may_end_finished() or self._silence_run_ms >= self._finished_cap_ms():
+        if self._may_end_finished():
             yield from self._end_turn(manual=False, decision=decision)
         else:
             self._finished = decision
@@ -388,7 +384,10 @@ class VADHandler(BackendHandler):
     def _may_end_finished(self) -> bool:
         """A turn judged finished ends now: its reply can play and the pause is past ``--finished_pause_ms``
         (a pause between two sentences of one request is shorter; ending sooner would answer the first),
-        or, at eagerness high, past ``--turn_pause_ms``."""
+        or, at eagerness high, past ``--turn_pause_ms``. Or its reply is not ready yet, but the silence rule's
+        window has passed: it ends as that rule would end it."""
+        if self._silence_run_ms >= self._finished_cap_ms():
+            return True
         waits = eagerness(self.context.config.current.turn_detection).waits_between_sentences
         floor = self.settings.finished_pause_ms if waits else self.settings.turn_pause_ms
         return self._reply_is_ready() and self._silence_run_ms >= floor
