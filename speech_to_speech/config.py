@@ -48,6 +48,11 @@ class ServerSettings(BaseModel):
     max_sessions_per_minute: int = Field(
         600, ge=0, description="Sessions a client address may open per minute (0: no limit)."
     )
+    admission_wait_s: float = Field(
+        3.0, ge=0.0, le=60.0,
+        description="How long a new session waits for a busy pipeline unit to come free before it is refused "
+        "(HTTP 503, or an error event and close 1013 to a browser).",
+    )
 
     # ------------------------------------------------------------ per-session limits (see docs/security.md)
     max_event_bytes: int = Field(16 * 1024 * 1024, ge=1024, description="Largest client event (one frame) in bytes.")

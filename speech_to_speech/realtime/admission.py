@@ -30,9 +30,9 @@ class ClientAdmission:
         while recent and now - recent[0] > WINDOW_S:
             recent.popleft()
         if self.max_concurrent and self._open[address] >= self.max_concurrent:
-            return f"This address already has {self._open[address]} sessions open (the limit)"
+            return f"this address already has {self._open[address]} sessions open (the limit)"
         if self.max_per_minute and len(recent) >= self.max_per_minute:
-            return f"This address opened {len(recent)} sessions in the last minute (the limit)"
+            return f"this address opened {len(recent)} sessions in the last minute (the limit)"
         self._open[address] += 1
         if self.max_per_minute:
             recent.append(now)

@@ -12,19 +12,18 @@ from fastapi.responses import JSONResponse, Response
 from speech_to_speech import __version__
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
-from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.access import AccessPolicy, deny, is_loopback
-from speech_to_speech.realtime.admission import ClientAdmission
 from speech_to_speech.realtime.capabilities import session_capabilities
 from speech_to_speech.realtime.demo import mount_demo
 from speech_to_speech.realtime.languages import LanguageService
 from speech_to_speech.realtime.live_session import LiveSession, evict_oldest
 from speech_to_speech.realtime.metrics import CONTENT_TYPE, ServerMetrics
+from speech_to_speech.realtime.session_gate import Refusal, SessionGate
 from speech_to_speech.realtime.session_registry import SessionRegistry
 from speech_to_speech.realtime.session_runner import (
+    TRY_AGAIN_LATER,
     LiveSessions,
-    busy_error,
-    claim_unit,
+    refuse,
     resume_session,
     serve_session,
 )
@@ -58,6 +57,25 @@ async def _websocket_messages(websocket: WebSocket, transport: WebSocketTranspor
         return
 
 
+async def _refuse_handshake(websocket: WebSocket, refusal: Refusal, subprotocol: str | None,
+                            metrics: ServerMetrics) -> None:
+    """Say no to a WebSocket in the way its client can read.
+
+    A browser (its handshake always carries ``Origin``; other clients send none)
+    cannot read the HTTP status of a refused handshake, only that it failed: it
+    gets the socket, the ``error`` event with ``retry_after_s``, and close code
+    1013 (try again later) whose reason says when. Every other client gets the
+    HTTP status with ``Retry-After``: LiveKit's plugin would reconnect at once,
+    without end, to a socket that opens and closes.
+    """
+    if "origin" not in websocket.headers:
+        await deny(websocket.scope, websocket.send, refusal.status, refusal.event, list(refusal.headers.items()))
+        return
+    await websocket.accept(subprotocol=subprotocol)  # the subprotocol the browser offered, or it fails the socket
+    reason = f"{refusal.code}: try again in {refusal.retry_after_s} s"
+    await refuse(WebSocketTransport(websocket), refusal.event, TRY_AGAIN_LATER, reason, metrics)
+
+
 def client_address(scope: Any) -> str:
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
@@ -72,8 +90,8 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
     app.state.sessions = sessions = LiveSessions()
     # Resumable sessions by id: a socket opened with ?autostart=0 takes one over (docs/sessions.md).
     app.state.registry = registry = SessionRegistry[LiveSession]()
-    app.state.admission = admission = ClientAdmission(settings.max_sessions_per_client,
-                                                      settings.max_sessions_per_minute)
+    # Who gets a unit, for WebSocket and WebRTC alike (session_gate.py).
+    app.state.gate = gate = SessionGate(pool, settings, evict=lambda: evict_oldest(registry))
     app.add_middleware(AccessPolicy, api_key=settings.api_key, allowed_origins=settings.allowed_origins,
                        loopback_bind=is_loopback(settings.host))
 
@@ -125,27 +143,28 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
 
     @app.websocket("/v1/realtime")
     async def realtime(websocket: WebSocket) -> None:
-        # Refused at the handshake (HTTP 429/503), not accepted and closed: clients such as
-        # LiveKit's plugin would reconnect at once to a socket that opens.
         address = client_address(websocket.scope)
-        refusal = admission.admit(address)
-        if refusal is not None:
-            await deny(websocket.scope, websocket.send, 429, errors.error_event(
-                errors.TOO_MANY_SESSIONS, refusal, type="rate_limit_error"), [("retry-after", "60")])
-            return
         offered = websocket.scope.get("subprotocols") or []
         subprotocol = "realtime" if "realtime" in offered else None
         transport = WebSocketTransport(websocket)
-        try:
-            if websocket.query_params.get("autostart", "1").lower() in ("0", "false", "off"):
-                await websocket.accept(subprotocol=subprotocol)  # resume-only: no unit, no session.created
+        if websocket.query_params.get("autostart", "1").lower() in ("0", "false", "off"):
+            # Resume-only: no unit, no session.created; still one of its address's sessions.
+            refusal = gate.admit(address)
+            if refusal is not None:
+                await _refuse_handshake(websocket, refusal, subprotocol, metrics)
+                return
+            try:
+                await websocket.accept(subprotocol=subprotocol)
                 await resume_session(transport, _websocket_messages(websocket, transport), registry, settings,
                                      metrics=metrics)
-                return
-            unit = await claim_unit(pool, settings, evict=lambda: evict_oldest(registry))
-            if unit is None:
-                await deny(websocket.scope, websocket.send, 503, busy_error(pool), [("retry-after", "1")])
-                return
+            finally:
+                gate.leave(address)
+            return
+        unit = await gate.enter(address)
+        if isinstance(unit, Refusal):
+            await _refuse_handshake(websocket, unit, subprotocol, metrics)
+            return
+        try:
             try:
                 await websocket.accept(subprotocol=subprotocol)
             except BaseException:
@@ -156,14 +175,14 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
                 _websocket_messages(websocket, transport),
                 pool,
                 settings,
+                unit,
                 validate_language=languages.validate_session_language,
                 metrics=metrics,
-                unit=unit,
                 sessions=sessions,
                 registry=registry,
             )
         finally:
-            admission.leave(address)
+            gate.leave(address)
 
     app.state.demo = settings.demo and mount_demo(app)
     return app

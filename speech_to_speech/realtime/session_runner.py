@@ -1,4 +1,4 @@
-"""Starts Realtime sessions and serves sockets to them: claim a unit, or resume a live session.
+"""Starts Realtime sessions and serves sockets to them: on a claimed unit, or by resuming a live session.
 
 A session (live_session.py) ends when its client says goodbye, or when the
 server ends it: the client was idle too long, it let more output pile up
@@ -15,7 +15,6 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from functools import partial
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
@@ -26,7 +25,7 @@ from speech_to_speech.realtime.client_events import CLIENT_EVENTS
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import EventLimits, parse_client_event
 from speech_to_speech.realtime.frames import to_frame
-from speech_to_speech.realtime.live_session import LiveSession, evict_oldest
+from speech_to_speech.realtime.live_session import LiveSession
 from speech_to_speech.realtime.metrics import ServerMetrics
 from speech_to_speech.realtime.service import RealtimeService
 from speech_to_speech.realtime.session_events import RESUME, resume_request
@@ -36,12 +35,10 @@ from speech_to_speech.realtime.transport import Transport
 
 log = logging.getLogger(__name__)
 
-# Close code for "try again later" (RFC 6455 1013), used when no unit is free.
+# Close code for "try again later" (RFC 6455 1013): a browser refused by the session gate gets it.
 TRY_AGAIN_LATER = 1013
 POLICY_VIOLATION = 1008
 GOING_AWAY = 1001
-# How long a request waits for a busy unit to free before it is refused (a reconnect races its old close).
-BUSY_GRACE_S = 0.5
 # How long a socket opened with ?autostart=0 may take to send its session.resume.
 RESUME_HANDSHAKE_TIMEOUT_S = 10.0
 
@@ -75,61 +72,27 @@ class LiveSessions:
             await asyncio.sleep(0.02)  # shutdown only: sessions flushing their last events
 
 
-async def claim_unit(pool: PipelinePool, settings: ServerSettings,
-                     evict: Callable[[], bool] | None = None) -> PipelineUnit | None:
-    """A free unit; a client that reconnects at once may wait for its old unit to finish draining.
-
-    Its old session may not even have noticed the close yet (the unit still busy): every
-    request waits ``BUSY_GRACE_S`` for a unit before it is refused. With every unit
-    taken, ``evict`` may end a session whose socket dropped (it returns whether it
-    did): detached sessions never lock a new client out.
-    """
-    started = time.monotonic()
-    deadline = started + settings.release_timeout_s
-    while (unit := pool.claim()) is None:
-        now = time.monotonic()
-        draining = any(s.state == "draining" for s in pool.status())
-        if not draining and evict is not None and evict():
-            started, deadline = now, now + settings.release_timeout_s  # its unit is released in a moment
-            await asyncio.sleep(0.02)
-            continue
-        if now > deadline or (not draining and now - started > BUSY_GRACE_S):
-            return None
-        await asyncio.sleep(0.02)  # not the audio path: a connection waiting for a unit
-    return unit
-
-
-def busy_error(pool: PipelinePool) -> dict[str, object]:
-    return errors.error_event(errors.SESSION_LIMIT_REACHED, f"All {pool.size} pipeline(s) are busy; try again later.",
-                              type="invalid_request_error")
-
-
 async def serve_session(
     transport: Transport,
     incoming: AsyncIterator[str | bytes],
     pool: PipelinePool,
     settings: ServerSettings,
+    unit: PipelineUnit,
     *,
     validate_language: Callable[[str | None, str | None], str | None] | None = None,
     on_service: Callable[[RealtimeService], None] | None = None,
     metrics: ServerMetrics | None = None,
-    unit: PipelineUnit | None = None,
     sessions: LiveSessions | None = None,
     registry: SessionRegistry[LiveSession] | None = None,
 ) -> None:
-    """Start a session and serve it over ``transport`` until the socket goes or the session ends.
+    """Start a session on ``unit`` and serve it over ``transport`` until the socket goes or the session ends.
 
-    ``unit``: one the caller already claimed (WebRTC claims before it answers the
-    offer); released at the session's end like a unit claimed here. ``registry``:
+    ``unit``: claimed by the caller at the session gate (session_gate.py), before the
+    handshake or the offer is answered; released at the session's end. ``registry``:
     where a resumable session is found by a later ``session.resume``; without one
     the session ends with its socket (WebRTC). A resumable session whose socket
     dropped goes on after this returns, until it is resumed or its grace ends.
     """
-    if unit is None:
-        unit = await claim_unit(pool, settings, evict=None if registry is None else partial(evict_oldest, registry))
-    if unit is None:
-        await _refuse(transport, busy_error(pool), TRY_AGAIN_LATER, "session limit reached", metrics)
-        return
     try:
         session = LiveSession(unit, pool, settings, media=transport.media, validate_language=validate_language,
                               metrics=metrics, registry=registry)
@@ -166,7 +129,7 @@ async def resume_session(
         return
     except TimeoutError:
         message = f"No {RESUME} within {RESUME_HANDSHAKE_TIMEOUT_S:g} s of opening the socket"
-        await _refuse(transport, errors.error_event(errors.SESSION_RESUME_REQUIRED, message),
+        await refuse(transport, errors.error_event(errors.SESSION_RESUME_REQUIRED, message),
                       POLICY_VIOLATION, "no session.resume", metrics)
         return
     try:
@@ -178,14 +141,14 @@ async def resume_session(
             raise RealtimeError(errors.SESSION_RESUME_EXPIRED, f"Session {request.session_id} has ended",
                                 param="session_id", event_id=request.event_id)
     except RealtimeError as error:
-        await _refuse(transport, error.to_event(), POLICY_VIOLATION, "session not resumed", metrics)
+        await refuse(transport, error.to_event(), POLICY_VIOLATION, "session not resumed", metrics)
         return
     attachment = session.resume(transport, request, token)
     await session.serve(attachment, messages)
 
 
-async def _refuse(transport: Transport, error: dict[str, Any], code: int, reason: str,
-                  metrics: ServerMetrics | None) -> None:
+async def refuse(transport: Transport, error: dict[str, Any], code: int, reason: str,
+                 metrics: ServerMetrics | None) -> None:
     """A connection-level error (no session, so no seq) through the same serialisation, then the close."""
     if metrics is not None:
         metrics.event_sent(error)

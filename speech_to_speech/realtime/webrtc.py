@@ -6,11 +6,14 @@ configures the session before ``session.created``. The answer is ``201`` with
 the SDP answer and ``Location: /v1/realtime/calls/{call_id}``. The call is a
 Realtime session like a WebSocket one (see ``webrtc_call``).
 
-A pipeline unit is claimed before the answer goes out, so a full pool is an
-HTTP error, not a call that connects and dies: ``503`` with ``Retry-After``,
-the HTTP form of WebSocket's close code 1013 (try again later). It is not 429:
-the client did nothing wrong, the server is out of capacity for the moment.
-Every error is JSON: ``{"error": {"type", "code", "message", "param"}}``.
+A pipeline unit is claimed at the session gate (``session_gate``, shared with
+the WebSocket) before the answer goes out, so a full pool is an HTTP error,
+not a call that connects and dies: ``503`` with ``Retry-After``, the HTTP form
+of WebSocket's close code 1013 (try again later), after the gate's wait
+(``--admission_wait_s``). It is not 429: the client did nothing wrong, the
+server is out of capacity for the moment. Every error is JSON:
+``{"error": {"type", "code", "message", "param"}}``; a refusal at the gate adds
+``retry_after_s``.
 
 aiortc (the ``webrtc`` extra) is imported at the first call, not with the
 server: without it the rest of the server works and a call gets ``501`` with
@@ -43,11 +46,11 @@ from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.languages import LanguageService
-from speech_to_speech.realtime.live_session import evict_oldest
 from speech_to_speech.realtime.metrics import ServerMetrics
 from speech_to_speech.realtime.service import RealtimeService
 from speech_to_speech.realtime.session import SessionState
-from speech_to_speech.realtime.session_runner import claim_unit, serve_session
+from speech_to_speech.realtime.session_gate import Refusal
+from speech_to_speech.realtime.session_runner import serve_session
 from speech_to_speech.realtime.transport import Transport
 
 log = logging.getLogger(__name__)
@@ -193,26 +196,18 @@ def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings
         except RealtimeError as error:
             return error_response(400, error.code, error.message, param=error.param)
 
-        admission, sessions = request.app.state.admission, request.app.state.sessions
+        gate, sessions = request.app.state.gate, request.app.state.sessions
         address = request.client.host if request.client else "unknown"
-        refusal = admission.admit(address)
-        if refusal is not None:
-            return error_response(429, errors.TOO_MANY_SESSIONS, refusal, type="rate_limit_error",
-                                  headers={"Retry-After": "60"})
-        registry = request.app.state.registry  # a detached WebSocket session gives its unit up to a new call
-        unit = await claim_unit(pool, settings, evict=lambda: evict_oldest(registry))
-        if unit is None:
-            admission.leave(address)
-            return error_response(503, errors.SESSION_LIMIT_REACHED,
-                                  f"All {pool.size} pipeline(s) are busy; try again later.",
-                                  headers={"Retry-After": "1"})
+        unit = await gate.enter(address)  # a detached WebSocket session gives its unit up to a new call
+        if isinstance(unit, Refusal):
+            return JSONResponse({"error": unit.error}, status_code=unit.status, headers=unit.headers)
         call = call_module.WebRTCCall(ids.new_id("rtc"), ice_servers, CONNECT_TIMEOUT_S)
         call.initial_session = session
         try:
             answer = await call.answer(offer)
         except Exception as error:  # noqa: BLE001 - aiortc refuses offers with ValueError and errors of its own
             pool.release(unit)
-            admission.leave(address)
+            gate.leave(address)
             await call.close()
             return error_response(400, errors.INVALID_SDP, f"The SDP offer cannot be answered: {error}",
                                   param="sdp")
@@ -220,11 +215,11 @@ def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings
         async def run(transport: Transport, incoming: AsyncIterator[str | bytes],
                       attach: Callable[[RealtimeService], None]) -> None:
             try:
-                await serve_session(transport, incoming, pool, settings, unit=unit, on_service=attach,
+                await serve_session(transport, incoming, pool, settings, unit, on_service=attach,
                                     metrics=metrics, validate_language=languages.validate_session_language,
                                     sessions=sessions)
             finally:
-                admission.leave(address)
+                gate.leave(address)
 
         calls[call.id] = call
         call.start(run, on_closed=lambda ended: calls.pop(ended.id, None))
