@@ -1,30 +1,23 @@
 // The demo page: a stock @openai/agents RealtimeSession talking to the speech-to-speech server
-// this page was served from, over the SDK's own WebRTC or WebSocket transport.
+// this page was served from, over the SDK's own WebRTC or WebSocket transport (call.ts).
 //
 //   /demo                                        pick a transport, press Connect
 //   /demo?autoconnect=1&transport=webrtc         connect on load (kiosks, tests)
 //
-// The server needs no API key; browsers still make the SDK refuse a plain key unless
-// `useInsecureApiKey` is set, so the page sends a placeholder that way.
-import {
-  OpenAIRealtimeWebRTC,
-  OpenAIRealtimeWebSocket,
-  RealtimeAgent,
-  RealtimeSession,
-  type TransportEvent,
-} from '@openai/agents/realtime';
+// A server started with --api_key needs the key in the page's field (access.ts). A server whose
+// sessions are all taken says so; the page counts down and tries again by itself (refusal.ts).
+import { RealtimeAgent, type TransportEvent } from '@openai/agents/realtime';
 
-import { AudioEngine, openMicrophone } from './audio';
+import { accessProblem } from './access';
+import { Call, type TransportKind } from './call';
+import { argumentsOf, callIdOf, describe, formatBytes, responseOf } from './format';
 import { Mouth, VISEMES_EXTENSION, type VisemesEvent } from './mouth';
+import { refusalIn, RetryCountdown } from './refusal';
+import { type Connection, newStats } from './stats';
 import { getLocalTime } from './tools';
 import { TranscriptView } from './transcript';
 import { median, TurnTracker, type TurnState } from './turns';
 
-type TransportKind = 'webrtc' | 'websocket';
-type Connection = 'disconnected' | 'connecting' | 'connected';
-
-const PLACEHOLDER_KEY = 'speech-to-speech-needs-no-key';
-const MODEL = 'speech-to-speech';
 
 /** What a turn's latency is measured to, on each transport: words, and the server event. */
 const MEASURED_TO: Record<TransportKind, [string, string]> = {
@@ -42,43 +35,6 @@ const STATE_TEXT: Record<TurnState, string> = {
   speaking: 'Speaking: talk over it or press Interrupt',
 };
 
-// ------------------------------------------------------------------ test hook
-
-interface InboundAudio {
-  bytesReceived: number;
-  packetsReceived: number;
-  totalAudioEnergy: number;
-}
-
-/** What the page saw, for headless tests and for curious people with a console open. */
-interface DemoStats {
-  transport: TransportKind;
-  connection: Connection;
-  state: TurnState;
-  /** Every state the conversation went through, in order. */
-  states: TurnState[];
-  audioDeltas: number;
-  audioBytes: number;
-  outputAudioStarted: number;
-  userTranscripts: string[];
-  assistantTranscripts: string[];
-  tools: { name: string; result: string }[];
-  latenciesMs: number[];
-  /** Interrupt button presses, and answers whose unplayed audio was then dropped. */
-  interruptRequests: number;
-  cleared: number;
-  /** Timed viseme events received (the server runs with --enable_visemes). */
-  visemeEvents: number;
-  errors: string[];
-}
-
-declare global {
-  interface Window {
-    __demoStats: DemoStats;
-    __demo: { inboundAudio(): Promise<InboundAudio | null>; interrupt(): void };
-  }
-}
-
 // ------------------------------------------------------------------ the page
 
 function element<T extends HTMLElement>(id: string): T {
@@ -89,6 +45,8 @@ function element<T extends HTMLElement>(id: string): T {
 
 const ui = {
   connect: element<HTMLButtonElement>('connect'),
+  apiKey: element<HTMLInputElement>('api-key'),
+  busy: element<HTMLElement>('busy'),
   interrupt: element<HTMLButtonElement>('interrupt'),
   enableSound: element<HTMLButtonElement>('enable-sound'),
   transports: [...document.querySelectorAll<HTMLInputElement>('input[name="transport"]')],
@@ -109,23 +67,7 @@ const ui = {
 const mouth = Mouth.inPage('mouth-lips', 'mouth-inside', element<HTMLElement>('mouth-viseme'));
 
 const params = new URLSearchParams(location.search);
-const stats: DemoStats = {
-  transport: initialTransport(),
-  connection: 'disconnected',
-  state: 'idle',
-  states: [],
-  audioDeltas: 0,
-  audioBytes: 0,
-  outputAudioStarted: 0,
-  userTranscripts: [],
-  assistantTranscripts: [],
-  tools: [],
-  latenciesMs: [],
-  interruptRequests: 0,
-  cleared: 0,
-  visemeEvents: 0,
-  errors: [],
-};
+const stats = newStats(initialTransport());
 window.__demoStats = stats;
 
 /** ?transport=… if given, else the visitor's last choice, else WebSocket (it needs no server extra). */
@@ -158,141 +100,60 @@ const agent = new RealtimeAgent({
 
 // ------------------------------------------------------------------ one connection
 
-class Call {
-  private closing = false;
-  private lost = false;
-  private meterTimer: number | undefined;
-
-  private constructor(
-    readonly kind: TransportKind,
-    readonly session: RealtimeSession,
-    private readonly transport: OpenAIRealtimeWebRTC | OpenAIRealtimeWebSocket,
-    private readonly microphone: MediaStream,
-    readonly audio: AudioEngine,
-  ) {}
-
-  static async open(kind: TransportKind): Promise<Call> {
-    const microphone = await openMicrophone();
-    let audio: AudioEngine | undefined;
-    let session: RealtimeSession | undefined;
-    try {
-      audio = await AudioEngine.start(
-        microphone,
-        kind === 'websocket'
-          ? { onMicFrame: (pcm) => session?.sendAudio(pcm), onPlayback: (event) => onPlayback(event) }
-          : {},
-      );
-      const { websocketUrl, callsUrl } = endpoints();
-      const transport =
-        kind === 'webrtc'
-          ? new OpenAIRealtimeWebRTC({
-              baseUrl: callsUrl,
-              useInsecureApiKey: true,
-              mediaStream: microphone,
-              audioElement: ui.remoteAudio,
-            })
-          : new OpenAIRealtimeWebSocket({ url: websocketUrl, useInsecureApiKey: true });
-      session = new RealtimeSession(agent, { transport, model: MODEL });
-      const call = new Call(kind, session, transport, microphone, audio);
-      call.listen();
-      await session.connect({ apiKey: PLACEHOLDER_KEY, url: kind === 'webrtc' ? callsUrl : websocketUrl });
-      if (call.lost) throw new Error('the server closed the connection');
-      // Ask for the visemes extension; a server without --enable_visemes just never sends them.
-      transport.sendEvent({ type: 'session.update', session: { type: 'realtime', extensions: [VISEMES_EXTENSION] } });
-      return call;
-    } catch (error) {
-      try {
-        session?.close();
-      } catch {
-        // it never opened
-      }
-      audio?.close();
-      for (const track of microphone.getTracks()) track.stop();
-      throw error;
-    }
-  }
-
-  close(): void {
-    this.closing = true;
-    window.clearInterval(this.meterTimer);
-    try {
-      this.session.close();
-    } finally {
-      this.audio.close();
-      for (const track of this.microphone.getTracks()) track.stop();
-      ui.remoteAudio.srcObject = null;
-    }
-  }
-
-  async inboundAudio(): Promise<InboundAudio | null> {
-    if (!(this.transport instanceof OpenAIRealtimeWebRTC)) return null;
-    const connection = this.transport.connectionState.peerConnection;
-    if (!connection) return null;
-    for (const report of (await connection.getStats()).values()) {
-      if (report.type === 'inbound-rtp' && report.kind === 'audio') {
-        return {
-          bytesReceived: report.bytesReceived ?? 0,
-          packetsReceived: report.packetsReceived ?? 0,
-          totalAudioEnergy: report.totalAudioEnergy ?? 0,
-        };
-      }
-    }
-    return null;
-  }
-
-  private listen(): void {
-    const { session } = this;
-    this.transport.on('connection_change', (status) => {
-      if (status !== 'disconnected' || this.closing) return;
-      this.lost = true;
-      if (call === this) {
-        showError('The connection to the server closed.');
-        disconnect();
-      }
-    });
-    session.on('transport_event', (event) => onServerEvent(event, this.kind));
-    session.on('audio', (event) => {
-      stats.audioDeltas += 1;
-      stats.audioBytes += event.data.byteLength;
-      this.audio.play(event.data);
-      ui.received.textContent = formatBytes(stats.audioBytes);
-    });
-    session.on('audio_interrupted', () => {
-      this.audio.clear();
-      mouth.clear();
-    });
-    session.on('agent_tool_start', (_context, _agent, tool, { toolCall }) => {
-      turns.toolStarted();
-      ui.state.textContent = `Running ${tool.name}…`;
-      transcript.toolCall(callIdOf(toolCall), tool.name, argumentsOf(toolCall));
-    });
-    session.on('agent_tool_end', (_context, _agent, tool, result, { toolCall }) => {
-      stats.tools.push({ name: tool.name, result });
-      transcript.toolResult(callIdOf(toolCall), tool.name, result);
-      turns.toolEnded();
-    });
-    session.on('error', (event) => showError(describe(event.error)));
-    this.meterTimer = window.setInterval(() => {
-      ui.micLevel.value = this.audio.level();
-      ui.enableSound.hidden = !this.audio.suspended;
-      if (this.kind === 'webrtc') {
-        void this.inboundAudio().then((inbound) => {
-          if (inbound) ui.received.textContent = `${formatBytes(inbound.bytesReceived)} of RTP`;
-        });
-      }
-    }, 100);
-  }
-}
-
 let call: Call | undefined;
 let connecting = false;
+const retry = new RetryCountdown((text) => {
+  stats.busy = text;
+  ui.busy.textContent = text ?? '';
+  ui.busy.hidden = text === null;
+});
 
-function endpoints(): { websocketUrl: string; callsUrl: string } {
-  // Relative to the page (/demo/), so a server behind a path prefix works too.
-  const calls = new URL('../v1/realtime/calls', location.href);
-  const websocket = new URL('../v1/realtime', location.href);
-  websocket.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  return { websocketUrl: websocket.href, callsUrl: calls.href };
+/** The page's side of a call: its events update the page. */
+function listen(current: Call): void {
+  const { session, kind } = current;
+  current.transport.on('connection_change', (status) => {
+    if (status !== 'disconnected' || current.closing || call !== current) return;
+    showError('The connection to the server closed.');
+    disconnect();
+  });
+  session.on('transport_event', (event) => onServerEvent(event, kind));
+  session.on('audio', (event) => {
+    stats.audioDeltas += 1;
+    stats.audioBytes += event.data.byteLength;
+    current.audio.play(event.data);
+    ui.received.textContent = formatBytes(stats.audioBytes);
+  });
+  session.on('audio_interrupted', () => {
+    current.audio.clear();
+    mouth.clear();
+  });
+  session.on('agent_tool_start', (_context, _agent, tool, { toolCall }) => {
+    turns.toolStarted();
+    ui.state.textContent = `Running ${tool.name}…`;
+    transcript.toolCall(callIdOf(toolCall), tool.name, argumentsOf(toolCall));
+  });
+  session.on('agent_tool_end', (_context, _agent, tool, result, { toolCall }) => {
+    stats.tools.push({ name: tool.name, result });
+    transcript.toolResult(callIdOf(toolCall), tool.name, result);
+    turns.toolEnded();
+  });
+  // A server that is full says so with an error too: the busy line shows it, not the problem list.
+  session.on('error', (event) => {
+    if (!refusalIn(event)) showError(describe(event.error, label(kind)));
+  });
+  const meter = window.setInterval(() => {
+    if (current.closing) {
+      window.clearInterval(meter);
+      return;
+    }
+    ui.micLevel.value = current.audio.level();
+    ui.enableSound.hidden = !current.audio.suspended;
+    if (kind === 'webrtc') {
+      void current.inboundAudio().then((inbound) => {
+        if (inbound) ui.received.textContent = `${formatBytes(inbound.bytesReceived)} of RTP`;
+      });
+    }
+  }, 100);
 }
 
 function onPlayback(event: 'started' | 'drained' | 'cleared'): void {
@@ -388,43 +249,34 @@ function firstAudio(responseId: string, itemId: string | undefined, at: number, 
   ui.turns.textContent = String(stats.latenciesMs.length);
 }
 
-interface ResponseSummary {
-  id: string;
-  status: string;
-  output: { type?: string; content?: { type?: string }[] }[];
-}
-
-function responseOf(event: TransportEvent): ResponseSummary {
-  const response = ((event as Record<string, unknown>).response ?? {}) as Partial<ResponseSummary>;
-  return { id: response.id ?? '', status: response.status ?? '', output: response.output ?? [] };
-}
-
-function callIdOf(toolCall: unknown): string {
-  const call = toolCall as { callId?: string; id?: string };
-  return call.callId ?? call.id ?? '';
-}
-
-function argumentsOf(toolCall: unknown): string {
-  const call = toolCall as { arguments?: string };
-  return call.arguments ?? '{}';
-}
-
 // ------------------------------------------------------------------ controls
 
 async function connect(): Promise<void> {
   if (call || connecting) return;
   const kind = selectedTransport();
+  const apiKey = ui.apiKey.value;
   connecting = true;
   stats.transport = kind;
   setConnection('connecting', kind);
   clearErrors();
   try {
-    call = await Call.open(kind);
+    call = await Call.open({ kind, apiKey, agent, remoteAudio: ui.remoteAudio, onPlayback, listen });
+    retry.cancel();
     setConnection('connected', kind);
     turns.connected();
   } catch (error) {
-    showError(`Could not connect over ${label(kind)}: ${describe(error)}`);
-    setConnection('disconnected', kind);
+    const refusal = refusalIn(error);
+    if (refusal) {
+      // The server is full (or this address is at its limit): say so, and try again after its hint.
+      stats.refusals += 1;
+      setConnection('waiting', kind);
+      retry.start(refusal, () => void connect());
+    } else {
+      retry.cancel();
+      const why = (await accessProblem(apiKey)) ?? describe(error, label(kind));
+      showError(`Could not connect over ${label(kind)}: ${why}`);
+      setConnection('disconnected', kind);
+    }
   } finally {
     connecting = false;
   }
@@ -436,7 +288,7 @@ function disconnect(): void {
   try {
     current?.close();
   } catch (error) {
-    showError(describe(error));
+    showError(describe(error, label(current?.kind ?? selectedTransport())));
   }
   turns.disconnected();
   setConnection('disconnected', current?.kind ?? selectedTransport());
@@ -445,13 +297,26 @@ function disconnect(): void {
 function setConnection(status: Connection, kind: TransportKind): void {
   stats.connection = status;
   document.body.dataset.connection = status;
-  const text = { connected: `Connected over ${label(kind)}`, connecting: `Connecting over ${label(kind)}…` };
-  ui.connection.textContent = status === 'disconnected' ? 'Disconnected' : text[status];
-  ui.connect.textContent = status === 'disconnected' ? 'Connect' : 'Disconnect';
+  const text: Record<Connection, string> = {
+    disconnected: 'Disconnected',
+    connecting: `Connecting over ${label(kind)}…`,
+    waiting: `Waiting for a free session (${label(kind)})`,
+    connected: `Connected over ${label(kind)}`,
+  };
+  const button: Record<Connection, string> = {
+    disconnected: 'Connect',
+    connecting: 'Disconnect',
+    waiting: 'Stop retrying',
+    connected: 'Disconnect',
+  };
+  ui.connection.textContent = text[status];
+  ui.connect.textContent = button[status];
   ui.connect.disabled = status === 'connecting';
   for (const input of ui.transports) input.disabled = status !== 'disconnected';
+  ui.apiKey.disabled = status === 'connecting' || status === 'connected';
   showMeasuredTo(kind);
   ui.received.textContent = '–';
+  if (status !== 'connected') ui.micLevel.value = 0;
   if (status === 'disconnected') ui.enableSound.hidden = true;
 }
 
@@ -484,25 +349,6 @@ function clearErrors(): void {
   ui.errors.hidden = true;
 }
 
-/** A readable line from whatever the SDK, the browser or the server reported. */
-function describe(error: unknown): string {
-  let current: unknown = error;
-  for (let depth = 0; depth < 4 && current && typeof current === 'object'; depth += 1) {
-    const { message } = current as { message?: unknown };
-    if (typeof message === 'string' && message) return message;
-    current = (current as { error?: unknown }).error;
-  }
-  if (typeof current === 'string' && current) return current;
-  if (error instanceof Event) return `${error.type} on the ${label(stats.transport)} connection`;
-  return String(error);
-}
-
-function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} kB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-}
-
 function interrupt(): void {
   if (!call) return;
   stats.interruptRequests += 1;
@@ -511,7 +357,10 @@ function interrupt(): void {
 
 ui.connect.addEventListener('click', () => {
   if (call) disconnect();
-  else void connect();
+  else if (retry.waiting) {
+    retry.cancel();
+    setConnection('disconnected', selectedTransport());
+  } else void connect();
 });
 ui.interrupt.addEventListener('click', interrupt);
 ui.enableSound.addEventListener('click', () => {
