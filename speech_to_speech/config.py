@@ -8,7 +8,7 @@ a setting is declared once. YAML presets under ``configs/`` hold the same keys
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,6 +17,8 @@ LLMBackendName = str
 Device = Literal["cpu", "cuda", "mps", "auto"]
 # How the llama-cpp backend loads a GGUF (--llm_gguf_type): as the file is, or rewritten to a weight type.
 GGUFWeightType = Literal["file", "q8_0", "q4_0", "f16"]
+# --num_pipelines: a number of units, or "auto" (pool_size.py sizes the pool for the machine).
+PipelineCount = Annotated[int, Field(ge=1)] | Literal["auto"]
 
 
 # Settings that are secrets: hidden from repr, left out of benchmark files and logs.
@@ -29,7 +31,10 @@ class ServerSettings(BaseModel):
     # ------------------------------------------------------------ server
     host: str = Field("127.0.0.1", description="Interface to listen on.")
     port: int = Field(8765, description="TCP port to listen on.")
-    num_pipelines: int = Field(1, ge=1, description="Pipeline units = concurrent sessions.")
+    num_pipelines: PipelineCount = Field(
+        1, description="Pipeline units = concurrent sessions; auto: as many as this machine's CPUs and "
+        "memory serve (GET /v1/pool says how many and why).",
+    )
     log_level: str = Field("info", description="Logging level.")
     device: Device = Field("cpu", description="Device of the models that can use one (torch, CTranslate2).")
     release_timeout_s: float = Field(5.0, description="How long a released unit may take to drain.")

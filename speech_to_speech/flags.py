@@ -14,7 +14,7 @@ import argparse
 import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -26,20 +26,38 @@ _METAVARS: dict[Any, str] = {int: "N", float: "X", Path: "PATH", str: "TEXT"}
 
 
 def _without_none(annotation: Any) -> tuple[Any, ...]:
+    """The types a value may have, None and constraints (``Annotated[int, Field(ge=1)]``) left out."""
     if get_origin(annotation) in (Union, types.UnionType):
-        return tuple(a for a in get_args(annotation) if a is not type(None))
-    return (annotation,)
+        options = tuple(a for a in get_args(annotation) if a is not type(None))
+    else:
+        options = (annotation,)
+    return tuple(get_args(a)[0] if get_origin(a) is Annotated else a for a in options)
+
+
+def _words(option: Any) -> tuple[str, ...] | None:
+    """The values of a Literal of strings (``Literal["auto"]``), else None."""
+    if get_origin(option) is not Literal:
+        return None
+    values = get_args(option)
+    return values if all(isinstance(v, str) for v in values) else None
 
 
 def _scalar_parser(options: tuple[Any, ...]) -> Callable[[str], Any] | None:
-    """A converter for one value of any of ``options`` (tried in order), or None if unsupported."""
-    if not all(o in _SCALARS for o in options):
+    """A converter for one value of any of ``options`` (tried in order), or None if unsupported.
+
+    A Literal of words may stand beside the scalars: ``int | Literal["auto"]`` takes ``4`` or ``auto``.
+    """
+    words = tuple(w for option in options for w in (_words(option) or ()))
+    scalars = tuple(o for o in options if _words(o) is None)
+    if not all(o in _SCALARS for o in scalars) or not scalars:
         return None
-    if len(options) == 1:
-        return options[0]
-    ordered = sorted(options, key=_SCALARS.index)
+    if len(scalars) == 1 and not words:
+        return scalars[0]
+    ordered = sorted(scalars, key=_SCALARS.index)
 
     def parse(text: str) -> Any:
+        if text in words:
+            return text
         for option in ordered:
             try:
                 return option(text)
@@ -47,7 +65,7 @@ def _scalar_parser(options: tuple[Any, ...]) -> Callable[[str], Any] | None:
                 continue
         raise argparse.ArgumentTypeError(f"invalid value {text!r}")
 
-    parse.__name__ = " or ".join(o.__name__ for o in options)
+    parse.__name__ = " or ".join([*(o.__name__ for o in scalars), *words])
     return parse
 
 
@@ -70,6 +88,8 @@ def flag_kwargs(field: FieldInfo) -> dict[str, Any] | None:
 
 
 def _metavar(options: tuple[Any, ...]) -> str:
+    if len(options) == 2 and (words := _words(options[1])) is not None:
+        return f"{_METAVARS.get(options[0], 'VALUE')}|{'|'.join(words)}"  # N|auto
     return _METAVARS.get(options[0], "VALUE") if len(options) == 1 else "VALUE"
 
 

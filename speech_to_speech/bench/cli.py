@@ -263,9 +263,10 @@ def _runner(name: str) -> Runner:
 def server_settings(name: str, args: argparse.Namespace, settings: ServerSettings) -> ServerSettings:
     """What the bench's own server needs beyond the flags: a unit per session, an answer long enough to interrupt."""
     update: dict[str, Any] = {}
-    if name == "capacity" and settings.num_pipelines < max(args.sessions):
+    units = settings.num_pipelines  # "auto": sized for the machine, maybe fewer than asked
+    if name == "capacity" and (units == "auto" or units < max(args.sessions)):
         update["num_pipelines"] = max(args.sessions)
-    if name == "load" and settings.num_pipelines < 2:
+    if name == "load" and units != "auto" and units < 2:
         from speech_to_speech.bench.load import PHASES, TWO
 
         if TWO in (args.phases or PHASES):

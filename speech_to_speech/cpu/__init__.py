@@ -46,27 +46,35 @@ def _v1_quota(folder: Path) -> float | None:
     return None if quota <= 0 or period <= 0 else quota / period
 
 
+def _memberships(membership: Path) -> list[tuple[str, Path]]:
+    """The process's cgroups as (controllers, path below the hierarchy's root); none where unreadable."""
+    try:
+        lines = membership.read_text().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            found.append((parts[1], Path(parts[2].lstrip("/"))))
+    return found
+
+
+def cgroup_v2_folders(root: Path = CGROUP, membership: Path = MEMBERSHIP) -> list[Path]:
+    """The folders of the process's cgroup v2 group and of each group above it (a limit may sit in any)."""
+    return [folder for controllers, relative in _memberships(membership) if not controllers
+            for folder in (root / relative, *(root / parent for parent in relative.parents))]
+
+
 def cgroup_cpu_limit(root: Path = CGROUP, membership: Path = MEMBERSHIP) -> float | None:
     """The CPUs' worth of time a second the process's cgroups allow it (the tightest of them), or None.
 
     cgroup v2 (a ``0::/path`` line) writes the quota in ``cpu.max`` of the group and of each group
     above it; v1 in ``cpu.cfs_quota_us`` of the cpu controller's hierarchy.
     """
-    try:
-        lines = membership.read_text().splitlines()
-    except OSError:
-        return None
-    limits: list[float | None] = []
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, path = parts
-        relative = Path(path.lstrip("/"))
-        if not controllers:
-            folders = [root / relative, *(root / parent for parent in relative.parents)]
-            limits.extend(_v2_quota(folder) for folder in folders)
-        elif "cpu" in controllers.split(","):
+    limits: list[float | None] = [_v2_quota(folder) for folder in cgroup_v2_folders(root, membership)]
+    for controllers, relative in _memberships(membership):
+        if controllers and "cpu" in controllers.split(","):
             limits.extend(_v1_quota(root / mount / relative) for mount in {controllers, "cpu", "cpu,cpuacct"})
     known = [limit for limit in limits if limit is not None]
     return min(known) if known else None

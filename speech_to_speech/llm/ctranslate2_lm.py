@@ -34,6 +34,7 @@ from speech_to_speech.llm.local_tokenizer import LocalTokenizer
 from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.llm.weights import resolve_source
 from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
+from speech_to_speech.pool_size import pool_size
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ def load_ctranslate2(settings: ServerSettings) -> LoadedCT2:
         device=device,
         compute_type=settings.llm_compute_type,
         # One replica per unit so sessions decode side by side; replicas share the weights.
-        inter_threads=settings.num_pipelines,
+        inter_threads=pool_size(settings.num_pipelines).units,
         # A small model decodes no faster on more threads, and STT and TTS run beside it.
         intra_threads=settings.llm_threads or half_the_cpus(),
     )

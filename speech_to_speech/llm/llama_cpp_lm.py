@@ -58,6 +58,7 @@ from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.llm.weights import gguf_cache_name, gguf_in, packaged_gguf
 from speech_to_speech.pipeline.lm_output_processor import first_chunk_ready
 from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
+from speech_to_speech.pool_size import pool_size
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +201,7 @@ def load_llama_cpp(settings: ServerSettings) -> LoadedLlama:
     threads = DecodeThreads(batch=settings.llm_threads or physical_cores(),
                             first_words=settings.llm_threads or physical_cores(),
                             rest=settings.llm_threads or half_the_cpus())
-    count = settings.llm_contexts or min(settings.num_pipelines, MAX_DEFAULT_CONTEXTS)
+    count = settings.llm_contexts or min(pool_size(settings.num_pipelines).units, MAX_DEFAULT_CONTEXTS)
     contexts = [Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, n_threads=threads.rest,
                       n_threads_batch=threads.batch, verbose=False) for _ in range(count)]
     llm = contexts[0]

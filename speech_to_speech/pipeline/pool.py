@@ -43,7 +43,9 @@ class PipelinePool:
         release_timeout_s: float = 5.0,
         rebuild_backoff_s: float = 1.0,
         on_close: Callable[[], None] | None = None,
+        sizing: str = "",
     ) -> None:
+        self.sizing = sizing or f"{size} unit(s)"  # how the count was chosen, for the log and GET /v1/pool
         self._build_unit = build_unit
         self._on_close = on_close  # frees what the units shared (the turn detector's threads)
         self._release_timeout_s = release_timeout_s

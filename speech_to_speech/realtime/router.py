@@ -106,6 +106,7 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
         slots = pool.status()
         return {
             "size": len(slots),
+            "sizing": pool.sizing,  # how the count was chosen (--num_pipelines auto: the machine's share)
             "available": sum(1 for s in slots if s.state == "idle" and s.healthy),
             "pipelines": [
                 {"index": s.index, "state": s.state, "healthy": s.healthy, "rebuilds": s.rebuilds} for s in slots

@@ -10,6 +10,7 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.memory import release_free_memory, tune_allocator
 from speech_to_speech.pipeline.builder import PipelineFactory
 from speech_to_speech.pipeline.pool import PipelinePool
+from speech_to_speech.pool_size import pool_size
 from speech_to_speech.realtime.languages import LanguageService
 from speech_to_speech.realtime.router import create_app
 from speech_to_speech.realtime.serving import RealtimeServer
@@ -19,11 +20,13 @@ log = logging.getLogger("speech_to_speech")
 
 
 def build_app(settings: ServerSettings) -> tuple[FastAPI, PipelinePool]:
-    """Load every model once, build ``num_pipelines`` units, and the FastAPI app over them."""
+    """Load every model once, build ``num_pipelines`` units (``auto``: sized for the machine), and the app."""
     ice_servers_from_env()  # a bad SPEECH_TO_SPEECH_ICE_SERVERS stops startup before any model loads
+    size = pool_size(settings.num_pipelines)
+    settings = settings.model_copy(update={"num_pipelines": size.units})  # the loaders size their pools by it
     factory = PipelineFactory(settings)
-    pool = PipelinePool(settings.num_pipelines, factory.build_unit, settings.release_timeout_s,
-                        on_close=factory.close)
+    pool = PipelinePool(size.units, factory.build_unit, settings.release_timeout_s, on_close=factory.close,
+                        sizing=size.reason)
     first = pool.units()[0]
     try:
         languages = LanguageService.from_handlers(
@@ -42,7 +45,8 @@ def run(settings: ServerSettings) -> None:
     tune_allocator()
     app, pool = build_app(settings)
     release_free_memory()  # what loading and converting the models freed
-    log.info("ready: ws://%s:%d/v1/realtime (%d pipeline(s))", settings.host, settings.port, pool.size)
+    log.info("ready: ws://%s:%d/v1/realtime (%d pipeline(s): %s)", settings.host, settings.port, pool.size,
+             pool.sizing)
     if app.state.demo:
         # Browsers give the microphone to https pages and to localhost only: name the local address.
         host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host

@@ -24,6 +24,7 @@ from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.pipeline.messages import FloatAudio
+from speech_to_speech.pool_size import pool_size
 from speech_to_speech.stt.base import SAMPLE_RATE, Heard, STTHandler
 from speech_to_speech.stt.whisper_window import WindowedWhisper, restarted, suspicious
 
@@ -55,7 +56,7 @@ def load_faster_whisper(settings: ServerSettings) -> Any:
         compute_type=settings.stt_compute_type,
         cpu_threads=settings.stt_threads,
         # One worker per unit: concurrent sessions then transcribe in parallel.
-        num_workers=settings.num_pipelines,
+        num_workers=pool_size(settings.num_pipelines).units,
     )
     # The first call pays for lazy allocations; pay it at startup, not on the first user turn.
     silence = np.zeros(SAMPLE_RATE // 2, dtype=np.float32)

@@ -47,6 +47,7 @@ from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.pipeline.messages import TurnVerdict
 from speech_to_speech.pipeline.session_config import TurnDetection
+from speech_to_speech.pool_size import pool_size
 from speech_to_speech.vad.smart_turn import SmartTurnModel, packaged_model_path
 
 log = logging.getLogger(__name__)
@@ -225,5 +226,5 @@ def load_turn_detector(settings: ServerSettings) -> TurnDetector | None:
     model = SmartTurnModel(path)
     log.info("turn detector smart-turn loaded from %s in %.2f s", path, time.perf_counter() - started)
     # One scoring per pause and session; more workers than cores would only queue on the CPU.
-    return TurnDetector(model, workers=max(1, min(settings.num_pipelines, os.cpu_count() or 1)),
+    return TurnDetector(model, workers=max(1, min(pool_size(settings.num_pipelines).units, os.cpu_count() or 1)),
                         gate=cpu_gate.shared())

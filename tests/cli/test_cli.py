@@ -78,10 +78,17 @@ def test_a_flat_yaml_config_works_too(served: list[ServerSettings], tmp_path: Pa
     assert (settings.num_pipelines, settings.tts) == (3, "scripted")
 
 
+def test_the_pool_is_a_number_or_sized_for_the_machine(served: list[ServerSettings]) -> None:
+    assert serve(served).num_pipelines == 1
+    assert serve(served, "--num_pipelines", "auto").num_pipelines == "auto"
+    assert serve(served, "--num_pipelines", "3").num_pipelines == 3
+
+
 @pytest.mark.parametrize(
     "argv",
     [
         ["serve", "--no-such-flag"],
+        ["serve", "--num_pipelines", "many"],
         ["serve", "--port", "eighty"],
         ["serve", "--device", "abacus"],
         ["serve", "--num_pipelines", "0"],

@@ -11,6 +11,7 @@ import httpx
 import pytest
 import websockets
 
+from speech_to_speech.pool_size import pool_size
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn
 from speech_to_speech.testing.server import RunningServer
 
@@ -64,6 +65,14 @@ async def test_pool_states_follow_sessions(make_server: ServerFactory) -> None:
         assert busy["available"] == 1
     idle = await _wait_all_idle(server)
     assert idle["available"] == 2
+
+
+async def test_the_pool_says_how_its_size_was_chosen(make_server: ServerFactory) -> None:
+    pool = await _pool(make_server(num_pipelines=2))
+    assert pool["size"] == 2 and "as --num_pipelines says" in pool["sizing"]
+    auto = await _pool(make_server(num_pipelines="auto"))
+    assert auto["sizing"].startswith(f"auto: {auto['size']} unit(s)")
+    assert auto["size"] == pool_size("auto").units == len(auto["pipelines"])
 
 
 def _check_stage(stage: dict[str, Any]) -> None:
