@@ -6,8 +6,10 @@ over a :class:`DataChannelTransport`: server events go out on the
 ``session.created`` is the first message on it), client events come in from
 it, audio plays on a :class:`PlayoutTrack` and is heard through an
 :class:`InputPump`. The call ends when the client hangs up (``DELETE``, the
-data channel or the connection closes), when it never connects, or when the
-session ends; then the peer connection is closed.
+data channel or the connection closes: aiortc closes the connection on DTLS
+close_notify, and the data channels on an SCTP abort or shutdown), when it
+never connects, when its peer vanished without a word (``webrtc_liveness``),
+or when the session ends; then the peer connection is closed.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.service import RealtimeService
 from speech_to_speech.realtime.transport import Transport
+from speech_to_speech.realtime.webrtc_liveness import watch_peer
 from speech_to_speech.realtime.webrtc_media import InputPump, PlayoutTrack, loopback_candidates
 
 log = logging.getLogger(__name__)
@@ -133,7 +136,7 @@ class WebRTCCall:
     def start(self, session: Session, on_closed: Callable[[WebRTCCall], None]) -> None:
         """Run ``session`` for this call in a task; ``on_closed`` once it ended and the call is closed."""
         self.task = asyncio.create_task(self._run(session, on_closed), name=f"webrtc-call-{self.id}")
-        self._spawn(self._watch_connect(), "connect-timeout")
+        self._spawn(self._watch(), "liveness")
 
     async def _run(self, session: Session, on_closed: Callable[[WebRTCCall], None]) -> None:
         assert self.transport is not None
@@ -159,12 +162,15 @@ class WebRTCCall:
         while (message := await self._incoming.get()) is not None:
             yield message
 
-    async def _watch_connect(self) -> None:
+    async def _watch(self) -> None:
+        """End the call if it does not connect in time, or later if its peer goes silent."""
         try:
             await asyncio.wait_for(self._connected.wait(), self._connect_timeout_s)
         except TimeoutError:
             log.info("call %s: not connected within %.0f s; ending it", self.id, self._connect_timeout_s)
             self.end()
+            return
+        await watch_peer(self.pc, self.end, f"call {self.id}")  # end(): the path a DELETE takes
 
     def end(self) -> None:
         """Hang up: the session ends, then the call closes."""

@@ -11,7 +11,8 @@ POSTs it to ``/v1/realtime/calls``. The call then has:
   what ``say()`` queued and silence otherwise;
 - ``speaker``: the RMS of each 20 ms of the server's audio track as received.
 
-Every wait has a timeout.
+``hang_up()`` sends the ``DELETE``; ``vanish()`` dies without a word, as a
+killed browser does. Every wait has a timeout.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from aiortc.mediastreams import MediaStreamError
 from av import AudioFrame
 
 from speech_to_speech.audio.resample import resample
+from speech_to_speech.realtime.webrtc_liveness import ice_sockets
 from speech_to_speech.realtime.webrtc_media import loopback_candidates
 from speech_to_speech.testing.realtime_client import DEFAULT_TIMEOUT, RealtimeTestClient
 
@@ -190,19 +192,32 @@ class WebRTCTestCall:
     async def hang_up(self) -> httpx.Response:
         return await self.http.delete(self.location)
 
+    def vanish(self) -> None:
+        """Die as a killed browser does: every ICE socket is gone at once and nothing more is sent.
+
+        Not a DELETE, a data-channel close, DTLS close_notify or SCTP abort: what
+        the client's aiortc tries to send afterwards goes nowhere.
+        """
+        sockets = list(ice_sockets(self.pc))
+        assert sockets, "the call has no ICE socket to close"
+        for protocol in sockets:
+            protocol.transport.abort()
+
 
 @contextlib.asynccontextmanager
 async def webrtc_call(http_url: str, *, session: dict[str, Any] | None = None, timeout: float = DEFAULT_TIMEOUT,
-                      allowed_extra: tuple[str, ...] = ()) -> AsyncIterator[WebRTCTestCall]:
+                      allowed_extra: tuple[str, ...] = (), audio: bool = True) -> AsyncIterator[WebRTCTestCall]:
     """A connected call (its events channel open) to the server at ``http_url``; closed on exit.
 
-    ``session`` sends the offer as OpenAI's multipart form with that initial session.
+    ``session`` sends the offer as OpenAI's multipart form with that initial session; ``audio=False``
+    offers the events channel alone (no RTP either way).
     """
     pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
     microphone = MicrophoneTrack()
     speaker = Speaker()
     listeners: list[asyncio.Task[None]] = []
-    pc.addTrack(microphone)
+    if audio:
+        pc.addTrack(microphone)
     pc.on("track", lambda track: listeners.append(asyncio.create_task(speaker.listen(track))))
     channel = pc.createDataChannel("oai-events")
     socket = _ChannelSocket(channel)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, ExitStack
+from types import ModuleType
 from typing import Any
 
+import httpx
 import pytest
 
 from speech_to_speech.config import ServerSettings
@@ -73,3 +76,39 @@ def llm_requests() -> Iterator[list[GenerateResponseRequest]]:
     """Every request the scripted LLM receives (what the model was asked), in order."""
     with recorded_requests() as seen:
         yield seen
+
+
+@pytest.fixture
+def rtc(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """The aiortc test client, on a host whose only interface is loopback and that may ask no STUN server."""
+    pytest.importorskip("aiortc")
+    import ifaddr
+    from aiortc.rtcicetransport import RTCIceGatherer
+
+    from speech_to_speech.testing import webrtc_client
+
+    adapters = ifaddr.get_adapters
+    monkeypatch.setattr(ifaddr, "get_adapters",
+                        lambda *args, **kwargs: [a for a in adapters(*args, **kwargs) if a.name == "lo"])
+
+    def no_default_stun() -> list[Any]:
+        raise AssertionError("aiortc was given no ICE server list and would ask a public STUN server")
+
+    monkeypatch.setattr(RTCIceGatherer, "getDefaultIceServers", staticmethod(no_default_stun))
+    yield webrtc_client
+
+
+async def pool_states(server: RunningServer) -> list[str]:
+    """Each unit's state, as ``GET /v1/pool`` says."""
+    async with httpx.AsyncClient(base_url=server.http_url, timeout=5) as http:
+        return [p["state"] for p in (await http.get("/v1/pool")).json()["pipelines"]]
+
+
+async def wait_idle(server: RunningServer, timeout: float = 10.0) -> float:
+    """Poll ``GET /v1/pool`` until every unit is idle; returns how long that took. Fails after ``timeout``."""
+    start = time.monotonic()
+    while (states := await pool_states(server)) != ["idle"] * len(states):
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"units not idle after {timeout}s: {states}")
+        await asyncio.sleep(0.05)
+    return time.monotonic() - start

@@ -9,10 +9,7 @@ schema by the test client.
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -31,7 +28,7 @@ from speech_to_speech.testing.realtime_client import (
 )
 from speech_to_speech.testing.server import RunningServer
 
-from .conftest import ServerFactory
+from .conftest import ServerFactory, pool_states, wait_idle
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -44,39 +41,6 @@ SILENT_FRAMES = 15  # 300 ms of silence in a row on the received track
 # Once the buffer is cleared, silence arrives within this many received frames (1.5 s of media; what is
 # in flight and in the client's jitter buffer), while seconds of the answer were still queued.
 CLEARED_WITHIN_FRAMES = 75
-
-
-@pytest.fixture
-def rtc(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
-    """The aiortc test client, on a host whose only interface is loopback and that may ask no STUN server."""
-    pytest.importorskip("aiortc")
-    import ifaddr
-    from aiortc.rtcicetransport import RTCIceGatherer
-
-    from speech_to_speech.testing import webrtc_client
-
-    adapters = ifaddr.get_adapters
-    monkeypatch.setattr(ifaddr, "get_adapters",
-                        lambda *args, **kwargs: [a for a in adapters(*args, **kwargs) if a.name == "lo"])
-
-    def no_default_stun() -> list[Any]:
-        raise AssertionError("aiortc was given no ICE server list and would ask a public STUN server")
-
-    monkeypatch.setattr(RTCIceGatherer, "getDefaultIceServers", staticmethod(no_default_stun))
-    yield webrtc_client
-
-
-async def _pool_states(server: RunningServer) -> list[str]:
-    async with httpx.AsyncClient(base_url=server.http_url, timeout=5) as http:
-        return [p["state"] for p in (await http.get("/v1/pool")).json()["pipelines"]]
-
-
-async def _wait_idle(server: RunningServer, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while (states := await _pool_states(server)) != ["idle"] * len(states):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"units not idle after {timeout}s: {states}")
-        await asyncio.sleep(0.05)
 
 
 async def _post_offer(server: RunningServer, body: str | bytes, content_type: str = "application/sdp",
@@ -126,7 +90,7 @@ async def test_a_spoken_call_over_webrtc(rtc: ModuleType, make_server: ServerFac
         assert "a=candidate:" in call.answer.text and "typ srflx" not in call.answer.text
         await call.events.wait_for("session.created")
         assert call.events.received[0].event["type"] == "session.created"
-        assert await _pool_states(server) == ["busy"]
+        assert await pool_states(server) == ["busy"]
 
         # A spoken question over RTP, a spoken answer over RTP, the transcripts on the channel.
         call.microphone.say(spoken_turn(RATE))
@@ -175,7 +139,7 @@ async def test_a_spoken_call_over_webrtc(rtc: ModuleType, make_server: ServerFac
         # DELETE ends the call and frees the unit.
         hung_up = await call.hang_up()
         assert hung_up.status_code == 204
-        await _wait_idle(server)
+        await wait_idle(server)
         await call.events.wait_closed(timeout=10)
 
 
@@ -183,8 +147,8 @@ async def test_a_call_the_client_closes_frees_its_unit(rtc: ModuleType, make_ser
     server = make_server()
     async with rtc.webrtc_call(server.http_url) as call:
         await call.events.wait_for("session.created")
-        assert await _pool_states(server) == ["busy"]
-    await _wait_idle(server)  # no DELETE: the peer connection closed
+        assert await pool_states(server) == ["busy"]
+    await wait_idle(server)  # no DELETE: the peer connection closed
 
 
 async def test_a_call_says_it_cannot_be_resumed_and_takes_the_unit_of_a_detached_socket(
@@ -201,7 +165,7 @@ async def test_a_call_says_it_cannot_be_resumed_and_takes_the_unit_of_a_detached
         assert "resume_token" not in created
         assert created["session_id"] == created["session"]["id"]
         await call.hang_up()
-    await _wait_idle(server)
+    await wait_idle(server)
 
 
 async def test_a_call_that_never_connects_frees_its_unit(rtc: ModuleType, make_server: ServerFactory,
@@ -212,8 +176,8 @@ async def test_a_call_that_never_connects_frees_its_unit(rtc: ModuleType, make_s
     server = make_server()
     response = await _post_offer(server, await _offer(rtc))  # its peer is gone: ICE never completes
     assert response.status_code == 201
-    assert await _pool_states(server) == ["busy"]
-    await _wait_idle(server)
+    assert await pool_states(server) == ["busy"]
+    await wait_idle(server)
     async with httpx.AsyncClient(base_url=server.http_url, timeout=5) as http:
         assert (await http.delete(response.headers["location"])).status_code == 404  # already ended
 
@@ -232,7 +196,7 @@ async def test_the_multipart_form_opens_the_call_with_its_session(rtc: ModuleTyp
                                                            "session": (None, '{"type": "transcription"}')})
         assert bad.status_code == 400
         assert _json_error(bad)["code"] == "invalid_session_type"
-    assert await _pool_states(server) == ["idle"]
+    assert await pool_states(server) == ["idle"]
 
 
 async def test_append_on_the_channel_is_rejected_for_the_transport(rtc: ModuleType, make_server: ServerFactory
@@ -321,7 +285,7 @@ async def test_bad_offers_are_400_and_claim_nothing(rtc: ModuleType, make_server
     assert _json_error(broken)["code"] == "invalid_sdp"
     wrong_type = await _post_offer(server, await _offer(rtc), content_type="application/json")
     assert wrong_type.status_code == 415
-    await _wait_idle(server)
+    await wait_idle(server)
 
 
 async def test_deleting_an_unknown_call_is_404(make_server: ServerFactory) -> None:
@@ -341,7 +305,7 @@ async def test_without_aiortc_a_call_names_the_extra_and_the_rest_works(make_ser
     assert "pip install 'speech-to-speech[webrtc]'" in _json_error(response)["message"]
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.wait_for("session.created")
-    await _wait_idle(server)  # the closed session's unit drains in the background
+    await wait_idle(server)  # the closed session's unit drains in the background
 
 
 # ---------------------------------------------------------------- ICE servers
