@@ -98,6 +98,12 @@ class PipelineUnit:
             llm.voice_languages = capabilities.languages
 
     @property
+    def voices(self) -> tuple[str, ...] | None:
+        """The names of its TTS's voices; None when the backend cannot list them."""
+        voices: tuple[str, ...] | None = getattr(self.handlers["tts"], "voices", None)
+        return voices
+
+    @property
     def detects_turns(self) -> bool:
         """Its VAD has a turn detector (so its sessions may use ``semantic_vad``)."""
         return getattr(self.handlers["vad"], "turn_detector", None) is not None

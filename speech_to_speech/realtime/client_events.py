@@ -118,7 +118,8 @@ def response_create(service: RealtimeService, event: ClientEvent) -> None:
             f"Conversation already has an active response in progress: {service.response.id}. "
             "Wait until the response is finished before creating a new one.",
         )
-    options = response_options(event.data.get("response"), event.event_id, service.state.limits)
+    options = response_options(event.data.get("response"), event.event_id, service.state.limits,
+                               service.state.voices)
     followup = followup_call_ids(options.get("metadata"))
     if followup:
         if service.tool_results.all_answered(followup):

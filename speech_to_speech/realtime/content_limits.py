@@ -17,7 +17,7 @@ from jsonschema.validators import validator_for
 
 from speech_to_speech.realtime.errors import INVALID_REQUEST, RealtimeError
 
-# A voice is a name: short, printable, no spaces (unknown names fall back to the backend's default).
+# A voice is a name: short, printable, no spaces (which names exist: realtime/voices.py).
 VOICE_PATTERN = r"^[A-Za-z0-9_.:-]+$"
 VOICE_MAX_CHARS = 64
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import ValidationError
 
 from speech_to_speech import ids
-from speech_to_speech.realtime.content_limits import VOICE_MAX_CHARS, VOICE_PATTERN, ContentLimits
+from speech_to_speech.realtime.content_limits import ContentLimits
 from speech_to_speech.realtime.errors import INVALID_REQUEST, RealtimeError
 from speech_to_speech.realtime.session import REASONING_EFFORTS, FunctionTool, SessionModel
+from speech_to_speech.realtime.voices import VoiceCatalog, requested_voice
 
 _CONTENT_TYPES = {
     "user": {"input_text", "input_audio"},
@@ -77,7 +77,8 @@ def _metadata(value: Any, event_id: str | None) -> dict[str, str] | None:
     return dict(value)
 
 
-def response_options(response: Any, event_id: str | None, limits: ContentLimits | None = None) -> dict[str, Any]:
+def response_options(response: Any, event_id: str | None, limits: ContentLimits | None = None,
+                     voices: VoiceCatalog | None = None) -> dict[str, Any]:
     """Per-response overrides of ``response.create``, validated; absent keys keep the session's."""
     if response is None:
         return {}
@@ -120,10 +121,8 @@ def response_options(response: Any, event_id: str | None, limits: ContentLimits 
     if conversation not in ("auto", "none"):
         raise _bad("'response.conversation' must be 'auto' or 'none'", "response.conversation", event_id)
     options["conversation"] = conversation
-    audio = response.get("audio")
-    if isinstance(audio, dict) and isinstance(audio.get("output"), dict) and audio["output"].get("voice"):
-        voice = audio["output"]["voice"]
-        if not isinstance(voice, str) or len(voice) > VOICE_MAX_CHARS or not re.match(VOICE_PATTERN, voice):
-            raise _bad("'response.audio.output.voice' must be a voice name", "response.audio.output.voice", event_id)
-        options["voice"] = voice
+    voice = requested_voice(response, "response")
+    if voice is not None and voice.value is not None:
+        (voices or VoiceCatalog()).check(voice, event_id)
+        options["voice"] = voice.value
     return options

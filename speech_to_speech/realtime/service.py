@@ -64,6 +64,7 @@ from speech_to_speech.realtime.session_events import SessionControl
 from speech_to_speech.realtime.speculation import Speculation, SpeculationSlot, same_words
 from speech_to_speech.realtime.tool_results import ToolResultLedger
 from speech_to_speech.realtime.transport import MediaTrack
+from speech_to_speech.realtime.voices import VoiceCatalog
 from speech_to_speech.realtime.wire_audio import WireAudio
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,8 @@ class RealtimeService:
         self.media = media
         self.audio_in_events = media is None
         self._validate_language = validate_language
-        self.state = SessionState.for_server(settings, semantic_turns=unit.detects_turns)
+        self.state = SessionState.for_server(settings, semantic_turns=unit.detects_turns,
+                                             voices=VoiceCatalog(unit.voices))
         unit.config.replace(self.state.runtime_config())
         self.conversation = Conversation(settings.max_conversation_items)
         self.event_limits = EventLimits(settings.max_event_bytes, settings.max_event_depth)

@@ -18,6 +18,7 @@ from speech_to_speech.pipeline.session_config import RuntimeConfig, TurnDetectio
 from speech_to_speech.realtime.content_limits import VOICE_MAX_CHARS, VOICE_PATTERN, ContentLimits
 from speech_to_speech.realtime.errors import INVALID_REQUEST, INVALID_SESSION_TYPE, RealtimeError
 from speech_to_speech.realtime.overlap import LISTEN_ONLY, MAX_THRESHOLD_MS, OVERLAP_DEFAULTS, OVERLAP_FIELDS
+from speech_to_speech.realtime.voices import VoiceCatalog, requested_voice
 
 if TYPE_CHECKING:
     from speech_to_speech.config import ServerSettings
@@ -153,9 +154,11 @@ class SessionState:
 
     def __init__(self, *, model: str, instructions: str, voice: str, startup_reasoning: str | None,
                  vad_threshold: float, silence_ms: int, prefix_ms: int, transcription_model: str,
-                 limits: ContentLimits | None = None, semantic_turns: bool = False) -> None:
+                 limits: ContentLimits | None = None, semantic_turns: bool = False,
+                 voices: VoiceCatalog | None = None) -> None:
         self.startup_reasoning = startup_reasoning
         self.limits = limits or ContentLimits()
+        self.voices = voices or VoiceCatalog()
         # The unit has a turn detector: sessions start with semantic_vad and may ask for it.
         self.semantic_turns = semantic_turns
         # The client set overlap_policy, so it knows overlap.decision: it is told every decision.
@@ -193,10 +196,12 @@ class SessionState:
         self._default_instructions = instructions
 
     @classmethod
-    def for_server(cls, settings: ServerSettings, *, semantic_turns: bool = False) -> SessionState:
+    def for_server(cls, settings: ServerSettings, *, semantic_turns: bool = False,
+                   voices: VoiceCatalog | None = None) -> SessionState:
         """A new session with the server's defaults (its prompt, voice, VAD and STT settings).
 
         ``semantic_turns``: the unit has a turn detector, so ``semantic_vad`` is the default and is honoured.
+        ``voices``: the names a client may choose (by default, any well-formed one).
         """
         return cls(
             model="speech-to-speech",
@@ -209,6 +214,7 @@ class SessionState:
             transcription_model=settings.stt_model or settings.stt,
             limits=ContentLimits(settings.max_instructions_chars, settings.max_tools),
             semantic_turns=semantic_turns,
+            voices=voices,
         )
 
     # ------------------------------------------------------------ update
@@ -224,9 +230,14 @@ class SessionState:
                 param="session.type",
                 event_id=event_id,
             )
+        voice = requested_voice(patch, "session")
+        if voice is not None:
+            self.voices.check(voice, event_id)
         # Fields outside the session object (and id/object/model, which are fixed) are ignored:
         # neither stored nor echoed in session.updated, where strict clients would reject them.
         patch = {key: value for key, value in patch.items() if key in SETTABLE_FIELDS}
+        if voice is not None and voice.legacy:
+            patch = _with_voice(patch, voice.value)
         merged = deep_merge(self.session, patch)
         # An object with a "type" replaces the old one rather than mixing fields: a new
         # turn-detection type keeps no stale thresholds, audio/pcmu no PCM rate.
@@ -298,6 +309,14 @@ class SessionState:
 
     def runtime_config(self) -> RuntimeConfig:
         return runtime_config(SessionModel.model_validate(self.session))
+
+
+def _with_voice(patch: dict[str, Any], voice: Any) -> dict[str, Any]:
+    """``patch`` with a beta client's top-level voice where the GA session keeps it."""
+    audio = patch.get("audio", {})
+    if not isinstance(audio, dict) or not isinstance(audio.get("output", {}), dict):
+        return patch  # a malformed audio object is refused as it stands
+    return deep_merge(patch, {"audio": {"output": {"voice": voice}}})
 
 
 def _nested(data: Any, *keys: str) -> Any:

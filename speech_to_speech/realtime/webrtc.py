@@ -52,6 +52,7 @@ from speech_to_speech.realtime.session import SessionState
 from speech_to_speech.realtime.session_gate import Refusal
 from speech_to_speech.realtime.session_runner import serve_session
 from speech_to_speech.realtime.transport import Transport
+from speech_to_speech.realtime.voices import VoiceCatalog
 
 log = logging.getLogger(__name__)
 
@@ -165,9 +166,10 @@ async def read_offer(request: Request) -> tuple[str, dict[str, Any] | None]:
     return sdp, session
 
 
-def check_session(session: dict[str, Any], settings: ServerSettings, languages: LanguageService) -> None:
+def check_session(session: dict[str, Any], settings: ServerSettings, languages: LanguageService,
+                  voices: VoiceCatalog | None = None) -> None:
     """Validate a call's initial session as its ``session.update`` would be; raises RealtimeError."""
-    config = SessionState.for_server(settings).apply_update(session, None)
+    config = SessionState.for_server(settings, voices=voices).apply_update(session, None)
     languages.validate_session_language(config.language, None)
 
 
@@ -190,7 +192,7 @@ def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings
         try:
             offer, session = await read_offer(request)
             if session is not None:
-                check_session(session, settings, languages)
+                check_session(session, settings, languages, VoiceCatalog(pool.units()[0].voices))
         except OfferRejected as rejected:
             return rejected.response
         except RealtimeError as error:

@@ -8,7 +8,8 @@
   token; ``{heard}`` in a reply stands for the last user message;
   ``<tool_call>name {json}</tool_call>`` in a reply becomes a tool call;
   ``[[incomplete:reason]]`` / ``[[failed:message]]`` end it with that status.
-- ``ScriptedTTS``: a tone per clause, ``scripted_tts_ms_per_char`` long.
+- ``ScriptedTTS``: a tone per clause, ``scripted_tts_ms_per_char`` long, its
+  pitch set by the voice (``SCRIPTED_VOICES``).
 
 They are never a default: ``--vad/--stt/--llm/--tts scripted`` picks them.
 """
@@ -53,6 +54,9 @@ FAST_SCRIPTED: dict[str, Any] = {
     "scripted_tts_ms_per_char": 10.0,
     "release_timeout_s": 3.0,
 }
+
+# The scripted TTS's voices and their pitch (Hz); any other name (OpenAI's) speaks with the first.
+SCRIPTED_VOICES: dict[str, float] = {"tone": 440.0, "low_tone": 220.0}
 
 # The scripted VAD maps RMS to a probability: RMS of ENERGY_FULL_SCALE or more is 1.0.
 ENERGY_FULL_SCALE = 0.05
@@ -196,9 +200,14 @@ def tone(
 
 @registry.register("tts", "scripted", _no_model)
 class ScriptedTTS(TTSHandler):
+    @property
+    def voices(self) -> tuple[str, ...]:
+        return tuple(SCRIPTED_VOICES)
+
     def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
         seconds = len(text) * self.settings.scripted_tts_ms_per_char / 1000.0
-        audio = tone(seconds)
+        pitch = SCRIPTED_VOICES.get(voice or "", SCRIPTED_VOICES["tone"])
+        audio = tone(seconds, frequency=pitch)
         piece = OUTPUT_RATE // 10
         for start in range(0, len(audio), piece):
             yield audio[start : start + piece]

@@ -65,6 +65,11 @@ class TTSHandler(BackendHandler):
 
     _first_audio_of: tuple[str, int] | None = None  # the request (response id, generation) marked
 
+    @property
+    def voices(self) -> tuple[str, ...] | None:
+        """The voice names this backend speaks with; None when it cannot list them (then any is tried)."""
+        return None
+
     def synthesize(
         self, text: str, voice: str | None, language: str | None
     ) -> Iterator[npt.NDArray[Any] | Phonemized]:

@@ -58,6 +58,11 @@ class HibariVoices:
             return False
         return True
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The voices it can speak with now (a voice downloaded meanwhile joins them)."""
+        return tuple(name for name in self._catalog if name in self._loaded or self.available(name))
+
     def get(self, voice: str | None) -> Any:
         """The Hibari instance for ``voice``, or the default voice's when it is not available."""
         name = voice if voice and (voice in self._loaded or self.available(voice)) else self.default
@@ -98,6 +103,10 @@ class HibariTTS(TTSHandler):
     def language_capabilities(self) -> SpeechLanguageCapabilities:
         # English voices only (American and British lexicons); nothing to select.
         return SpeechLanguageCapabilities(languages=("en",), supports_language_selection=False)
+
+    @property
+    def voices(self) -> tuple[str, ...]:
+        return self.model.names
 
     def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[Phonemized]:
         tts = self.model.get(voice)

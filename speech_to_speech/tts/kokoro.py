@@ -47,6 +47,11 @@ class KokoroBackend:
     def has_voice(self, voice: str) -> bool:
         return bool(_VOICE_NAME.match(voice))
 
+    @property
+    def names(self) -> tuple[str, ...] | None:
+        """Its voices; None for the hub's, which are fetched by name on first use."""
+        return None
+
     def pick(self, voice: str | None) -> str:
         if voice and self.has_voice(voice):
             return voice
@@ -96,6 +101,10 @@ class KokoroONNX(KokoroBackend):
 
     def has_voice(self, voice: str) -> bool:
         return voice in self.voices
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(sorted(self.voices))
 
     def _phonemizer(self, british: bool) -> Any:
         with self._lock:
@@ -175,6 +184,10 @@ def load_kokoro(settings: ServerSettings) -> KokoroBackend:
 class KokoroTTS(TTSHandler):
     model: KokoroBackend
     sample_rate = SAMPLE_RATE
+
+    @property
+    def voices(self) -> tuple[str, ...] | None:
+        return self.model.names
 
     def synthesize(
         self, text: str, voice: str | None, language: str | None

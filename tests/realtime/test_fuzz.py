@@ -72,6 +72,8 @@ SESSION_BAD = st.sampled_from([
     {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 4000}}}},
     {"audio": {"output": {"format": {"type": "audio/flac"}}}},
     {"audio": {"output": {"voice": "no such voice!"}}},
+    {"audio": {"output": {"voice": "no-such-voice-abc"}}},
+    {"voice": "no-such-voice-abc"},
     {"instructions": "x" * 100_001},
     {"tools": [{"type": "function", "name": f"t{i}"} for i in range(129)]},
     {"tools": [{"type": "function", "name": "t", "parameters": {"type": "nonsense"}}]},
@@ -87,7 +89,7 @@ SESSION_OK = st.fixed_dictionaries({}, optional={
         "input": st.fixed_dictionaries({}, optional={"turn_detection": st.none() | st.fixed_dictionaries(
             {"type": st.just("server_vad")}, optional={"threshold": st.floats(0, 1),
                                                         "silence_duration_ms": st.integers(0, 2000)})}),
-        "output": st.fixed_dictionaries({}, optional={"voice": st.sampled_from(["alloy", "marin", "af_heart"])}),
+        "output": st.fixed_dictionaries({}, optional={"voice": st.sampled_from(["alloy", "marin", "low_tone"])}),
     }),
     "tools": st.lists(st.builds(lambda n: {"type": "function", "name": n, "parameters": {"type": "object"}},
                                 st.from_regex(r"[a-z]{1,8}", fullmatch=True)),
