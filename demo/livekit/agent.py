@@ -36,8 +36,10 @@ DEFAULT_S2S_URL = "http://127.0.0.1:8765/v1"
 MODEL = "speech-to-speech"
 # speech-to-speech checks no API key, but the plugin refuses to start without one.
 PLACEHOLDER_API_KEY = "sk-speech-to-speech-local"
-# Hibari's (the default TTS's) offline voice; a voice the TTS lacks falls back to its default.
-DEFAULT_VOICE = "heart"
+# An OpenAI voice name, which every speech-to-speech server accepts: a TTS without a voice
+# of that name speaks it with its default one. A name that is neither OpenAI's nor one of the
+# TTS's voices is refused with invalid_value.
+DEFAULT_VOICE = "alloy"
 
 INSTRUCTIONS = (
     "You are a friendly voice assistant reached through LiveKit. "
