@@ -3,6 +3,10 @@
 For every N in ``sessions``, N sessions talk at once, their starts spread
 over ``stagger_s``: each says a tone (speech to the scripted VAD) in real
 time, waits for the answer and listens to it in real time, ``turns`` times.
+With ``ends="together"`` the sessions instead wait for each other before
+every turn and start speaking so that all their speech ends at the same
+instant: the worst case, where every STT pass and every reply is wanted at
+once (a staggered run lets one session's work fill another's pause).
 Figures per N: end of speech -> first audio delta; the added latency (that
 minus the median of the smallest N, normally 1); and output underruns, the
 gaps a client playing the answer in real time from its first delta would
@@ -33,6 +37,10 @@ ADDED = "added_latency_ms"
 FIGURES = (LATENCY, ADDED, "underrun_ms", "underruns")
 LEAD_SILENCE_S = 0.2
 PAUSE_S = 0.3  # after the answer has played, before the next turn
+# Talkers at once are "served" while their median end of speech -> first audio stays within this
+# multiple of one session's (and every turn is answered without an underrun).
+TALKERS_RATIO = 2.5
+LINE_UP_TIMEOUT_S = 180.0  # the slowest session's turn, answer and playback, with room
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,7 @@ class CapacityConfig:
     # for a server with real models (session i says question i modulo their number).
     speech: str = "tone"
     questions_dir: str | None = None
+    ends: str = "spread"  # "spread": starts over stagger_s; "together": every turn's speech ends at one instant
 
 
 def playback_end(deltas: list[tuple[float, float]]) -> float | None:
@@ -57,17 +66,41 @@ def playback_end(deltas: list[tuple[float, float]]) -> float | None:
     return deltas[0][0] + sum(seconds for _, seconds in deltas) + gaps.total_ms / 1000.0
 
 
+@dataclass(frozen=True)
+class Together:
+    """What the sessions of one level share when their speech ends at one instant."""
+
+    barrier: asyncio.Barrier
+    longest_end_s: float  # where the longest clip's last voiced sample is
+
+    async def line_up(self, clip: audio.Speech) -> None:
+        """Wait for every session, then for as long as makes ``clip`` end with the longest one."""
+        await asyncio.wait_for(self.barrier.wait(), LINE_UP_TIMEOUT_S)
+        await asyncio.sleep(self.longest_end_s - clip.end / clip.rate)
+
+
+def together(config: CapacityConfig, level: int) -> Together | None:
+    if config.ends != "together":
+        return None
+    ends = [(c := _clip(config, index)).end / c.rate for index in range(level)]
+    return Together(asyncio.Barrier(level), max(ends))
+
+
 async def converse(target: Target, index: int, level: int, clock: Clock, config: CapacityConfig,
-                   ) -> list[dict[str, Any]]:
+                   lined_up: Together | None = None) -> list[dict[str, Any]]:
     """One session's turns; a failure ends the session and is recorded, not raised."""
-    await asyncio.sleep(config.stagger_s * index / level)
+    if lined_up is None:
+        await asyncio.sleep(config.stagger_s * index / level)
     clip = _clip(config, index)
     samples: list[dict[str, Any]] = []
     try:
+        # 20 ms chunks: a 100 ms grid would spread "the same instant" over 100 ms.
         async with session(target.ws_url, timeout=config.timeout_s) as client, \
-                PacedMic(client, audio.RATE) as mic:
+                PacedMic(client, audio.RATE, chunk_ms=20 if lined_up else 100) as mic:
             await asyncio.sleep(LEAD_SILENCE_S)
             for number in range(config.turns):
+                if lined_up is not None:
+                    await lined_up.line_up(clip)
                 start = len(client.received)
                 said, turn = await ask(client, mic, clip, config.timeout_s)
                 assert said.last_voiced_sent is not None
@@ -75,12 +108,17 @@ async def converse(target: Target, index: int, level: int, clock: Clock, config:
                 gaps = underruns(deltas)
                 samples.append({"sessions": level, "session": index, "turn": number,
                                 **latency_sample(turn, said.last_voiced_sent, clock),
+                                "end_of_speech_at_ms": clock.epoch_ms(said.last_voiced_sent),
                                 "underruns": gaps.count, "underrun_ms": gaps.total_ms,
                                 "answer_ms": round(sum(s for _, s in deltas) * 1000.0, 1)})
                 # Listen to the answer before speaking again, as a person would.
                 end = playback_end(deltas) or 0.0
                 await asyncio.sleep(max(0.0, end - time.monotonic()) + PAUSE_S)
+    except asyncio.BrokenBarrierError:
+        pass  # another session failed (and recorded why): this one stops with its turns so far
     except (TimeoutError, AssertionError, OSError, RuntimeError) as error:
+        if lined_up is not None:
+            await lined_up.barrier.abort()  # the others must not wait for this session's next turn
         samples.append({"sessions": level, "session": index, "turn": len(samples),
                         "error": f"{type(error).__name__}: {error}"})
     return samples
@@ -111,6 +149,22 @@ def capacity(levels: dict[int, dict[str, Any]], budget_ms: float) -> int:
     return best
 
 
+def talkers(levels: dict[int, dict[str, Any]], ratio: float) -> int:
+    """The largest N (every smaller N too) with p50 within ``ratio`` of the smallest N's, no failed or
+    unanswered turn, and no underrun: how many may talk at the same moment and still be served."""
+    best = 0
+    baseline: float | None = None
+    for level in sorted(levels):
+        stats = levels[level]
+        p50 = stats[LATENCY]["p50"]
+        baseline = p50 if baseline is None else baseline
+        if p50 is None or baseline is None or p50 > ratio * baseline or stats["errors"] \
+                or stats[LATENCY]["n"] < stats["turns"] or (stats["underruns"]["max"] or 0) > 0:
+            break
+        best = level
+    return best
+
+
 async def run(target: Target, config: CapacityConfig) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     pool = target.pool_size()
     if max(config.sessions) > pool:
@@ -121,13 +175,15 @@ async def run(target: Target, config: CapacityConfig) -> tuple[dict[str, Any], l
     baseline: float | None = None
     for level in sorted(config.sessions):
         await target.wait_idle(timeout=60.0)
-        results = await asyncio.gather(*(converse(target, i, level, clock, config) for i in range(level)))
+        lined_up = together(config, level)
+        results = await asyncio.gather(*(converse(target, i, level, clock, config, lined_up) for i in range(level)))
         rows = [row for rows in results for row in rows]
         timed = [row[LATENCY] for row in rows if row.get(LATENCY) is not None]
         if baseline is None and timed:
             baseline = statistics.median(timed)
         add_added_latency(rows, baseline or 0.0)
-        levels[level] = {**summarize_fields(rows, FIGURES), "errors": sum(1 for row in rows if "error" in row)}
+        levels[level] = {**summarize_fields(rows, FIGURES), "errors": sum(1 for row in rows if "error" in row),
+                         "turns": level * config.turns}
         log.info("N=%d: p50 %s ms, p95 %s ms", level, levels[level][LATENCY]["p50"], levels[level][LATENCY]["p95"])
         samples += rows
     summary = {
@@ -135,5 +191,8 @@ async def run(target: Target, config: CapacityConfig) -> tuple[dict[str, Any], l
         "baseline_ms": baseline,
         "budget_ms": config.budget_ms,
         "max_sessions_within_budget": capacity(levels, config.budget_ms),
+        "ends": config.ends,
+        "talkers_ratio": TALKERS_RATIO,
+        "max_talkers_within_ratio": talkers(levels, TALKERS_RATIO),
     }
     return summary, samples, asdict(config)

@@ -163,6 +163,9 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     capacity.add_argument("--speech", choices=("tone", "questions"), default="tone",
                           help="What each session says: a tone (scripted VAD) or the spoken questions (real models).")
     capacity.add_argument("--questions-dir", default=None, help="With --speech questions: the WAVs.")
+    capacity.add_argument("--ends", choices=("spread", "together"), default="spread",
+                          help="spread: starts over --stagger-s; together: before every turn the sessions wait "
+                               "for each other and speak so that their speech ends at the same instant.")
     for name, spec in BENCHES.items():
         parsers[name].set_defaults(settings_base=spec.defaults)
     startup = kinds.add_parser("startup", parents=[settings, output],
@@ -247,7 +250,7 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
     from speech_to_speech.bench.capacity import CapacityConfig
 
     return CapacityConfig(sessions=args.sessions, turns=args.turns, budget_ms=args.budget_ms,
-                          stagger_s=args.stagger_s, speech=args.speech,
+                          stagger_s=args.stagger_s, speech=args.speech, ends=args.ends,
                           questions_dir=str(args.questions_dir) if args.questions_dir else None, **timeout)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from speech_to_speech.bench.capacity import ADDED, add_added_latency, capacity, playback_end
+from speech_to_speech.bench.capacity import ADDED, LATENCY, add_added_latency, capacity, playback_end, talkers
 from speech_to_speech.bench.overhead import OverheadConfig, turn_clip
 from speech_to_speech.vad.base import SAMPLE_RATE
 
@@ -18,6 +18,18 @@ def test_capacity_is_the_largest_n_before_the_first_level_over_budget() -> None:
     assert capacity({1: level(60.0)}, 50.0) == 0
     assert capacity({1: level(0.0), 2: level(5.0, errors=1)}, 50.0) == 1  # a failed session fails the level
     assert capacity({1: level(0.0), 2: level(None)}, 50.0) == 1
+
+
+def talking(p50: float | None, answered: int = 2, errors: int = 0, underruns: int = 0) -> dict:
+    return {LATENCY: {"p50": p50, "n": answered}, "errors": errors, "turns": 2, "underruns": {"max": underruns}}
+
+
+def test_talkers_is_the_largest_n_served_within_the_ratio_of_one_session() -> None:
+    assert talkers({1: talking(600.0), 2: talking(1500.0), 4: talking(1501.0)}, 2.5) == 2
+    assert talkers({1: talking(600.0), 2: talking(900.0), 4: talking(700.0, answered=1)}, 2.5) == 2  # one unanswered
+    assert talkers({1: talking(600.0), 2: talking(900.0, underruns=1), 4: talking(700.0)}, 2.5) == 1
+    assert talkers({1: talking(600.0), 2: talking(900.0, errors=1)}, 2.5) == 1
+    assert talkers({1: talking(None, answered=0)}, 2.5) == 0
 
 
 def test_added_latency_is_against_the_baseline() -> None:

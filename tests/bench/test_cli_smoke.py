@@ -190,6 +190,20 @@ def test_bench_capacity_writes_a_level_per_session_count(tmp_path: Path) -> None
     assert sorted(s["session"] for s in result["samples"] if s["sessions"] == 2) == [0, 1]
 
 
+def test_bench_capacity_can_end_every_sessions_speech_at_one_instant(tmp_path: Path) -> None:
+    folder = tmp_path / "questions"  # two requests, 0.8 s of voice apart
+    write_wav(folder / "q1.wav", np.concatenate([np.zeros(2400, np.float32), tone(0.4, 24000)]), 24000)
+    write_wav(folder / "q2.wav", np.concatenate([np.zeros(2400, np.float32), tone(1.2, 24000)]), 24000)
+    result = run(["bench", "capacity", *SCRIPTED, "--sessions", "2", "--turns", "2", "--ends", "together",
+                  "--speech", "questions", "--questions-dir", str(folder)], tmp_path / "capacity.json")
+    summary = result["summary"]
+    assert summary["ends"] == "together" and summary["sessions"]["2"]["errors"] == 0
+    assert summary["max_talkers_within_ratio"] in (0, 2)
+    for number in (0, 1):
+        ends = [s["end_of_speech_at_ms"] for s in result["samples"] if s["turn"] == number]
+        assert len(ends) == 2 and max(ends) - min(ends) < 100, ends  # 20 ms chunks; 800 ms apart if started together
+
+
 def test_bench_overhead_times_every_hop(tmp_path: Path) -> None:
     result = run(["bench", "overhead", *IN_PROCESS, "--min_silence_ms", "300", "--turns", "2"],
                  tmp_path / "overhead.json")
