@@ -20,7 +20,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +75,18 @@ class PageError(AssertionError):
 class Page:
     """One page of a running Chromium, driven over its DevTools WebSocket."""
 
-    def __init__(self, socket: Connection) -> None:
+    def __init__(self, socket: Connection, process: subprocess.Popen[bytes] | None = None) -> None:
         self._socket = socket
+        self._process = process
         self._next_id = 0
         self.console: list[str] = []
+
+    def kill(self) -> None:
+        """End the browser at once, as a closed laptop lid or a killed tab does: nothing is hung up."""
+        if self._process is not None:
+            with suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait(timeout=10)
 
     def call(self, method: str, timeout: float = 30.0, **params: Any) -> dict[str, Any]:
         self._next_id += 1
@@ -180,7 +188,7 @@ def chromium(
                 targets = json.load(response)
             page_url = next(t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page")
             with connect(page_url, max_size=None, open_timeout=10) as socket:
-                page = Page(socket)
+                page = Page(socket, process)
                 page.call("Runtime.enable")
                 page.call("Page.enable")
                 page.call("Emulation.setDeviceMetricsOverride", width=window[0], height=window[1],

@@ -105,3 +105,32 @@ def test_the_page_sends_the_api_key_typed_into_it(tmp_path: Path, transport: str
         click_connect(page)
         page.wait_for("window.__demoStats.connection === 'connected'", STEP_TIMEOUT,
                       f"the page to connect over {transport} with the key", explain=STATS)
+
+
+def test_a_browser_killed_mid_call_gives_its_unit_to_the_next_page(tmp_path: Path) -> None:
+    """The demo over WebRTC answers, its browser is killed (no hang-up), and the demo over WebSocket
+    right after says it is busy while the vanished call holds the only unit, then connects by itself."""
+    skip_without_webrtc("webrtc")
+    settings = ServerSettings(**{**FAST_SCRIPTED, "num_pipelines": 1, "admission_wait_s": 0,
+                                 "scripted_replies": ["Hello there."]})
+    microphone = write_question_wav(tmp_path / "microphone.wav", 30.0)
+    browser = [*WEBRTC_LOOPBACK_FLAGS, *fake_microphone_flags(microphone)]
+    with running_server(settings) as server:
+        with chromium(browser) as first:
+            first.open(f"{server.http_url}/demo?autoconnect=1&transport=webrtc")
+            first.wait_for("window.__demoStats?.assistantTranscripts?.includes('Hello there.')", STEP_TIMEOUT,
+                           "an answer over WebRTC", explain=STATS)
+            first.kill()
+        with chromium(browser) as second:
+            second.open(f"{server.http_url}/demo?autoconnect=1&transport=websocket")
+            # Busy while the vanished call holds the unit (up to ~7 s of silence), unless it has ended already.
+            second.wait_for("window.__demoStats?.busy?.includes('retrying in') || "
+                            "window.__demoStats?.connection === 'connected'", STEP_TIMEOUT,
+                            "the busy line or a connection", explain=STATS)
+            if second.evaluate("window.__demoStats.connection") != "connected":
+                line = second.evaluate(f"{BUSY_LINE}.textContent")
+                assert re.fullmatch(r"busy: 1 of 1 sessions in use, retrying in \d+ s…", line), line
+                second.screenshot(tmp_path / "busy-after-a-killed-browser.png")
+            second.wait_for("window.__demoStats.connection === 'connected'", STEP_TIMEOUT,
+                            "the page to connect once the vanished call is ended", explain=STATS)
+            assert json.loads(second.evaluate(STATS))["errors"] == []
