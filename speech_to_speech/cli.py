@@ -29,6 +29,8 @@ EXIT_USAGE = 2  # also what argparse exits with on a bad flag
 BACKEND_FIELDS: tuple[registry.Kind, ...] = ("vad", "stt", "llm", "tts")
 # What a user runs gets the default preset; benchmarks measure the settings they are given.
 PRESET_BY_DEFAULT = ("serve", "local")
+# `local` has one user, its own client: one unit unless a flag or the file asks for more.
+LOCAL_DEFAULTS: dict[str, Any] = {"num_pipelines": 1}
 
 
 def _settings_parent() -> tuple[argparse.ArgumentParser, list[str]]:
@@ -58,6 +60,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
         "local", parents=[settings], help="The server and the talk client in one process (loopback WebSocket)."
     )
     add_client_flags(local, exclude=LOCAL_EXCLUDED)
+    local.set_defaults(settings_base=LOCAL_DEFAULTS)
     talk = commands.add_parser("talk", help="Talk to a Realtime server with the microphone and speaker.")
     talk.add_argument("--config", type=Path, metavar="FILE", help="YAML: the runtime.client section.")
     add_client_flags(talk)

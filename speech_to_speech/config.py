@@ -32,8 +32,8 @@ class ServerSettings(BaseModel):
     host: str = Field("127.0.0.1", description="Interface to listen on.")
     port: int = Field(8765, description="TCP port to listen on.")
     num_pipelines: PipelineCount = Field(
-        1, description="Pipeline units = concurrent sessions; auto: as many as this machine's CPUs and "
-        "memory serve (GET /v1/pool says how many and why).",
+        "auto", description="Pipeline units = concurrent sessions; auto (the default): as many as this "
+        "machine's CPUs and memory serve (GET /v1/pool says how many and why); or a number.",
     )
     log_level: str = Field("info", description="Logging level.")
     device: Device = Field("cpu", description="Device of the models that can use one (torch, CTranslate2).")

@@ -1,4 +1,4 @@
-"""How many pipeline units ``--num_pipelines auto`` builds, and why.
+"""How many pipeline units ``--num_pipelines auto`` (``serve``'s default) builds, and why.
 
 A unit is one session's place: its stage threads, queues and buffers, and a
 share of the models' weights, which are loaded once for all units. A session

@@ -269,7 +269,7 @@ def server_settings(name: str, args: argparse.Namespace, settings: ServerSetting
     units = settings.num_pipelines  # "auto": sized for the machine, maybe fewer than asked
     if name == "capacity" and (units == "auto" or units < max(args.sessions)):
         update["num_pipelines"] = max(args.sessions)
-    if name == "load" and units != "auto" and units < 2:
+    if name == "load" and (units == "auto" or units < 2):
         from speech_to_speech.bench.load import PHASES, TWO
 
         if TWO in (args.phases or PHASES):

@@ -10,6 +10,7 @@ from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import HandlerContext
 from speech_to_speech.pipeline.unit import PipelineUnit, StageBuilder, StageBuilders
+from speech_to_speech.pool_size import pool_size
 from speech_to_speech.vad.turn_detector import load_turn_detector
 from speech_to_speech.visemes.stage import VisemeStage
 
@@ -40,6 +41,9 @@ class PipelineFactory:
     """Loads the models of ``settings`` once; ``build_unit(i)`` costs no model load."""
 
     def __init__(self, settings: ServerSettings) -> None:
+        # "auto" is sized here, once: the loaders size their worker pools by the number it becomes.
+        self.size = pool_size(settings.num_pipelines)
+        settings = settings.model_copy(update={"num_pipelines": self.size.units})
         self.settings = settings
         self.load_times: dict[str, float] = {}
         started = time.perf_counter()

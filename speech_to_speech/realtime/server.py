@@ -10,7 +10,6 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.memory import release_free_memory, tune_allocator
 from speech_to_speech.pipeline.builder import PipelineFactory
 from speech_to_speech.pipeline.pool import PipelinePool
-from speech_to_speech.pool_size import pool_size
 from speech_to_speech.realtime.languages import LanguageService
 from speech_to_speech.realtime.router import create_app
 from speech_to_speech.realtime.serving import RealtimeServer
@@ -22,11 +21,10 @@ log = logging.getLogger("speech_to_speech")
 def build_app(settings: ServerSettings) -> tuple[FastAPI, PipelinePool]:
     """Load every model once, build ``num_pipelines`` units (``auto``: sized for the machine), and the app."""
     ice_servers_from_env()  # a bad SPEECH_TO_SPEECH_ICE_SERVERS stops startup before any model loads
-    size = pool_size(settings.num_pipelines)
-    settings = settings.model_copy(update={"num_pipelines": size.units})  # the loaders size their pools by it
     factory = PipelineFactory(settings)
-    pool = PipelinePool(size.units, factory.build_unit, settings.release_timeout_s, on_close=factory.close,
-                        sizing=size.reason)
+    settings = factory.settings  # with "auto" made a number
+    pool = PipelinePool(factory.size.units, factory.build_unit, settings.release_timeout_s, on_close=factory.close,
+                        sizing=factory.size.reason)
     first = pool.units()[0]
     try:
         languages = LanguageService.from_handlers(

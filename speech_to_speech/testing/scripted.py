@@ -43,8 +43,10 @@ from speech_to_speech.tts.base import OUTPUT_RATE, TTSHandler
 from speech_to_speech.vad.base import VADHandler
 
 # Fast, deterministic wire tests: every stage scripted; a 0.6 s tone ends as a turn after 0.3 s of
-# silence, and 10 ms of tone per reply character keeps replies short.
+# silence, and 10 ms of tone per reply character keeps replies short. One unit, whatever the
+# machine: a test that wants more says how many.
 FAST_SCRIPTED: dict[str, Any] = {
+    "num_pipelines": 1,
     "vad": "scripted",
     "stt": "scripted",
     "llm": "scripted",

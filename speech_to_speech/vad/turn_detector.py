@@ -29,7 +29,6 @@ of the benchmark questions lost their verdict).
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import re
 import time
@@ -44,6 +43,7 @@ import numpy.typing as npt
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.cpu import gate as cpu_gate
+from speech_to_speech.cpu import usable_cpu_count
 from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.pipeline.messages import TurnVerdict
 from speech_to_speech.pipeline.session_config import TurnDetection
@@ -226,5 +226,5 @@ def load_turn_detector(settings: ServerSettings) -> TurnDetector | None:
     model = SmartTurnModel(path)
     log.info("turn detector smart-turn loaded from %s in %.2f s", path, time.perf_counter() - started)
     # One scoring per pause and session; more workers than cores would only queue on the CPU.
-    return TurnDetector(model, workers=max(1, min(pool_size(settings.num_pipelines).units, os.cpu_count() or 1)),
+    return TurnDetector(model, workers=max(1, min(pool_size(settings.num_pipelines).units, usable_cpu_count())),
                         gate=cpu_gate.shared())

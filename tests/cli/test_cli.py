@@ -79,9 +79,19 @@ def test_a_flat_yaml_config_works_too(served: list[ServerSettings], tmp_path: Pa
 
 
 def test_the_pool_is_a_number_or_sized_for_the_machine(served: list[ServerSettings]) -> None:
-    assert serve(served).num_pipelines == 1
+    assert serve(served).num_pipelines == "auto"
     assert serve(served, "--num_pipelines", "auto").num_pipelines == "auto"
     assert serve(served, "--num_pipelines", "3").num_pipelines == 3
+
+
+def test_local_serves_its_one_user_with_one_unit_unless_told(tmp_path: Any) -> None:
+    parser, fields = cli.build_parser()
+    assert cli.settings_from_args(parser.parse_args(["local"]), fields).num_pipelines == 1
+    assert cli.settings_from_args(parser.parse_args(["local", "--num_pipelines", "auto"]), fields).num_pipelines \
+        == "auto"
+    config = tmp_path / "two.yaml"
+    config.write_text("server:\n  num_pipelines: 2\n")
+    assert cli.settings_from_args(parser.parse_args(["local", "--config", str(config)]), fields).num_pipelines == 2
 
 
 @pytest.mark.parametrize(
