@@ -17,6 +17,7 @@ smaller N's) stays under ``budget_ms``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import statistics
 import time
@@ -51,8 +52,9 @@ class CapacityConfig:
     stagger_s: float = 1.0
     budget_ms: float = 50.0
     timeout_s: float = 60.0
-    # "tone": speech only the scripted VAD hears; "questions": the spoken benchmark questions,
-    # for a server with real models (session i says question i modulo their number).
+    # "tone": speech only the scripted VAD hears; for a server with real models, "questions": the
+    # spoken benchmark questions (or the WAVs of questions_dir), "corpus": bench turns' natural
+    # requests (several sentences, pauses, fillers).
     speech: str = "tone"
     questions_dir: str | None = None
     ends: str = "spread"  # "spread": starts over stagger_s; "together": every turn's speech ends at one instant
@@ -71,19 +73,19 @@ class Together:
     """What the sessions of one level share when their speech ends at one instant."""
 
     barrier: asyncio.Barrier
-    longest_end_s: float  # where the longest clip's last voiced sample is
+    longest_end_s: tuple[float, ...]  # per turn: where the longest clip's last voiced sample is
 
-    async def line_up(self, clip: audio.Speech) -> None:
-        """Wait for every session, then for as long as makes ``clip`` end with the longest one."""
+    async def line_up(self, clip: audio.Speech, number: int) -> None:
+        """Wait for every session, then for as long as makes ``clip`` end with turn ``number``'s longest."""
         await asyncio.wait_for(self.barrier.wait(), LINE_UP_TIMEOUT_S)
-        await asyncio.sleep(self.longest_end_s - clip.end / clip.rate)
+        await asyncio.sleep(self.longest_end_s[number] - clip.end / clip.rate)
 
 
 def together(config: CapacityConfig, level: int) -> Together | None:
     if config.ends != "together":
         return None
-    ends = [(c := _clip(config, index)).end / c.rate for index in range(level)]
-    return Together(asyncio.Barrier(level), max(ends))
+    clips = [[_clip(config, index, number, level) for index in range(level)] for number in range(config.turns)]
+    return Together(asyncio.Barrier(level), tuple(max(c.end / c.rate for c in turn) for turn in clips))
 
 
 async def converse(target: Target, index: int, level: int, clock: Clock, config: CapacityConfig,
@@ -91,7 +93,6 @@ async def converse(target: Target, index: int, level: int, clock: Clock, config:
     """One session's turns; a failure ends the session and is recorded, not raised."""
     if lined_up is None:
         await asyncio.sleep(config.stagger_s * index / level)
-    clip = _clip(config, index)
     samples: list[dict[str, Any]] = []
     try:
         # 20 ms chunks: a 100 ms grid would spread "the same instant" over 100 ms.
@@ -99,8 +100,9 @@ async def converse(target: Target, index: int, level: int, clock: Clock, config:
                 PacedMic(client, audio.RATE, chunk_ms=20 if lined_up else 100) as mic:
             await asyncio.sleep(LEAD_SILENCE_S)
             for number in range(config.turns):
+                clip = _clip(config, index, number, level)
                 if lined_up is not None:
-                    await lined_up.line_up(clip)
+                    await lined_up.line_up(clip, number)
                 start = len(client.received)
                 said, turn = await ask(client, mic, clip, config.timeout_s)
                 assert said.last_voiced_sent is not None
@@ -124,11 +126,22 @@ async def converse(target: Target, index: int, level: int, clock: Clock, config:
     return samples
 
 
-def _clip(config: CapacityConfig, index: int) -> audio.Speech:
+def _clip(config: CapacityConfig, index: int, number: int, level: int) -> audio.Speech:
+    """What session ``index`` says on turn ``number``: each turn of each session another request, while
+    there are enough (session i's turn t is request i + t * level, round the set)."""
     if config.speech == "tone":
         return audio.tone_speech(config.speech_s)
-    questions = audio.load_questions(Path(config.questions_dir) if config.questions_dir else None)
-    return questions[index % len(questions)]
+    requests = _requests(config.speech, config.questions_dir)
+    return requests[(index + number * level) % len(requests)]
+
+
+@functools.cache
+def _requests(speech: str, folder: str | None) -> tuple[audio.Speech, ...]:
+    if speech == "corpus":
+        from speech_to_speech.bench import corpus
+
+        return tuple(corpus.clips(corpus.load_corpus()))
+    return tuple(audio.load_questions(Path(folder) if folder else None))
 
 
 def add_added_latency(samples: list[dict[str, Any]], baseline_ms: float) -> None:

@@ -160,8 +160,9 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     capacity.add_argument("--turns", type=int, default=3, help="Turns per session (default 3).")
     capacity.add_argument("--budget-ms", type=float, default=50.0, help="p95 added-latency budget (default 50).")
     capacity.add_argument("--stagger-s", type=float, default=1.0, help="Session starts spread over (default 1 s).")
-    capacity.add_argument("--speech", choices=("tone", "questions"), default="tone",
-                          help="What each session says: a tone (scripted VAD) or the spoken questions (real models).")
+    capacity.add_argument("--speech", choices=("tone", "questions", "corpus"), default="tone",
+                          help="What each session says: a tone (scripted VAD), or for real models the spoken "
+                               "questions or bench turns' corpus of natural requests; each turn another one.")
     capacity.add_argument("--questions-dir", default=None, help="With --speech questions: the WAVs.")
     capacity.add_argument("--ends", choices=("spread", "together"), default="spread",
                           help="spread: starts over --stagger-s; together: before every turn the sessions wait "
