@@ -3,10 +3,12 @@
 A unit is one session's place: its stage threads, queues and buffers, and a
 share of the models' weights, which are loaded once for all units. A session
 costs CPU only while its user speaks and its answer is made, so the count
-follows how many people can talk at the same moment within the latency
-target, not how many could sit idle: ``bench capacity`` with the default
-models put two talkers per CPU at ≤ 2.5× the single session's end of speech
-→ first audio (docs/benchmarks). Memory caps it where a unit would not fit
+follows how many people talk within the latency target, not how many
+could sit idle. ``bench capacity`` with the default models on 2 cores
+(docs/benchmarks) measured four sessions whose starts were a second apart
+at 1.27× one session's end of speech → first audio. Four whose speech
+ended at the same instant came out at 2.5× and were all answered, but
+with stutters. Memory caps it where a unit would not fit
 beside what the machine has free: the models' own memory is counted once,
 each unit's on top.
 """
