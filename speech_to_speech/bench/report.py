@@ -125,8 +125,10 @@ def startup_rows(summary: dict[str, Any]) -> list[str]:
 
 
 def startup_line(summary: dict[str, Any]) -> str:
-    extra = summary.get("extra_unit_mb")
+    extra, shared_once = summary.get("extra_unit_mb"), summary.get("extra_unit_pss_mb")
     cost = f"each extra pipeline unit adds **{_ms(extra)} MB**" if extra is not None else "one unit count only"
+    if extra is not None and shared_once is not None:
+        cost += f" (**{_ms(shared_once)} MB** of PSS, which counts pages its mappings share once)"
     return (f"Startup of `serve` (spawn → `GET /health` 200) and its process tree's RSS, idle after one answered"
             f" turn per unit: {cost}.")
 

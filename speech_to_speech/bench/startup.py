@@ -13,6 +13,10 @@ it counts the model pages inference touched, which a fresh server has not.
 
 ``extra_unit_mb`` is what one more unit adds to the idle figure: (median
 idle RSS at the largest N - at the smallest N) / (the difference in N).
+The same figures as PSS (``pss_*``, ``extra_unit_pss_mb``) count a page
+that several mappings share once: RSS counts the model file once for every
+llama.cpp context that maps it, so with that backend RSS overstates what a
+unit costs (four units: RSS 2.85 GB, PSS 1.43 GB).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import contextlib
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +40,7 @@ from speech_to_speech.config import ServerSettings
 
 log = logging.getLogger(__name__)
 
-FIGURES = ("ready_ms", "rss_ready_mb", "rss_idle_mb")
+FIGURES = ("ready_ms", "rss_ready_mb", "rss_idle_mb", "pss_ready_mb", "pss_idle_mb")
 
 
 @dataclass(frozen=True)
@@ -58,12 +63,24 @@ def require_psutil() -> Any:
 
 def tree_rss_mb(pid: int) -> float:
     """Resident memory (MiB) of process ``pid`` and all its descendants."""
+    return _tree_mb(pid, lambda process: process.memory_info().rss)
+
+
+def tree_pss_mb(pid: int) -> float | None:
+    """Proportional set size (MiB) of ``pid`` and its descendants; None where the OS does not report it."""
+    try:
+        return _tree_mb(pid, lambda process: process.memory_full_info().pss)
+    except (AttributeError, require_psutil().AccessDenied):
+        return None
+
+
+def _tree_mb(pid: int, size: Callable[[Any], int]) -> float:
     psutil = require_psutil()
     root = psutil.Process(pid)
     total = 0
     for process in [root, *root.children(recursive=True)]:
         with contextlib.suppress(psutil.NoSuchProcess):  # a helper that exited meanwhile holds nothing
-            total += process.memory_info().rss
+            total += size(process)
     return round(total / 2**20, 1)
 
 
@@ -94,21 +111,22 @@ def measure(settings: ServerSettings, units: int, questions: list[audio.Speech],
     with started(settings.model_copy(update={"num_pipelines": units})) as (server, child):
         ready_ms = round((child.ready - child.spawned) * 1000.0, 1)
         time.sleep(config.settle_s)
-        rss_ready = tree_rss_mb(child.process.pid)
+        rss_ready, pss_ready = tree_rss_mb(child.process.pid), tree_pss_mb(child.process.pid)
         turns = asyncio.run(speak(server, units, questions, config))
         time.sleep(config.settle_s)
-        rss_idle = tree_rss_mb(child.process.pid)
+        rss_idle, pss_idle = tree_rss_mb(child.process.pid), tree_pss_mb(child.process.pid)
         # The bench's flags, not this run's unit count; read last, so nothing above is disturbed.
         env = results.environment(dataclasses.replace(server, settings=settings))
     sample = {"units": units, "ready_ms": ready_ms, "rss_ready_mb": rss_ready, "rss_idle_mb": rss_idle,
+              "pss_ready_mb": pss_ready, "pss_idle_mb": pss_idle,
               "errors": sum(1 for turn in turns if turn_failed(turn)), "turns": turns}
     return sample, env
 
 
-def extra_unit_mb(levels: dict[int, dict[str, Any]]) -> float | None:
+def extra_unit_mb(levels: dict[int, dict[str, Any]], figure: str = "rss_idle_mb") -> float | None:
     """Idle MiB per unit beyond the smallest N, from the medians; None without two measured unit counts."""
-    idle = {units: stats["rss_idle_mb"]["p50"] for units, stats in levels.items()
-            if stats["rss_idle_mb"]["p50"] is not None}
+    idle = {units: stats[figure]["p50"] for units, stats in levels.items()
+            if stats.get(figure, {}).get("p50") is not None}
     if len(idle) < 2:
         return None
     low, high = min(idle), max(idle)
@@ -121,7 +139,8 @@ def summarize_runs(samples: list[dict[str, Any]]) -> dict[str, Any]:
     for units in sorted({sample["units"] for sample in samples}):
         runs = [sample for sample in samples if sample["units"] == units]
         levels[units] = {**summarize_fields(runs, FIGURES), "errors": sum(run.get("errors", 0) for run in runs)}
-    return {"units": {str(units): stats for units, stats in levels.items()}, "extra_unit_mb": extra_unit_mb(levels)}
+    return {"units": {str(units): stats for units, stats in levels.items()}, "extra_unit_mb": extra_unit_mb(levels),
+            "extra_unit_pss_mb": extra_unit_mb(levels, "pss_idle_mb")}
 
 
 def run(settings: ServerSettings, config: StartupConfig,

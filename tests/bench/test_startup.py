@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from speech_to_speech.bench import report, startup
-from speech_to_speech.bench.startup import StartupConfig, extra_unit_mb, summarize_runs, tree_rss_mb
+from speech_to_speech.bench.startup import StartupConfig, extra_unit_mb, summarize_runs, tree_pss_mb, tree_rss_mb
 from speech_to_speech.config import ServerSettings
 
 from .test_cli_smoke import SCRIPTED, assert_common_shape, run
@@ -46,6 +46,33 @@ def test_the_extra_unit_needs_two_measured_unit_counts() -> None:
     assert extra_unit_mb({1: level(600.0)}) is None
     assert extra_unit_mb({1: level(600.0), 2: level(None)}) is None
     assert extra_unit_mb({1: level(600.0), 2: level(590.0)}) == -10.0  # reported as measured, not clamped
+
+
+# A child that maps one 48 MiB file twice, reads every page of both mappings, and says so.
+MAPS_A_FILE_TWICE = """
+import mmap, sys, tempfile, time
+with tempfile.TemporaryFile() as f:
+    f.write(bytes(48 * 2**20)); f.flush()
+    maps = [mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) for _ in range(2)]
+    sum(m[i] for m in maps for i in range(0, len(m), 4096))
+    print("mapped", flush=True); time.sleep(30)
+"""
+
+
+def test_pss_counts_a_file_mapped_twice_once_where_rss_counts_it_twice() -> None:
+    """What a second llama.cpp context on the same GGUF looks like to the two figures."""
+    pytest.importorskip("psutil")
+    child = subprocess.Popen([sys.executable, "-c", MAPS_A_FILE_TWICE], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "mapped"
+        rss, pss = tree_rss_mb(child.pid), tree_pss_mb(child.pid)
+        if pss is None:
+            pytest.skip("this OS reports no PSS")
+        assert rss >= 96  # both mappings, each counted in full
+        assert pss <= rss - 40, (rss, pss)  # the file once
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_memory_is_the_whole_process_tree() -> None:
