@@ -21,6 +21,7 @@ import functools
 import logging
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -150,32 +151,35 @@ def add_added_latency(samples: list[dict[str, Any]], baseline_ms: float) -> None
             sample[ADDED] = round(sample[LATENCY] - baseline_ms, 2)
 
 
-def capacity(levels: dict[int, dict[str, Any]], budget_ms: float) -> int:
-    """The largest N whose p95 added latency, and every smaller N's, is under the budget (0 if none)."""
+def largest_passing(levels: dict[int, dict[str, Any]], passes: Callable[[dict[str, Any]], bool]) -> int:
+    """The largest N whose level, and every smaller N's, ``passes`` (0 if the smallest does not)."""
     best = 0
     for level in sorted(levels):
-        stats = levels[level]
-        p95 = stats[ADDED]["p95"]
-        if p95 is None or p95 >= budget_ms or stats["errors"]:
+        if not passes(levels[level]):
             break
         best = level
     return best
+
+
+def capacity(levels: dict[int, dict[str, Any]], budget_ms: float) -> int:
+    """The largest N whose p95 added latency, and every smaller N's, is under the budget (0 if none)."""
+    return largest_passing(levels, lambda stats: stats[ADDED]["p95"] is not None
+                           and stats[ADDED]["p95"] < budget_ms and not stats["errors"])
 
 
 def talkers(levels: dict[int, dict[str, Any]], ratio: float) -> int:
     """The largest N (every smaller N too) with p50 within ``ratio`` of the smallest N's, no failed or
     unanswered turn, and no underrun: how many may talk at the same moment and still be served."""
-    best = 0
-    baseline: float | None = None
-    for level in sorted(levels):
-        stats = levels[level]
+    if not levels:
+        return 0
+    baseline = levels[min(levels)][LATENCY]["p50"]
+
+    def served(stats: dict[str, Any]) -> bool:
         p50 = stats[LATENCY]["p50"]
-        baseline = p50 if baseline is None else baseline
-        if p50 is None or baseline is None or p50 > ratio * baseline or stats["errors"] \
-                or stats[LATENCY]["n"] < stats["turns"] or (stats["underruns"]["max"] or 0) > 0:
-            break
-        best = level
-    return best
+        return (baseline is not None and p50 is not None and p50 <= ratio * baseline and not stats["errors"]
+                and stats[LATENCY]["n"] >= stats["turns"] and not stats["underruns"]["max"])
+
+    return largest_passing(levels, served)
 
 
 async def run(target: Target, config: CapacityConfig) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
