@@ -92,6 +92,7 @@ async def say_in_pairs(target: Target, clips: list[audio.Speech], config: TurnsC
     for repeat in range(config.repeat):
         for number, (first, second) in enumerate(pairs(clips)):
             together = asyncio.Barrier(2)
+            await target.wait_idle()
             said = await asyncio.gather(speak(target, first, config, together),
                                         speak(target, second, config, together))
             for sample, partner in zip(said, (second, first), strict=True):

@@ -90,8 +90,10 @@ async def speak(target: Target, clip: audio.Speech, config: TurnsConfig,
                 together: asyncio.Barrier | None = None) -> dict[str, Any]:
     """Say ``clip`` in a fresh session and listen to what comes of it: its sample (unanswered if it failed).
 
-    With ``together``, the clip is said once every session waiting on that
-    barrier has its microphone live (``bench load`` says two at the same
+    Alone, it first waits for the server to drain the last turn. With
+    ``together``, the caller has waited (a session of the group would see the
+    others' units taken), and the clip is said once every session waiting on
+    that barrier has its microphone live (``bench load`` says two at the same
     moment); a session that fails first breaks the barrier, so the others
     are recorded as not said instead of waiting for it.
     """
@@ -108,7 +110,8 @@ async def speak(target: Target, clip: audio.Speech, config: TurnsConfig,
 
 async def _speak(target: Target, clip: audio.Speech, config: TurnsConfig,
                  together: asyncio.Barrier | None) -> dict[str, Any]:
-    await target.wait_idle()
+    if together is None:
+        await target.wait_idle()
     async with live_mic(target.ws_url, clip.rate, chunk_ms=config.chunk_ms, timeout=config.timeout_s,
                         lead_s=LEAD_SILENCE_S) as (client, mic):
         if together is not None:
