@@ -20,8 +20,9 @@ from collections.abc import Callable
 import numpy as np
 from hibari import Hibari
 
+from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.audio.resample import to_int16
-from speech_to_speech.tts.base import MAX_PIECE, OUTPUT_RATE, Phonemized
+from speech_to_speech.tts.base import MAX_PIECE, Phonemized
 from speech_to_speech.tts.hibari_timing import TimedHibari
 from speech_to_speech.visemes.acoustic import AcousticVisemes
 from speech_to_speech.visemes.timeline import Segment, align, slice_chunk
@@ -29,19 +30,19 @@ from speech_to_speech.visemes.timeline import Segment, align, slice_chunk
 TEXT = ("Paris is the capital of France, and it is famous for the Eiffel Tower. Bob made maple muffins. "
         "We should go to the zoo today. Father saw a huge blue boat. I see three green trees.")
 ROUNDS = 10
-FRAME = OUTPUT_RATE // 50  # 20 ms
+FRAME = TTS_RATE // 50  # 20 ms
 VOWELS = {"aa", "E", "ih", "oh", "ou"}
 
 
 def by_phonemes(spoken: Phonemized, audio: np.ndarray, durations: bool) -> list[Segment]:
     if durations:
-        return align(spoken.phonemes, audio, OUTPUT_RATE, spoken.durations, spoken.start)
-    return align(spoken.phonemes, audio, OUTPUT_RATE)
+        return align(spoken.phonemes, audio, TTS_RATE, spoken.durations, spoken.start)
+    return align(spoken.phonemes, audio, TTS_RATE)
 
 
 def by_audio(audio: np.ndarray) -> list[Segment]:
     """The acoustic route as the stage runs it: chunk by chunk, back to one list."""
-    acoustic = AcousticVisemes(OUTPUT_RATE)
+    acoustic = AcousticVisemes(TTS_RATE)
     segments: list[Segment] = []
     for start in range(0, len(audio), MAX_PIECE):
         segments += [Segment(s.viseme, s.start + start, s.end + start)
@@ -51,7 +52,7 @@ def by_audio(audio: np.ndarray) -> list[Segment]:
 
 def chunked(segments: list[Segment], length: int) -> None:
     for start in range(0, length, MAX_PIECE):
-        slice_chunk(segments, start, min(start + MAX_PIECE, length), OUTPUT_RATE)
+        slice_chunk(segments, start, min(start + MAX_PIECE, length), TTS_RATE)
 
 
 def viseme_at(segments: list[Segment], sample: int) -> str:
@@ -68,7 +69,7 @@ def main() -> None:
         print("no onnx package: no model durations, so no agreement figures")
         spoken = [Phonemized(tts.from_ids(tts.ids(ps), 1.0, rng), ps) for ps in tts.phonemize(TEXT)]
     sentences = [(s, to_int16(s.audio)) for s in spoken]
-    seconds = sum(len(audio) for _, audio in sentences) / OUTPUT_RATE
+    seconds = sum(len(audio) for _, audio in sentences) / TTS_RATE
 
     routes: dict[str, Callable[[Phonemized, np.ndarray], list[Segment]]] = {
         "phonemes with the model's durations": lambda s, a: by_phonemes(s, a, True),

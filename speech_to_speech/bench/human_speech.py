@@ -20,9 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.wav import read_wav
 
-RATE = 16000
+RATE = PIPELINE_RATE  # what the STT under test takes
 # "<s> ten of clubs </s> (001)": a sphinx transcription line, its words and the clip's name.
 _LINE = re.compile(r"^(?:<s>)?\s*(?P<words>.*?)\s*(?:</s>)?\s*\((?P<name>[^)]+)\)\s*$")
 RAW_CLIPS = {"goforward.raw": "go forward ten meters"}  # headerless PCM16 at 16 kHz; words as its tests expect

@@ -24,13 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.bench import audio
 from speech_to_speech.bench.events import AUDIO_DELTA, Clock, first, of_type
 from speech_to_speech.bench.mic import PacedMic, ask, session
 from speech_to_speech.bench.stats import summarize_fields
 from speech_to_speech.bench.target import Target
 from speech_to_speech.testing.realtime_client import Received
-from speech_to_speech.vad.base import CHUNK_MS, SAMPLE_RATE
+from speech_to_speech.vad.base import CHUNK_MS
 
 # (figure, the server's mark, the client event that shows it on the wire)
 SERVER_HOPS: tuple[tuple[str, str, str], ...] = (
@@ -41,7 +42,7 @@ SERVER_HOPS: tuple[tuple[str, str, str], ...] = (
     ("send_to_wire_ms", "first_audio_sent", AUDIO_DELTA),
 )
 FIGURES = ("append_to_speech_started_ms", *(name for name, _, _ in SERVER_HOPS))
-VAD_CHUNK_SAMPLES = SAMPLE_RATE * CHUNK_MS // 1000
+VAD_CHUNK_SAMPLES = PIPELINE_RATE * CHUNK_MS // 1000
 DECISIVE = "decisive"  # the mark of the sample that completes min_speech_ms
 
 
@@ -56,14 +57,14 @@ class OverheadConfig:
 
 def turn_clip(config: OverheadConfig) -> tuple[audio.Speech, int]:
     """A 16 kHz tone after silence, both whole VAD chunks; and the index of its decisive sample."""
-    lead = config.lead_ms * SAMPLE_RATE // 1000 // VAD_CHUNK_SAMPLES * VAD_CHUNK_SAMPLES
+    lead = config.lead_ms * PIPELINE_RATE // 1000 // VAD_CHUNK_SAMPLES * VAD_CHUNK_SAMPLES
     speech = max(1, config.speech_ms // CHUNK_MS) * VAD_CHUNK_SAMPLES
-    samples = np.concatenate([np.zeros(lead, np.float32), audio.tone(speech / SAMPLE_RATE, SAMPLE_RATE)])
+    samples = np.concatenate([np.zeros(lead, np.float32), audio.tone(speech / PIPELINE_RATE, PIPELINE_RATE)])
     # The VAD calls speech once it has counted min_speech_ms of voiced 32 ms chunks.
     chunks = max(1, math.ceil(config.min_speech_ms / CHUNK_MS))
     if chunks * VAD_CHUNK_SAMPLES > speech:
         raise ValueError(f"speech_ms {config.speech_ms} is shorter than min_speech_ms {config.min_speech_ms}")
-    clip = audio.Speech("tone", "", samples, SAMPLE_RATE, lead, lead + speech)
+    clip = audio.Speech("tone", "", samples, PIPELINE_RATE, lead, lead + speech)
     return clip, lead + chunks * VAD_CHUNK_SAMPLES - 1
 
 
@@ -82,9 +83,9 @@ async def run(target: Target, config: OverheadConfig) -> tuple[dict[str, Any], l
     clock = Clock.now()
     samples: list[dict[str, Any]] = []
     await target.wait_idle()
-    pcm16k = {"audio": {"input": {"format": {"type": "audio/pcm", "rate": SAMPLE_RATE}}}}
+    pcm16k = {"audio": {"input": {"format": {"type": "audio/pcm", "rate": PIPELINE_RATE}}}}
     async with session(target.ws_url, timeout=config.timeout_s, **pcm16k) as client, \
-            PacedMic(client, SAMPLE_RATE, CHUNK_MS) as mic:
+            PacedMic(client, PIPELINE_RATE, CHUNK_MS) as mic:
         for index in range(config.turns):
             start = len(client.received)
             said, turn = await ask(client, mic, clip, config.timeout_s, {DECISIVE: decisive})

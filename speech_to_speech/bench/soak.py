@@ -20,10 +20,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from speech_to_speech.audio.rates import WIRE_RATE
 from speech_to_speech.bench.target import Target
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, is_error_for, spoken_turn
 
-RATE = 24000
 MALFORMED: tuple[dict[str, Any], ...] = (
     {"type": "session.frobnicate"},
     {"type": "input_audio_buffer.append", "audio": "not base64!"},
@@ -92,7 +92,7 @@ async def _session(target: Target, config: SoakConfig, rng: random.Random, tally
                     sample["errors"] += 1
                 except TimeoutError:
                     tally.errors_missing += 1
-            await client.append_audio(spoken_turn(RATE), RATE)
+            await client.append_audio(spoken_turn(WIRE_RATE), WIRE_RATE)
             if turn == vanish_at:
                 await client.wait_for(point)
                 client.abort()

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
+from speech_to_speech.audio.rates import WIRE_RATE
 from speech_to_speech.audio.wav import read_wav, write_wav
 from speech_to_speech.client.playback import Playback, Samples
 
-RECORD_RATE = 24000
 RECORD_BLOCK_S = 0.02
 GAP_S = 0.5  # silence between two replies in the recording
 
@@ -66,7 +66,7 @@ class WavRecorder:
     Only the replies are kept (not the silence while the user talks), with a short gap between two.
     """
 
-    def __init__(self, path: str | Path, rate: int = RECORD_RATE) -> None:
+    def __init__(self, path: str | Path, rate: int = WIRE_RATE) -> None:
         self.path = Path(path)
         self.rate = rate
         self._pieces: list[Samples] = []

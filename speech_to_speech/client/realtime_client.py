@@ -38,6 +38,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from speech_to_speech.audio.rates import WIRE_RATE
 from speech_to_speech.client.config import DEFAULT_URL
 from speech_to_speech.client.errors import (
     ClientError,
@@ -66,7 +67,6 @@ from speech_to_speech.realtime.errors import SESSION_LIMIT_REACHED
 
 log = logging.getLogger(__name__)
 
-DEFAULT_RATE = 24000
 # Close codes after which there is no session to resume: a goodbye (1000), the server going away (1001),
 # a policy close (1008: output limit, refused resume), "try again later" (1013).
 FINAL_CLOSE_CODES = frozenset({1000, 1001, 1008, 1013})
@@ -534,7 +534,7 @@ def _rate(session: Mapping[str, Any], direction: str) -> int:
     part = audio.get(direction) if isinstance(audio, Mapping) else None
     fmt = part.get("format") if isinstance(part, Mapping) else None
     rate = fmt.get("rate") if isinstance(fmt, Mapping) else None
-    return rate if isinstance(rate, int) and rate > 0 else DEFAULT_RATE
+    return rate if isinstance(rate, int) and rate > 0 else WIRE_RATE
 
 
 def _closed_message(closed: LinkClosed) -> str:

@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from speech_to_speech.protocol import SNAPSHOT_EXTENSION
-
-Event = dict[str, Any]
+from speech_to_speech.protocol import SNAPSHOT_EXTENSION, Event
 
 
 @dataclass

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any, get_args
 
 from speech_to_speech.audio.chunker import VAD_CHUNK
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.realtime.client_events import CLIENT_EVENTS
 from speech_to_speech.realtime.session import OverlapPolicy, PlaybackCommitPolicy
 
-VAD_RATE = 16000
 OVERLAP_POLICIES: tuple[str, ...] = get_args(OverlapPolicy)
 PLAYBACK_COMMIT_POLICIES: tuple[str, ...] = get_args(PlaybackCommitPolicy)
 
@@ -39,7 +39,7 @@ def session_capabilities(*, resumable: bool, media_track: bool, multi_session: b
         "supports_playback_ack": playback_ack,
         "supports_barge_in": True,
         "supports_multi_session": multi_session,
-        "chunk_period_ms": VAD_CHUNK * 1000 // VAD_RATE,
+        "chunk_period_ms": VAD_CHUNK * 1000 // PIPELINE_RATE,
         "input_modes": ["media_track"] if media_track else ["append_audio_chunk"],
         "signal_sources": signals,
         "overlap_policies": list(OVERLAP_POLICIES),

@@ -9,11 +9,11 @@ which ``max_speech_ms`` already bounds.
 
 from __future__ import annotations
 
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.errors import RealtimeError
 
-PIPELINE_RATE = 16000
 CHUNK_SAMPLES = 512  # what one queued VAD input item holds
 
 

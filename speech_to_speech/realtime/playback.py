@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.conversation import Conversation
 from speech_to_speech.realtime.errors import RealtimeError
@@ -36,8 +37,7 @@ from speech_to_speech.realtime.transport import MediaTrack
 
 Event = dict[str, Any]
 
-# The pipeline's output rate: every count below is in 24 kHz samples.
-TTS_RATE = 24000
+# Every sample count below is at TTS_RATE (24 kHz), the pipeline's output rate.
 # Playback commit policies (session field ``playback_commit_policy``); the first is the default.
 COMMIT_ALL_ON_DONE = "commit_all_on_done"
 ACK_ONLY = "ack_only"

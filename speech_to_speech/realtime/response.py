@@ -13,9 +13,7 @@ from typing import Any
 
 from speech_to_speech import ids
 from speech_to_speech.pipeline.messages import AudioVisemes, TurnDecision
-from speech_to_speech.protocol import VISEMES_EXTENSION
-
-Event = dict[str, Any]
+from speech_to_speech.protocol import VISEMES_EXTENSION, Event
 
 
 @dataclass

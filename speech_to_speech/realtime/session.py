@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from speech_to_speech import ids
+from speech_to_speech.audio.rates import WIRE_RATE
 from speech_to_speech.pipeline.session_config import RuntimeConfig, TurnDetection
 from speech_to_speech.realtime.content_limits import VOICE_MAX_CHARS, VOICE_PATTERN, ContentLimits
 from speech_to_speech.realtime.errors import INVALID_REQUEST, INVALID_SESSION_TYPE, RealtimeError
@@ -28,7 +29,6 @@ SETTABLE_FIELDS = frozenset({"type", "audio", "include", "instructions", "max_ou
                              "parallel_tool_calls", "prompt", "reasoning", "tool_choice", "tools", "tracing",
                              "truncation", "extensions", "playback_commit_policy"})
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
-INPUT_RATE_DEFAULT = 24000
 # The policies a session may choose (docs/sessions.md); the first of each is the default.
 OverlapPolicy = Literal["barge_in_on_speech", "listen_only"]
 PlaybackCommitPolicy = Literal["commit_all_on_done", "ack_only"]
@@ -174,7 +174,7 @@ class SessionState:
             "instructions": instructions,
             "audio": {
                 "input": {
-                    "format": {"type": "audio/pcm", "rate": INPUT_RATE_DEFAULT},
+                    "format": {"type": "audio/pcm", "rate": WIRE_RATE},
                     "transcription": {"model": transcription_model, "language": None, "prompt": None},
                     "noise_reduction": None,
                     "turn_detection": self._turn_detection_defaults(
@@ -330,7 +330,7 @@ def _nested(data: Any, *keys: str) -> Any:
 def format_rate(fmt: dict[str, Any]) -> int:
     if fmt.get("type", "audio/pcm") in ("audio/pcmu", "audio/pcma"):
         return 8000
-    return int(fmt.get("rate") or INPUT_RATE_DEFAULT)
+    return int(fmt.get("rate") or WIRE_RATE)
 
 
 def runtime_config(session: SessionModel) -> RuntimeConfig:

@@ -34,9 +34,9 @@ from aiortc import MediaStreamTrack
 from aiortc.mediastreams import MediaStreamError
 from av import AudioFrame
 
+from speech_to_speech.audio.rates import PIPELINE_RATE, TTS_RATE
 from speech_to_speech.audio.resample import StreamResampler, to_int16
 from speech_to_speech.pipeline.messages import FloatAudio, Int16Audio
-from speech_to_speech.realtime.wire_audio import PIPELINE_RATE, TTS_RATE
 
 log = logging.getLogger(__name__)
 

@@ -15,12 +15,11 @@ from typing import Any
 import numpy as np
 
 from speech_to_speech.audio import codecs
+from speech_to_speech.audio.rates import PIPELINE_RATE, TTS_RATE
 from speech_to_speech.audio.resample import StreamResampler, to_int16
 from speech_to_speech.pipeline.messages import FloatAudio, Int16Audio
 from speech_to_speech.realtime.session import format_rate
 
-PIPELINE_RATE = 16000
-TTS_RATE = 24000
 # Base64 characters decoded at a time: a multiple of 8, so each slice is whole base64 quanta and
 # whole PCM16 samples (the odd-length check still sees the payload's end in its last slice).
 SLICE_CHARS = 256 * 1024

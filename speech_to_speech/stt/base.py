@@ -8,12 +8,12 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, ClassVar, NamedTuple
 
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages import FloatAudio, StageError, Transcript, Utterance
 
-SAMPLE_RATE = 16000
-MIN_SAMPLES = SAMPLE_RATE // 10
+MIN_SAMPLES = PIPELINE_RATE // 10
 
 
 class Heard(NamedTuple):
@@ -162,7 +162,7 @@ class STTHandler(BackendHandler):
             final=True,
             item_id=item.item_id,
             language=language,
-            audio_seconds=len(item.samples) / SAMPLE_RATE,
+            audio_seconds=len(item.samples) / PIPELINE_RATE,
             manual=item.manual,
             stt_done_time=time.monotonic(),
             vad_end_time=item.vad_end_time,
@@ -179,7 +179,7 @@ class STTHandler(BackendHandler):
                 text="",
                 final=True,
                 item_id=item.item_id,
-                audio_seconds=len(item.samples) / SAMPLE_RATE,
+                audio_seconds=len(item.samples) / PIPELINE_RATE,
                 manual=item.manual,
                 stt_done_time=time.monotonic(),
                 vad_end_time=item.vad_end_time,

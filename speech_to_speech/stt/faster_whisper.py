@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 
 from speech_to_speech import registry
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.pool_size import pool_size
-from speech_to_speech.stt.base import SAMPLE_RATE, Heard, STTHandler
+from speech_to_speech.stt.base import Heard, STTHandler
 from speech_to_speech.stt.whisper_window import WindowedWhisper, restarted, suspicious
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def load_faster_whisper(settings: ServerSettings) -> Any:
         num_workers=pool_size(settings.num_pipelines).units,
     )
     # The first call pays for lazy allocations; pay it at startup, not on the first user turn.
-    silence = np.zeros(SAMPLE_RATE // 2, dtype=np.float32)
+    silence = np.zeros(PIPELINE_RATE // 2, dtype=np.float32)
     _transcribe(model, silence, "en" if not _multilingual(model) else None, 1)
     window = short_window(model, settings)
     if window is not None:

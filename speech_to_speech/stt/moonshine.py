@@ -50,10 +50,11 @@ from typing import Any
 import numpy as np
 
 from speech_to_speech import registry
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.pipeline.messages import FloatAudio
-from speech_to_speech.stt.base import SAMPLE_RATE, Heard, PassAbandoned, STTHandler
+from speech_to_speech.stt.base import Heard, PassAbandoned, STTHandler
 from speech_to_speech.stt.moonshine_convert import INSTALL_HINT, SOURCE_FILES, MoonshineFiles, converted
 from speech_to_speech.stt.moonshine_tokenizer import MoonshineTokenizer
 from speech_to_speech.stt.whisper_window import restarted
@@ -78,7 +79,7 @@ class Decoded:
 
 def token_cap(samples: int) -> int:
     """The most tokens a decode of ``samples`` (16 kHz, padded) may write."""
-    return math.ceil(TOKENS_PER_S * samples / SAMPLE_RATE) + TOKENS_SPARE
+    return math.ceil(TOKENS_PER_S * samples / PIPELINE_RATE) + TOKENS_SPARE
 
 
 def modern_spelling(text: str) -> str:
@@ -96,7 +97,7 @@ def heard_text(decoded: Decoded) -> str:
 def padded(samples: FloatAudio) -> np.ndarray:
     """``samples`` as float32, followed by ``TAIL_S`` of silence, or more up to ``MIN_SECONDS``."""
     audio = np.asarray(samples, dtype=np.float32)
-    silence = max(round(TAIL_S * SAMPLE_RATE), round(MIN_SECONDS * SAMPLE_RATE) - len(audio))
+    silence = max(round(TAIL_S * PIPELINE_RATE), round(MIN_SECONDS * PIPELINE_RATE) - len(audio))
     return np.concatenate([audio, np.zeros(silence, np.float32)])
 
 
@@ -176,7 +177,7 @@ def load_moonshine(settings: ServerSettings) -> MoonshineModel:
     except ImportError as error:
         raise RuntimeError(f"--stt moonshine needs onnxruntime ({INSTALL_HINT})") from error
     model = MoonshineModel(model_files(settings), settings.stt_threads)
-    model.transcribe(np.zeros(SAMPLE_RATE // 2, np.float32))  # first-run allocations at startup, not on a turn
+    model.transcribe(np.zeros(PIPELINE_RATE // 2, np.float32))  # first-run allocations at startup, not on a turn
     return model
 
 

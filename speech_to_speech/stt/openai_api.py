@@ -10,16 +10,17 @@ import wave
 from typing import Any
 
 from speech_to_speech import registry
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.resample import to_int16
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.openai_client import make_client
 from speech_to_speech.pipeline.messages import FloatAudio
-from speech_to_speech.stt.base import SAMPLE_RATE, STTHandler
+from speech_to_speech.stt.base import STTHandler
 
 DEFAULT_MODEL = "whisper-1"
 
 
-def wav_bytes(samples: FloatAudio, rate: int = SAMPLE_RATE) -> bytes:
+def wav_bytes(samples: FloatAudio, rate: int = PIPELINE_RATE) -> bytes:
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as wav:
         wav.setnchannels(1)

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.builder import PipelineFactory
 from speech_to_speech.pipeline.handler import BackendHandler, HandlerContext
@@ -34,7 +35,6 @@ from speech_to_speech.testing.scripted import tone
 T = TypeVar("T")
 # A fixture's unit maker: setting overrides in, a started unit out.
 UnitFactory = Callable[..., PipelineUnit]
-VAD_RATE = 16000
 DEFAULT_TIMEOUT = 10.0
 
 
@@ -85,11 +85,11 @@ def wait_until(condition: Callable[[], bool], timeout: float = DEFAULT_TIMEOUT, 
 
 def speech(seconds: float, level: float = 0.3) -> npt.NDArray[np.float32]:
     """16 kHz audio the scripted energy VAD hears as speech (a tone)."""
-    return tone(seconds, VAD_RATE, level=level)
+    return tone(seconds, PIPELINE_RATE, level=level)
 
 
 def silence(seconds: float) -> npt.NDArray[np.float32]:
-    return np.zeros(int(seconds * VAD_RATE), dtype=np.float32)
+    return np.zeros(int(seconds * PIPELINE_RATE), dtype=np.float32)
 
 
 def turn_audio(speech_s: float = 0.6, silence_s: float = 1.0) -> npt.NDArray[np.float32]:

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from speech_to_speech import ids, registry
+from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.pipeline.messages import (
@@ -39,7 +40,7 @@ from speech_to_speech.pipeline.messages import (
     Utterance,
 )
 from speech_to_speech.stt.base import STTHandler
-from speech_to_speech.tts.base import OUTPUT_RATE, TTSHandler
+from speech_to_speech.tts.base import TTSHandler
 from speech_to_speech.vad.base import VADHandler
 
 # Fast, deterministic wire tests: every stage scripted; a 0.6 s tone ends as a turn after 0.3 s of
@@ -194,7 +195,7 @@ class ScriptedLLM(LLMHandler):
 
 
 def tone(
-    seconds: float, rate: int = OUTPUT_RATE, frequency: float = 440.0, level: float = 0.3
+    seconds: float, rate: int = TTS_RATE, frequency: float = 440.0, level: float = 0.3
 ) -> npt.NDArray[np.float32]:
     t = np.arange(int(seconds * rate), dtype=np.float32) / rate
     return (level * np.sin(2 * np.pi * frequency * t)).astype(np.float32)
@@ -210,7 +211,7 @@ class ScriptedTTS(TTSHandler):
         seconds = len(text) * self.settings.scripted_tts_ms_per_char / 1000.0
         pitch = SCRIPTED_VOICES.get(voice or "", SCRIPTED_VOICES["tone"])
         audio = tone(seconds, frequency=pitch)
-        piece = OUTPUT_RATE // 10
+        piece = TTS_RATE // 10
         for start in range(0, len(audio), piece):
             yield audio[start : start + piece]
 

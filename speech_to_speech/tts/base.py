@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.audio.resample import StreamResampler, to_int16
 from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages import (
@@ -30,10 +31,9 @@ from speech_to_speech.pipeline.messages import (
     TTSInput,
 )
 
-OUTPUT_RATE = 24000
 # Audio leaves the TTS in pieces of at most this many samples (100 ms), so a
 # cancel takes effect within one piece and the send loop can stream early.
-MAX_PIECE = OUTPUT_RATE // 10
+MAX_PIECE = TTS_RATE // 10
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Phonemized:
 class TTSHandler(BackendHandler):
     stage = "tts"
     consumes = (TTSInput,)
-    sample_rate: int = OUTPUT_RATE
+    sample_rate: int = TTS_RATE
 
     _first_audio_of: tuple[str, int] | None = None  # the request (response id, generation) marked
 
@@ -81,7 +81,7 @@ class TTSHandler(BackendHandler):
         said = item.text if item.spoken is None else item.spoken
         if not item.speak or not said.strip():
             return
-        resampler = StreamResampler(self.sample_rate, OUTPUT_RATE) if self.sample_rate != OUTPUT_RATE else None
+        resampler = StreamResampler(self.sample_rate, TTS_RATE) if self.sample_rate != TTS_RATE else None
         voice = item.voice or self.settings.tts_voice
         for spoken in self.synthesize(said.strip(), voice, item.language):
             if self.cancel_scope.is_stale(generation):
@@ -89,7 +89,7 @@ class TTSHandler(BackendHandler):
             audio = spoken.audio if isinstance(spoken, Phonemized) else spoken
             pcm = to_int16(resampler.process(audio) if resampler else audio)
             if isinstance(spoken, Phonemized) and self.settings.enable_visemes and len(pcm):
-                yield spoken.told(item.response_id, generation, len(pcm), OUTPUT_RATE / self.sample_rate)
+                yield spoken.told(item.response_id, generation, len(pcm), TTS_RATE / self.sample_rate)
             for start in range(0, len(pcm), MAX_PIECE):
                 if start and self.cancel_scope.is_stale(generation):
                     return  # a backend may hand over seconds at once: stop within one piece
@@ -98,12 +98,12 @@ class TTSHandler(BackendHandler):
                 if self._first_audio_of != (item.response_id, generation):
                     self._first_audio_of = (item.response_id, generation)
                     yield TTSFirstAudio(item.response_id, generation, time.monotonic())
-                yield AudioOutput(item.response_id, generation, piece, OUTPUT_RATE)
+                yield AudioOutput(item.response_id, generation, piece, TTS_RATE)
         if resampler is not None and not self.cancel_scope.is_stale(generation):
             tail = to_int16(resampler.flush())
             if len(tail):
-                yield AudioOutput(item.response_id, generation, tail, OUTPUT_RATE)
+                yield AudioOutput(item.response_id, generation, tail, TTS_RATE)
 
 
-def silence(seconds: float, rate: int = OUTPUT_RATE) -> npt.NDArray[np.int16]:
+def silence(seconds: float, rate: int = TTS_RATE) -> npt.NDArray[np.int16]:
     return np.zeros(int(seconds * rate), dtype=np.int16)

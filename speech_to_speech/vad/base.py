@@ -26,6 +26,7 @@ import numpy as np
 
 from speech_to_speech import ids
 from speech_to_speech.audio.chunker import VAD_CHUNK
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages import (
     AudioChunk,
@@ -45,12 +46,11 @@ from speech_to_speech.pipeline.messages import (
 from speech_to_speech.vad.smart_turn import WINDOW_SAMPLES
 from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector, eagerness, judged_finished, reads_finished
 
-SAMPLE_RATE = 16000
-CHUNK_MS = VAD_CHUNK * 1000 // SAMPLE_RATE  # 32 ms
+CHUNK_MS = VAD_CHUNK * 1000 // PIPELINE_RATE  # 32 ms
 
 
 def _ms(samples: int) -> int:
-    return samples * 1000 // SAMPLE_RATE
+    return samples * 1000 // PIPELINE_RATE
 
 
 def paused_for(chunks: list[AudioChunk], missing_ms: int) -> FloatAudio:
@@ -60,7 +60,7 @@ def paused_for(chunks: list[AudioChunk], missing_ms: int) -> FloatAudio:
     room's own noise floor, where digital zeros would sound like no microphone.
     """
     samples = np.concatenate([c.samples for c in chunks])
-    missing = max(0, missing_ms) * SAMPLE_RATE // 1000
+    missing = max(0, missing_ms) * PIPELINE_RATE // 1000
     if not missing:
         return samples
     return np.concatenate([samples, np.resize(chunks[-1].samples, missing)])

@@ -17,9 +17,10 @@ import numpy.typing as npt
 
 from speech_to_speech import registry
 from speech_to_speech.audio.chunker import VAD_CHUNK
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import FloatAudio
-from speech_to_speech.vad.base import SAMPLE_RATE, VADHandler
+from speech_to_speech.vad.base import VADHandler
 
 # The model scores 512 new samples but must also see the 64 before them: with
 # no context its probabilities on speech stay near zero.
@@ -51,7 +52,7 @@ class SileroModel:
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self._sr = np.array(SAMPLE_RATE, dtype=np.int64)
+        self._sr = np.array(PIPELINE_RATE, dtype=np.int64)
 
     @staticmethod
     def initial_state() -> npt.NDArray[np.float32]:

@@ -20,13 +20,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.pipeline.handler import BaseHandler
 from speech_to_speech.pipeline.messages import AudioOutput, AudioVisemes, SpokenPhonemes
 from speech_to_speech.protocol import VISEMES_EXTENSION
 from speech_to_speech.visemes.acoustic import AcousticVisemes
 from speech_to_speech.visemes.timeline import align, slice_chunk
-
-RATE = 24000
 
 
 @dataclass
@@ -48,7 +47,7 @@ class VisemeStage(BaseHandler):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._stretch: _Stretch | None = None
-        self._acoustic = AcousticVisemes(RATE)
+        self._acoustic = AcousticVisemes(TTS_RATE)
 
     @property
     def wanted(self) -> bool:
@@ -77,11 +76,11 @@ class VisemeStage(BaseHandler):
                 yield from self._release()
             return
         yield from self._release()
-        if not self.wanted or item.sample_rate != RATE:
+        if not self.wanted or item.sample_rate != TTS_RATE:
             yield item
             return
         segments = self._acoustic.segments(item.samples)
-        yield AudioVisemes(item.response_id, item.generation, slice_chunk(segments, 0, len(item.samples), RATE),
+        yield AudioVisemes(item.response_id, item.generation, slice_chunk(segments, 0, len(item.samples), TTS_RATE),
                            "audio")
         yield item
 
@@ -92,11 +91,11 @@ class VisemeStage(BaseHandler):
             return
         audio = np.concatenate([chunk.samples for chunk in stretch.chunks])
         told = stretch.told
-        segments = align(told.phonemes, audio, RATE, told.durations, told.start)
+        segments = align(told.phonemes, audio, TTS_RATE, told.durations, told.start)
         start = 0
         for chunk in stretch.chunks:
             end = start + len(chunk.samples)
-            yield AudioVisemes(chunk.response_id, chunk.generation, slice_chunk(segments, start, end, RATE),
+            yield AudioVisemes(chunk.response_id, chunk.generation, slice_chunk(segments, start, end, TTS_RATE),
                                "phonemes")
             yield chunk
             start = end

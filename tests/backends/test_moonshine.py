@@ -19,13 +19,14 @@ import numpy as np
 import pytest
 
 from speech_to_speech import cli, registry
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.bench.audio import voiced_bounds
 from speech_to_speech.bench.stt_window import word_errors
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import Transcript, Utterance
 from speech_to_speech.stt import moonshine_convert
-from speech_to_speech.stt.base import SAMPLE_RATE, Heard
+from speech_to_speech.stt.base import Heard
 from speech_to_speech.stt.moonshine import (
     MIN_SECONDS,
     TAIL_S,
@@ -61,7 +62,7 @@ def moonshine() -> Any:
 
 def voiced(samples: Any) -> Any:
     """The speech cut to its voiced span, as the benches trim it."""
-    bounds = voiced_bounds(samples, SAMPLE_RATE)
+    bounds = voiced_bounds(samples, PIPELINE_RATE)
     assert bounds is not None
     return samples[bounds[0]: bounds[1]]
 
@@ -99,10 +100,10 @@ def test_a_changed_source_file_changes_the_cache_key(tmp_path: Path) -> None:
 
 
 def test_short_fragments_are_padded_and_decodes_capped() -> None:
-    assert len(padded(np.ones(1600, np.float32))) == round(MIN_SECONDS * SAMPLE_RATE)
-    assert len(padded(np.ones(3 * SAMPLE_RATE, np.float32))) == round((3 + TAIL_S) * SAMPLE_RATE)
-    assert not padded(np.ones(3 * SAMPLE_RATE, np.float32))[3 * SAMPLE_RATE:].any()
-    assert token_cap(2 * SAMPLE_RATE) == round(2 * TOKENS_PER_S) + TOKENS_SPARE
+    assert len(padded(np.ones(1600, np.float32))) == round(MIN_SECONDS * PIPELINE_RATE)
+    assert len(padded(np.ones(3 * PIPELINE_RATE, np.float32))) == round((3 + TAIL_S) * PIPELINE_RATE)
+    assert not padded(np.ones(3 * PIPELINE_RATE, np.float32))[3 * PIPELINE_RATE:].any()
+    assert token_cap(2 * PIPELINE_RATE) == round(2 * TOKENS_PER_S) + TOKENS_SPARE
     assert token_cap(1) == 1 + TOKENS_SPARE
 
 
@@ -146,7 +147,7 @@ def test_transcribes_a_spoken_sentence(moonshine: Any, spoken: Any, make_handler
 @real
 @pytest.mark.parametrize("seconds", [0.15, 0.3, 0.45, 0.7])
 def test_a_fragment_does_not_loop(moonshine: Any, spoken: Any, seconds: float) -> None:
-    fragment = voiced(spoken("Hello there, how are you doing today?"))[: round(seconds * SAMPLE_RATE)]
+    fragment = voiced(spoken("Hello there, how are you doing today?"))[: round(seconds * PIPELINE_RATE)]
     decoded = moonshine.transcribe(fragment)
     assert decoded.tokens <= token_cap(len(padded(fragment)))
     assert len(decoded.text.split()) <= 3 and not repeated_phrase(decoded.text), decoded
@@ -156,7 +157,7 @@ def test_a_fragment_does_not_loop(moonshine: Any, spoken: Any, seconds: float) -
 def test_silence_gives_no_sentence(moonshine: Any, make_handler: Any) -> None:
     stt = make_handler(MoonshineSTT, moonshine)
     assert stt.transcribe(np.zeros(0, np.float32), None) == Heard("", None)
-    assert len(stt.transcribe(np.zeros(SAMPLE_RATE, np.float32), None).text.split()) <= 1
+    assert len(stt.transcribe(np.zeros(PIPELINE_RATE, np.float32), None).text.split()) <= 1
 
 
 @real
@@ -202,6 +203,6 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "turns"
 @pytest.mark.parametrize("fixture", ["cut_black_holes_and.wav", "cut_tomorrow_morning_to.wav"])
 def test_speech_cut_mid_phrase_does_not_read_finished(moonshine: Any, make_handler: Any, fixture: str) -> None:
     """Speculative passes as the server cut them at a pause after "... black holes and", "... morning to"."""
-    samples, _ = read_wav(FIXTURES / fixture, SAMPLE_RATE)
+    samples, _ = read_wav(FIXTURES / fixture, PIPELINE_RATE)
     heard = make_handler(MoonshineSTT, moonshine).transcribe(samples, None)
     assert not reads_finished(heard.text, heard.continuation), heard

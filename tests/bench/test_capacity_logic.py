@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.bench.capacity import ADDED, LATENCY, add_added_latency, capacity, playback_end, talkers
 from speech_to_speech.bench.overhead import OverheadConfig, turn_clip
-from speech_to_speech.vad.base import SAMPLE_RATE
 
 
 def level(p95: float | None, errors: int = 0) -> dict:
@@ -46,8 +46,8 @@ def test_playback_ends_after_all_audio_and_every_underrun() -> None:
 
 def test_the_overhead_clip_is_whole_vad_chunks_and_its_decisive_sample_completes_min_speech() -> None:
     clip, decisive = turn_clip(OverheadConfig(min_speech_ms=250, speech_ms=320, lead_ms=128))
-    chunk = SAMPLE_RATE * 32 // 1000
-    assert clip.rate == SAMPLE_RATE and clip.start % chunk == 0 and len(clip.samples) % chunk == 0
+    chunk = PIPELINE_RATE * 32 // 1000
+    assert clip.rate == PIPELINE_RATE and clip.start % chunk == 0 and len(clip.samples) % chunk == 0
     assert decisive == clip.start + 8 * chunk - 1  # 8 voiced 32 ms chunks make 256 >= 250 ms
     assert turn_clip(OverheadConfig(min_speech_ms=0))[1] == clip.start + chunk - 1
     with pytest.raises(ValueError, match="shorter"):
