@@ -19,6 +19,10 @@ A client opts in with ``session.update``'s ``session.extensions``:
 
 from __future__ import annotations
 
+from typing import Any
+
+Event = dict[str, Any]  # one Realtime event, as its JSON object
+
 SNAPSHOT_EXTENSION = "speech_to_speech.input_audio_transcription.snapshot"
 TIMINGS_EXTENSION = "speech_to_speech.timings"
 TIMINGS_KEY = "s2s_timings"

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from speech_to_speech.client.playback import ItemProgress
+from speech_to_speech.protocol import Event
 
-Event = dict[str, Any]
 ACK_INTERVAL_S = 0.25
 
 

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from rich.console import Console
 
@@ -33,10 +33,10 @@ from speech_to_speech.client.streams import Subscription
 from speech_to_speech.client.tool_scheduler import ToolCoordinator
 from speech_to_speech.client.tools import ToolCaller, load_tool_module
 from speech_to_speech.client.transcript import TranscriptView
+from speech_to_speech.protocol import Event
 
 log = logging.getLogger(__name__)
 
-Event = dict[str, Any]
 # With --input-wav: how long everything must stay idle before the last reply counts as done.
 QUIET_S = 0.6
 POLL_S = 0.02

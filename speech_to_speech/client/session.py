@@ -16,7 +16,6 @@ import base64
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -26,11 +25,11 @@ from speech_to_speech.client.playback import Cut, Playback
 from speech_to_speech.client.playback_acks import PlaybackAcks
 from speech_to_speech.client.tool_scheduler import ToolCoordinator
 from speech_to_speech.client.transcript import TranscriptView
+from speech_to_speech.protocol import Event
 from speech_to_speech.realtime.errors import SESSION_LIMIT_REACHED
 
 log = logging.getLogger(__name__)
 
-Event = dict[str, Any]
 # Speakers keep sounding briefly after the buffer empties; the mic stays blocked that long.
 BLOCK_MIC_TAIL_S = 0.3
 

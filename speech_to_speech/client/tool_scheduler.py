@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.client.tools import ToolCaller, ToolOutcome
+from speech_to_speech.protocol import Event
 from speech_to_speech.realtime.errors import (
     ACTIVE_RESPONSE,
     TOOL_FOLLOWUP_ALREADY_ANSWERED,
@@ -38,7 +39,6 @@ from speech_to_speech.realtime.tool_results import (
 
 log = logging.getLogger(__name__)
 
-Event = dict[str, Any]
 
 
 @dataclass

@@ -34,8 +34,7 @@ from typing import Any, Protocol
 
 from speech_to_speech.pipeline.messages import SpeechOngoing, SpeechStarted, SpeechStopped
 from speech_to_speech.pipeline.session_config import RuntimeConfig
-
-Event = dict[str, Any]
+from speech_to_speech.protocol import Event
 
 BARGE_IN_ON_SPEECH = "barge_in_on_speech"
 LISTEN_ONLY = "listen_only"

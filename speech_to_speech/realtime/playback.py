@@ -28,14 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.audio.rates import TTS_RATE
+from speech_to_speech.protocol import Event
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.conversation import Conversation
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.text_marks import TextMarks
 from speech_to_speech.realtime.text_marks import heard_text as marked_text
 from speech_to_speech.realtime.transport import MediaTrack
-
-Event = dict[str, Any]
 
 # Every sample count below is at TTS_RATE (24 kHz), the pipeline's output rate.
 # Playback commit policies (session field ``playback_commit_policy``); the first is the default.

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from speech_to_speech.protocol import Event
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.playback import ItemAudio, Playback, duration_ms
-
-Event = dict[str, Any]
 
 
 def _ms(data: dict[str, Any], key: str, default: int | None = None) -> int:

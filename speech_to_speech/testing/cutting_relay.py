@@ -16,14 +16,13 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import websockets
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-Event = dict[str, Any]
+from speech_to_speech.protocol import Event
 
 
 class CuttingRelay:

@@ -32,7 +32,8 @@ import websockets
 from openai.types.realtime import RealtimeServerEvent
 from websockets.asyncio.client import ClientConnection
 
-Event = dict[str, Any]
+from speech_to_speech.protocol import Event
+
 Match = str | Callable[[Event], bool]
 
 EXTENSION_PREFIX = "speech_to_speech."

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.protocol import Event
 from speech_to_speech.realtime.overlap import (
     ACKNOWLEDGE,
     ACTIONS,
@@ -33,7 +34,7 @@ from speech_to_speech.realtime.overlap import (
     Thresholds,
     decide,
 )
-from speech_to_speech.testing.realtime_client import Event, RealtimeTestClient, silence, spoken_turn, tone, types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence, spoken_turn, tone, types
 
 from .conftest import ServerFactory
 
