@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from speech_to_speech import __version__, registry
 from speech_to_speech.bench.cli import add_bench_parser, run_bench
 from speech_to_speech.client.cli import LOCAL_EXCLUDED, add_client_flags
-from speech_to_speech.config import ServerSettings, load_yaml, settings_from_yaml
+from speech_to_speech.config import TEST_ONLY_FIELDS, ServerSettings, load_yaml, settings_from_yaml
 from speech_to_speech.flags import add_model_flags, given_values
 from speech_to_speech.presets import DEFAULT_PRESET, PRESETS, preset
 
@@ -33,7 +33,8 @@ PRESET_BY_DEFAULT = ("serve", "local")
 LOCAL_DEFAULTS: dict[str, Any] = {"num_pipelines": 1}
 
 
-def _settings_parent() -> tuple[argparse.ArgumentParser, list[str]]:
+def _settings_parent(*, test_only: bool) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The settings flags; without ``test_only``, the scripted handlers' flags parse but are not listed."""
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument("--config", type=Path, metavar="FILE", help="YAML settings (flags override them).")
     parent.add_argument("--preset", choices=tuple(PRESETS), default=None,
@@ -42,7 +43,8 @@ def _settings_parent() -> tuple[argparse.ArgumentParser, list[str]]:
                              f"{DEFAULT_PRESET} unless --preset or --config is given; benchmarks take none.")
     group = parent.add_argument_group("server settings")
     extra: dict[str, str] = {kind: f"One of: {', '.join(registry.names(kind))}." for kind in BACKEND_FIELDS}
-    fields = add_model_flags(group, ServerSettings, extra_help=extra)
+    fields = add_model_flags(group, ServerSettings, extra_help=extra,
+                             unlisted=() if test_only else TEST_ONLY_FIELDS)
     return parent, fields
 
 
@@ -54,8 +56,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    settings, fields = _settings_parent()
-    commands.add_parser("serve", parents=[settings], help="Serve the Realtime API (WebSocket) over the local pipeline.")
+    settings, fields = _settings_parent(test_only=False)
+    commands.add_parser("serve", parents=[settings], help="Serve the Realtime API (WebSocket) over the local pipeline.",
+                        epilog="The scripted handlers' flags (--scripted_*, for tests) are listed by bench --help.")
     local = commands.add_parser(
         "local", parents=[settings], help="The server and the talk client in one process (loopback WebSocket)."
     )
@@ -64,7 +67,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
     talk = commands.add_parser("talk", help="Talk to a Realtime server with the microphone and speaker.")
     talk.add_argument("--config", type=Path, metavar="FILE", help="YAML: the runtime.client section.")
     add_client_flags(talk)
-    add_bench_parser(commands, settings)
+    add_bench_parser(commands, _settings_parent(test_only=True)[0])
     return parser, fields
 
 

@@ -232,6 +232,10 @@ class ServerSettings(BaseModel):
     )
 
 
+# The scripted handlers' knobs: for tests and benchmarks, so `serve --help` leaves them to `bench --help`.
+TEST_ONLY_FIELDS = tuple(name for name in ServerSettings.model_fields if name.startswith("scripted_"))
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
     data = yaml.safe_load(Path(path).read_text()) or {}
     if not isinstance(data, dict):

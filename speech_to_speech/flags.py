@@ -110,12 +110,14 @@ def add_model_flags(
     exclude: Iterable[str] = (),
     extra_help: dict[str, str] | None = None,
     dashes: bool = False,
+    unlisted: Iterable[str] = (),
 ) -> list[str]:
     """Add a flag for every expressible field of ``model``; returns the field names added.
 
-    ``extra_help`` appends text to a field's help; ``dashes`` spells ``--send-rate``, not ``--send_rate``.
+    ``extra_help`` appends text to a field's help; ``dashes`` spells ``--send-rate``, not ``--send_rate``;
+    ``unlisted`` fields still parse but stay out of ``--help``.
     """
-    skipped = set(exclude)
+    skipped, quiet = set(exclude), set(unlisted)
     added = []
     for name, field in model.model_fields.items():
         if name in skipped:
@@ -127,7 +129,7 @@ def add_model_flags(
             f"--{name.replace('_', '-') if dashes else name}",
             dest=name,
             default=argparse.SUPPRESS,
-            help=_help(field, (extra_help or {}).get(name, "")),
+            help=argparse.SUPPRESS if name in quiet else _help(field, (extra_help or {}).get(name, "")),
             **kwargs,
         )
         added.append(name)

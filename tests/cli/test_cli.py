@@ -139,6 +139,21 @@ def test_bench_takes_the_server_flags(capsys: Any) -> None:
     assert "--url" in out and "--num_pipelines" in out and "--questions-dir" in out
 
 
+def test_serve_help_leaves_the_scripted_flags_to_bench_yet_takes_them(served: list[ServerSettings],
+                                                                      capsys: Any) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["serve", "--help"])
+    serve_help = capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["bench", "latency", "--help"])
+    bench_help = capsys.readouterr().out
+    assert "--num_pipelines" in serve_help and "listed by bench" in serve_help
+    assert not [name for name in ServerSettings.model_fields if name.startswith("scripted_") and name in serve_help]
+    assert "--scripted_replies" in bench_help and "--scripted_token_delay_ms" in bench_help
+    settings = serve(served, "--llm", "scripted", "--scripted_replies", "Hi.", "--scripted_token_delay_ms", "5")
+    assert (settings.scripted_replies, settings.scripted_token_delay_ms) == (["Hi."], 5.0)
+
+
 def test_no_subcommand_prints_help_and_fails(capsys: Any) -> None:
     assert cli.main([]) == 2
     assert "serve" in capsys.readouterr().err
