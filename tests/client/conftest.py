@@ -6,12 +6,13 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 
 import pytest
-from client_harness import SCRIPTED
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
 from speech_to_speech.testing.scripted import recorded_requests
 from speech_to_speech.testing.server import RunningServer, running_server
+
+from .client_harness import SCRIPTED
 
 ServerFactory = Callable[..., RunningServer]
 

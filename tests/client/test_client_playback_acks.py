@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_harness import FakeTransport, audio_delta, write_turns
-from conftest import ServerFactory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +21,9 @@ from speech_to_speech import cli
 from speech_to_speech.client import listen_and_play_realtime
 from speech_to_speech.client.cli import client_config
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
+
+from .client_harness import FakeTransport, audio_delta, write_turns
+from .conftest import ServerFactory
 
 RATE = 24000
 SPEECH_STARTED = {"type": "input_audio_buffer.speech_started", "audio_start_ms": 0, "item_id": "user1"}

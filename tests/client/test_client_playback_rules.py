@@ -12,13 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from client_harness import FakeTransport, audio_delta, response_done, voiced_spans
-from conftest import ServerFactory
 
 from speech_to_speech.audio.wav import read_wav, write_wav
 from speech_to_speech.client import RealtimeAudioClientConfig, SessionSummary, listen_and_play_realtime
 from speech_to_speech.client.errors import SessionLimitReached, SessionRejected
 from speech_to_speech.testing.realtime_client import silence, tone
+
+from .client_harness import FakeTransport, audio_delta, response_done, voiced_spans
+from .conftest import ServerFactory
 
 SPEECH_STARTED = {"type": "input_audio_buffer.speech_started", "audio_start_ms": 0, "item_id": "user1"}
 

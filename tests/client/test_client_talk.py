@@ -11,8 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from client_harness import MS_PER_CHAR, voiced_spans, write_turns
-from conftest import ServerFactory
 
 from speech_to_speech import cli
 from speech_to_speech.audio.wav import read_wav
@@ -20,6 +18,9 @@ from speech_to_speech.client import local
 from speech_to_speech.client.cli import client_config
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.sound_devices import DEVICES, FakeSoundDevice, install_fake_sounddevice, without_portaudio
+
+from .client_harness import MS_PER_CHAR, voiced_spans, write_turns
+from .conftest import ServerFactory
 
 SCRIPTED_FLAGS = ["--vad", "scripted", "--stt", "scripted", "--llm", "scripted", "--tts", "scripted",
                   "--min_silence_ms", "300", "--speech_pad_ms", "100", "--scripted_tts_ms_per_char", "10"]

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_harness import MS_PER_CHAR, EventLog, ScriptedMic, converse, kind, voiced_spans, write_turns
-from conftest import ServerFactory
 
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.client import RealtimeAudioClientConfig, SessionSummary, ToolResult, listen_and_play_realtime
+
+from .client_harness import MS_PER_CHAR, EventLog, ScriptedMic, converse, kind, voiced_spans, write_turns
+from .conftest import ServerFactory
 
 Event = dict[str, Any]
 WEATHER = [{"type": "function", "name": "get_weather",

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_harness import SentEvents, response_done
 
 from speech_to_speech.client import ToolResult
 from speech_to_speech.client.tool_scheduler import ToolCoordinator
 from speech_to_speech.client.tools import ToolCaller, load_tool_module
+
+from .client_harness import SentEvents, response_done
 
 Event = dict[str, Any]
 TOOLS = [

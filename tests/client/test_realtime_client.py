@@ -11,9 +11,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from client_harness import MS_PER_CHAR, SCRIPTED
-from conftest import ServerFactory
-from cutting_relay import CuttingRelay
 
 from speech_to_speech.client import (
     ConnectionLost,
@@ -35,6 +32,10 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.realtime.server import build_app
 from speech_to_speech.testing.realtime_client import silence, tone
 from speech_to_speech.testing.server import RunningServer
+
+from .client_harness import MS_PER_CHAR, SCRIPTED
+from .conftest import ServerFactory
+from .cutting_relay import CuttingRelay
 
 RATE = 24000
 REPLY = "One, two, three, four, five, six, seven, eight, nine, ten."

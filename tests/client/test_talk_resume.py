@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_harness import voiced_spans, write_turns
-from conftest import ServerFactory
-from cutting_relay import CuttingRelay
 
 from speech_to_speech import cli
 from speech_to_speech.audio.wav import read_wav
+
+from .client_harness import voiced_spans, write_turns
+from .conftest import ServerFactory
+from .cutting_relay import CuttingRelay
 
 REPLY = "One, two, three, four, five, six, seven, eight, nine, ten."
 
