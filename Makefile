@@ -80,6 +80,7 @@ install-dev: $(DEV_STAMP)
 
 lint: install-dev
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 
 typecheck: install-dev
 	$(BIN)/mypy
