@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from speech_to_speech.cpu import share
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, tone
 from speech_to_speech.testing.server import RunningServer
 
@@ -110,6 +111,7 @@ async def test_the_next_session_starts_clean(make_server: ServerFactory, point: 
                            scripted_stt_delay_ms=300, scripted_transcripts=["old spoken words"],
                            disconnect_grace_s=HOW[how])
     await _wait_idle(one_unit)
+    share.shared()  # the process's CPU sampler: started by the first session ever, it lives as long as the process
     threads_before = threading.active_count()
     async with RealtimeTestClient.connect(one_unit.ws_url) as gone:
         await gone.wait_for("session.created")
