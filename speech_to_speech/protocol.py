@@ -28,3 +28,12 @@ TIMINGS_EXTENSION = "speech_to_speech.timings"
 TIMINGS_KEY = "s2s_timings"
 TURN_DETECTION_KEY = "s2s_turn_detection"
 VISEMES_EXTENSION = "speech_to_speech.output_audio.visemes"
+
+# WebSocket close codes (RFC 6455) that the server sends and the client reads.
+NORMAL_CLOSURE = 1000
+GOING_AWAY = 1001
+NO_STATUS_RECEIVED = 1005  # a close frame without a code
+ABNORMAL_CLOSURE = 1006  # the connection lost without a close frame
+POLICY_VIOLATION = 1008
+INTERNAL_ERROR = 1011
+TRY_AGAIN_LATER = 1013  # what a browser refused by the session gate gets

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from speech_to_speech.client.errors import ClientError, SessionLimitReached, WrongURL
 from speech_to_speech.client.link import Connector, Link, LinkClosed
 from speech_to_speech.client.realtime_client import RealtimeClient
+from speech_to_speech.protocol import INTERNAL_ERROR, NORMAL_CLOSURE
 
 INLINE_URL = "ws://inline/v1/realtime"
 # How long closing waits for the app to finish its session (it releases its pipeline unit on the way).
@@ -59,7 +60,7 @@ class AsgiLink:
         self._closed = LinkClosed(int(message.get("code") or 1000), str(message.get("reason") or ""))
         raise self._closed
 
-    async def close(self, code: int = 1000, reason: str = "") -> None:
+    async def close(self, code: int = NORMAL_CLOSURE, reason: str = "") -> None:
         if self._closed is None:
             self._closed = LinkClosed(code, reason)
         await self._to_app.put({"type": "websocket.disconnect", "code": code, "reason": reason})
@@ -103,7 +104,7 @@ def asgi_connector(app: Any, *, api_key: str | None = None) -> Connector:
             try:
                 await app(scope, receive, send)
             finally:  # whatever happened, the client side sees the end
-                await from_app.put({"type": "websocket.close", "code": 1011, "reason": "the app ended"})
+                await from_app.put({"type": "websocket.close", "code": INTERNAL_ERROR, "reason": "the app ended"})
 
         link.app_task = asyncio.create_task(run_app(), name="inline-realtime-app")
         first = await from_app.get()

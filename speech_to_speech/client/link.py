@@ -15,9 +15,9 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 from speech_to_speech.client.connection import connect
+from speech_to_speech.protocol import ABNORMAL_CLOSURE, NORMAL_CLOSURE
 
 # RFC 6455 1006: the connection ended without a close frame (dropped, not closed).
-ABNORMAL_CLOSURE = 1006
 
 
 class LinkClosed(Exception):
@@ -36,7 +36,7 @@ class Link(Protocol):
     async def recv(self) -> str | bytes:
         """The next frame; raises LinkClosed when the connection is gone."""
 
-    async def close(self, code: int = 1000, reason: str = "") -> None:
+    async def close(self, code: int = NORMAL_CLOSURE, reason: str = "") -> None:
         """Close politely (bounded); never raises."""
 
     def abort(self) -> None:
@@ -64,7 +64,7 @@ class WebSocketLink:
         except ConnectionClosed as closed:
             raise _closed(closed) from None
 
-    async def close(self, code: int = 1000, reason: str = "") -> None:
+    async def close(self, code: int = NORMAL_CLOSURE, reason: str = "") -> None:
         try:
             await self.connection.close(code, reason)
         except Exception:  # noqa: BLE001 - closing a connection that already failed is fine

@@ -63,13 +63,14 @@ from speech_to_speech.client.reconnect import ReconnectPolicy, resume, resume_ur
 from speech_to_speech.client.responses import ResponseHandle, ResponseTracker
 from speech_to_speech.client.sequence import ReceivedSeqs
 from speech_to_speech.client.streams import Fanout, Subscription
+from speech_to_speech.protocol import GOING_AWAY, NORMAL_CLOSURE, POLICY_VIOLATION, TRY_AGAIN_LATER
 from speech_to_speech.realtime.errors import SESSION_LIMIT_REACHED
 
 log = logging.getLogger(__name__)
 
 # Close codes after which there is no session to resume: a goodbye (1000), the server going away (1001),
 # a policy close (1008: output limit, refused resume), "try again later" (1013).
-FINAL_CLOSE_CODES = frozenset({1000, 1001, 1008, 1013})
+FINAL_CLOSE_CODES = frozenset({NORMAL_CLOSURE, GOING_AWAY, POLICY_VIOLATION, TRY_AGAIN_LATER})
 
 
 class RealtimeClient:

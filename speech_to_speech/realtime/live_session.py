@@ -30,6 +30,7 @@ from typing import Any
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.pipeline.unit import PipelineUnit
+from speech_to_speech.protocol import GOING_AWAY, INTERNAL_ERROR, NO_STATUS_RECEIVED, NORMAL_CLOSURE, POLICY_VIOLATION
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.capabilities import session_capabilities
 from speech_to_speech.realtime.frames import Frame, to_frame
@@ -45,13 +46,10 @@ from speech_to_speech.realtime.transport import Transport
 
 log = logging.getLogger(__name__)
 
-POLICY_VIOLATION = 1008
-NORMAL_CLOSURE = 1000
-INTERNAL_ERROR = 1011
 # Close codes of a client that said goodbye: its session ends at once. 1005 is a close frame without a
 # code (what a browser's or Node's ``ws.close()`` sends); 1001 a page or app going away. Any other end
 # (1006: the connection dropped without a close frame) detaches the session for its grace period.
-GOODBYE_CODES = frozenset({1000, 1001, 1005})
+GOODBYE_CODES = frozenset({NORMAL_CLOSURE, GOING_AWAY, NO_STATUS_RECEIVED})
 # Frames larger than this are parsed (and their audio decoded) on a worker thread.
 OFF_LOOP_BYTES = 64 * 1024
 # How long the last events may take to reach a client the server is closing.

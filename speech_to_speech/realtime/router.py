@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, Response
 from speech_to_speech import __version__
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
+from speech_to_speech.protocol import ABNORMAL_CLOSURE, NO_STATUS_RECEIVED, TRY_AGAIN_LATER
 from speech_to_speech.realtime.access import AccessPolicy, deny, is_loopback
 from speech_to_speech.realtime.capabilities import session_capabilities
 from speech_to_speech.realtime.demo import mount_demo
@@ -21,7 +22,6 @@ from speech_to_speech.realtime.metrics import CONTENT_TYPE, ServerMetrics
 from speech_to_speech.realtime.session_gate import Refusal, SessionGate
 from speech_to_speech.realtime.session_registry import SessionRegistry
 from speech_to_speech.realtime.session_runner import (
-    TRY_AGAIN_LATER,
     LiveSessions,
     refuse,
     resume_session,
@@ -33,7 +33,6 @@ from speech_to_speech.realtime.webrtc import add_webrtc_routes
 log = logging.getLogger(__name__)
 
 MODEL_ID = "speech-to-speech"
-ABNORMAL_CLOSURE = 1006
 
 
 async def _websocket_messages(websocket: WebSocket, transport: WebSocketTransport) -> AsyncIterator[str | bytes]:
@@ -45,7 +44,8 @@ async def _websocket_messages(websocket: WebSocket, transport: WebSocketTranspor
                 code = message.get("code")
                 # uvicorn reports a connection lost without a close frame as 1005 with no reason (a close
                 # frame without a code comes with one): call it what RFC 6455 does, 1006, a drop.
-                transport.peer_close_code = ABNORMAL_CLOSURE if code == 1005 and "reason" not in message else code
+                dropped = code == NO_STATUS_RECEIVED and "reason" not in message
+                transport.peer_close_code = ABNORMAL_CLOSURE if dropped else code
                 return
             payload = message.get("text")
             if payload is None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.protocol import NORMAL_CLOSURE
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.service import RealtimeService
 
@@ -52,7 +53,8 @@ async def guard(service: RealtimeService, settings: ServerSettings,
                 service.fail_active(RESPONSE_STALLED, f"The pipeline produced nothing for {stall:g} s")
         elif idle and now - service.last_activity > idle:
             message = f"The session sent nothing for {idle:g} s and is closed"
-            return Closing(1000, "idle timeout", errors.SESSION_IDLE_TIMEOUT, message, "invalid_request_error")
+            return Closing(NORMAL_CLOSURE, "idle timeout", errors.SESSION_IDLE_TIMEOUT, message,
+                           "invalid_request_error")
         waits = [MAX_NAP_S]
         if idle:
             waits.append(service.last_activity + idle - now)

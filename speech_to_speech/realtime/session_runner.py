@@ -20,6 +20,7 @@ from typing import Any
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.pipeline.unit import PipelineUnit
+from speech_to_speech.protocol import GOING_AWAY, POLICY_VIOLATION
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.client_events import CLIENT_EVENTS
 from speech_to_speech.realtime.errors import RealtimeError
@@ -35,10 +36,6 @@ from speech_to_speech.realtime.transport import Transport
 
 log = logging.getLogger(__name__)
 
-# Close code for "try again later" (RFC 6455 1013): a browser refused by the session gate gets it.
-TRY_AGAIN_LATER = 1013
-POLICY_VIOLATION = 1008
-GOING_AWAY = 1001
 # How long a socket opened with ?autostart=0 may take to send its session.resume.
 RESUME_HANDSHAKE_TIMEOUT_S = 10.0
 

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from fastapi import WebSocket
 
 from speech_to_speech.pipeline.messages import Int16Audio
+from speech_to_speech.protocol import NORMAL_CLOSURE
 
 
 def dumps(event: dict[str, Any]) -> str:
@@ -45,7 +46,7 @@ class Transport(ABC):
     async def send_text(self, text: str) -> None: ...
 
     @abstractmethod
-    async def close(self, code: int = 1000, reason: str = "") -> None: ...
+    async def close(self, code: int = NORMAL_CLOSURE, reason: str = "") -> None: ...
 
 
 class WebSocketTransport(Transport):
@@ -55,6 +56,6 @@ class WebSocketTransport(Transport):
     async def send_text(self, text: str) -> None:
         await self.websocket.send_text(text)
 
-    async def close(self, code: int = 1000, reason: str = "") -> None:
+    async def close(self, code: int = NORMAL_CLOSURE, reason: str = "") -> None:
         with contextlib.suppress(RuntimeError):  # already closed
             await self.websocket.close(code=code, reason=reason)

@@ -24,6 +24,7 @@ from aiortc import RTCConfiguration, RTCDataChannel, RTCIceServer, RTCPeerConnec
 from aiortc.mediastreams import MediaStreamTrack
 
 from speech_to_speech.pipeline.messages import FloatAudio
+from speech_to_speech.protocol import NORMAL_CLOSURE
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.service import RealtimeService
 from speech_to_speech.realtime.transport import Transport
@@ -65,7 +66,7 @@ class DataChannelTransport(Transport):
             raise ConnectionError("the events data channel is closed")
         channel.send(message)
 
-    async def close(self, code: int = 1000, reason: str = "") -> None:
+    async def close(self, code: int = NORMAL_CLOSURE, reason: str = "") -> None:
         self._on_close()
 
 
