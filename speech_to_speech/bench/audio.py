@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from speech_to_speech.audio.rates import TTS_RATE, WIRE_RATE
+from speech_to_speech.audio.rates import WIRE_RATE
 from speech_to_speech.audio.resample import resample, to_float32
 from speech_to_speech.audio.wav import read_wav
 
@@ -150,7 +150,7 @@ def load_wavs(folder: Path, limit: int | None = None, rate: int = RATE,
 def synthesize(texts: list[str], rate: int = RATE) -> list[Samples]:
     """Speak ``texts`` with hibari's default voice (deterministic: a fixed seed)."""
     from speech_to_speech.config import ServerSettings
-    from speech_to_speech.tts.hibari import load_hibari
+    from speech_to_speech.tts.hibari import SAMPLE_RATE, load_hibari
 
     voice = load_hibari(ServerSettings.model_validate({})).get(None)
-    return [resample(np.asarray(voice(text, seed=0)), TTS_RATE, rate) for text in texts]
+    return [resample(np.asarray(voice(text, seed=0)), SAMPLE_RATE, rate) for text in texts]

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.bench import audio
 
@@ -57,7 +56,7 @@ def spoken_with_word_boundaries(text: str, rate: int) -> tuple[audio.Samples, li
     """``text`` spoken by hibari's default voice at ``rate``, and the boundary between each two of
     its words (a sentence end counts as one)."""
     from speech_to_speech.config import ServerSettings
-    from speech_to_speech.tts.hibari import HibariVoices
+    from speech_to_speech.tts.hibari import SAMPLE_RATE, HibariVoices
 
     voices = HibariVoices(ServerSettings.model_validate({}).tts_voice, durations=True)
     tts = voices.get(None)
@@ -67,7 +66,7 @@ def spoken_with_word_boundaries(text: str, rate: int) -> tuple[audio.Samples, li
     pieces: list[np.ndarray] = []
     boundaries: list[tuple[int, int]] = []
     offset = 0
-    lead = END_LEAD_MS * TTS_RATE // 1000
+    lead = END_LEAD_MS * SAMPLE_RATE // 1000
     rng = np.random.default_rng(SEED)
     for phonemes in tts.phonemize(text):
         spoken = timed.speak(phonemes, 1.0, rng)
@@ -82,8 +81,8 @@ def spoken_with_word_boundaries(text: str, rate: int) -> tuple[audio.Samples, li
         offset += len(spoken.audio)
         boundaries.append((offset, offset))  # between sentences: hibari's own trailing silence
     whole = np.concatenate(pieces)
-    scale = rate / TTS_RATE
-    return resample(whole, TTS_RATE, rate), [
+    scale = rate / SAMPLE_RATE
+    return resample(whole, SAMPLE_RATE, rate), [
         WordBoundary(int(end * scale), int(start * scale)) for end, start in boundaries[:-1]
     ]
 

@@ -44,13 +44,12 @@ from typing import Any
 
 import numpy as np
 
-from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.bench import audio, corpus
 from speech_to_speech.bench.human_speech import human_clips
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.stt.faster_whisper import _transcribe, load_faster_whisper, transcribe_windowed
-from speech_to_speech.stt.whisper_window import WindowedWhisper, suspicious
+from speech_to_speech.stt.whisper_window import SAMPLE_RATE, WindowedWhisper, suspicious
 
 # Silence (s) before and after the speech: a VAD turn, a speculative pass, a turn cut tight (a client's commit).
 CONDITIONS = {"vad_turn": (0.3, 0.3), "speculative": (0.3, 0.064), "trimmed": (0.0, 0.0)}
@@ -83,17 +82,17 @@ def word_errors(reference: str, heard: str) -> tuple[int, int]:
 
 def clips() -> list[Clip]:
     def trimmed(s: audio.Speech) -> Clip:
-        return s.name, s.text, resample(s.samples[s.start: s.end], s.rate, PIPELINE_RATE)
+        return s.name, s.text, resample(s.samples[s.start: s.end], s.rate, SAMPLE_RATE)
 
     found = [trimmed(s) for s in audio.load_questions()]
     requests = [trimmed(s) for s in corpus.clips(corpus.load_corpus())]
-    pause = np.zeros(round(JOIN_PAUSE_S * PIPELINE_RATE), np.float32)
+    pause = np.zeros(round(JOIN_PAUSE_S * SAMPLE_RATE), np.float32)
     joined: list[Clip] = []
     group: list[Clip] = []
-    for request in [*requests, ("", "", np.zeros(round(LONG_MAX_S * PIPELINE_RATE), np.float32))]:
+    for request in [*requests, ("", "", np.zeros(round(LONG_MAX_S * SAMPLE_RATE), np.float32))]:
         length = sum(len(c[2]) + len(pause) for c in group) + len(request[2])
-        if length > LONG_MAX_S * PIPELINE_RATE:
-            if sum(len(c[2]) for c in group) >= LONG_MIN_S * PIPELINE_RATE:
+        if length > LONG_MAX_S * SAMPLE_RATE:
+            if sum(len(c[2]) for c in group) >= LONG_MIN_S * SAMPLE_RATE:
                 samples = np.concatenate([part for c in group for part in (pause, c[2])][1:])
                 joined.append((f"long{len(joined)}", " ".join(c[1] for c in group), samples))
             group = []
@@ -125,7 +124,7 @@ def candidates(model: Any, moonshine: Any = None) -> dict[str, Candidate]:
 
     def fit(samples: np.ndarray) -> tuple[str, str]:
         # The window just long enough: the turn, its 0.5 s tail and 1 s more, in whole seconds.
-        seconds = math.ceil(len(samples) / PIPELINE_RATE + 1.5)
+        seconds = math.ceil(len(samples) / SAMPLE_RATE + 1.5)
         return raw(fitted[seconds])(samples) if seconds < 30 else stock(samples)
 
     def moonshine_pass(samples: np.ndarray) -> tuple[str, str]:
@@ -159,14 +158,14 @@ def run(limit: int | None = None, only: list[str] | None = None, human: Path | N
     for turn, (condition, (before, after)) in [(r * len(CONDITIONS) + i, c) for r in range(repeat)
                                                for i, c in enumerate(CONDITIONS.items())]:
         for index, (name, text, voiced) in enumerate(speech):
-            said = np.concatenate([np.zeros(round(before * PIPELINE_RATE), np.float32), voiced,
-                                   np.zeros(round(after * PIPELINE_RATE), np.float32)])
+            said = np.concatenate([np.zeros(round(before * SAMPLE_RATE), np.float32), voiced,
+                                   np.zeros(round(after * SAMPLE_RATE), np.float32)])
             order = list(chosen)
             shift = (index + turn) % len(order)
             for candidate in order[shift:] + order[:shift]:
                 start = time.perf_counter()
                 heard, how = chosen[candidate](said)
-                samples.append({"condition": condition, "clip": name, "seconds": round(len(said) / PIPELINE_RATE, 2),
+                samples.append({"condition": condition, "clip": name, "seconds": round(len(said) / SAMPLE_RATE, 2),
                                 "reference": text, "candidate": candidate, "text": heard.strip(), "path": how,
                                 "ms": round((time.perf_counter() - start) * 1000.0, 1)})
     return {"summary": summarize(samples, list(chosen)), "samples": samples, "environment": environment(),

@@ -39,10 +39,10 @@ from typing import Any
 import ctranslate2
 import numpy as np
 
-from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.stt.base import PassAbandoned
 
+SAMPLE_RATE = 16000  # Whisper's own input rate, which its log-mel frames assume
 HOP = 160  # samples per log-mel frame
 TAIL_S = 0.5  # digital silence appended to every turn before the window's zero padding
 # The guard's limits. The log-probability and compression limits are faster-whisper's own
@@ -82,8 +82,8 @@ class WindowedWhisper:
         if model.model.is_multilingual:
             raise ValueError("the short window was measured with English-only Whisper only")
         self.model = model
-        self.frames = 2 * round(window_s * PIPELINE_RATE / HOP / 2)  # the encoder halves the frames: keep it even
-        self.tail = round(tail_s * PIPELINE_RATE)
+        self.frames = 2 * round(window_s * SAMPLE_RATE / HOP / 2)  # the encoder halves the frames: keep it even
+        self.tail = round(tail_s * SAMPLE_RATE)
         tokenizer = Tokenizer(model.hf_tokenizer, False, task="transcribe", language="en")
         self.tokenizer = tokenizer
         self.prompt: list[int] = model.get_prompt(tokenizer, [], without_timestamps=True)
@@ -109,7 +109,7 @@ class WindowedWhisper:
         encoded = self.model.model.encode(ctranslate2.StorageView.from_array(self.features(samples)))
         if still_wanted is not None and not still_wanted():
             raise PassAbandoned("superseded while the encoder ran")
-        budget = TOKENS_BASE + int(TOKENS_PER_S * len(samples) / PIPELINE_RATE)
+        budget = TOKENS_BASE + int(TOKENS_PER_S * len(samples) / SAMPLE_RATE)
         max_length = min(self.model.max_length, len(self.prompt) + budget)
         result = self.model.model.generate(
             encoded, [self.prompt], beam_size=beam_size, max_length=max_length, return_scores=True,

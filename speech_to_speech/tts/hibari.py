@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from speech_to_speech import registry
-from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.tts.base import Phonemized, TTSHandler
@@ -25,6 +24,7 @@ from speech_to_speech.tts.padding import trim_padding
 
 log = logging.getLogger(__name__)
 
+SAMPLE_RATE = 24000  # hibari's own output rate (TTSHandler resamples any other to TTS_RATE)
 
 
 class HibariVoices:
@@ -97,7 +97,7 @@ def load_hibari(settings: ServerSettings) -> HibariVoices:
 @registry.register("tts", "hibari", load_hibari)
 class HibariTTS(TTSHandler):
     model: HibariVoices
-    sample_rate = TTS_RATE
+    sample_rate = SAMPLE_RATE
 
     @property
     def language_capabilities(self) -> SpeechLanguageCapabilities:
@@ -122,4 +122,4 @@ class HibariTTS(TTSHandler):
             else:
                 spoken = Phonemized(np.asarray(tts.from_ids(tts.ids(phonemes), speed, rng), np.float32), phonemes)
             if len(spoken.audio):
-                yield trim_padding(spoken, TTS_RATE, phonemes)
+                yield trim_padding(spoken, SAMPLE_RATE, phonemes)

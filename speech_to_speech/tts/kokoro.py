@@ -27,12 +27,12 @@ import numpy as np
 import numpy.typing as npt
 
 from speech_to_speech import registry
-from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.tts.base import Phonemized, TTSHandler
 
 log = logging.getLogger(__name__)
 
+SAMPLE_RATE = 24000  # Kokoro's own output rate (TTSHandler resamples any other to TTS_RATE)
 DEFAULT_VOICE = "af_heart"
 HUB_REPO = "hexgrad/Kokoro-82M"
 MAX_TOKENS = 510  # the model's context, without the two pad ids
@@ -183,7 +183,7 @@ def load_kokoro(settings: ServerSettings) -> KokoroBackend:
 @registry.register("tts", "kokoro", load_kokoro)
 class KokoroTTS(TTSHandler):
     model: KokoroBackend
-    sample_rate = TTS_RATE
+    sample_rate = SAMPLE_RATE
 
     @property
     def voices(self) -> tuple[str, ...] | None:

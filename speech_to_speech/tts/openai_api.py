@@ -13,13 +13,13 @@ import numpy as np
 import numpy.typing as npt
 
 from speech_to_speech import registry
-from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.openai_client import make_client
 from speech_to_speech.tts.base import TTSHandler
 
 DEFAULT_MODEL = "tts-1"
 DEFAULT_VOICE = "alloy"
+SAMPLE_RATE = 24000  # what OpenAI's speech endpoint returns as pcm
 # 4800 bytes = 100 ms of PCM16 at 24 kHz.
 READ_BYTES = 4800
 
@@ -41,7 +41,7 @@ def pcm16_frames(chunks: Iterator[bytes]) -> Iterator[npt.NDArray[np.int16]]:
 
 @registry.register("tts", "openai", load_openai_tts)
 class OpenAITTS(TTSHandler):
-    sample_rate = TTS_RATE
+    sample_rate = SAMPLE_RATE
 
     def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
         extra: dict[str, Any] = {"speed": self.settings.tts_speed} if self.settings.tts_speed != 1.0 else {}

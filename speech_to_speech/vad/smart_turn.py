@@ -21,10 +21,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from speech_to_speech.audio.rates import PIPELINE_RATE
-
+SAMPLE_RATE = 16000  # the rate Smart Turn was trained on
 WINDOW_SECONDS = 8
-WINDOW_SAMPLES = WINDOW_SECONDS * PIPELINE_RATE
+WINDOW_SAMPLES = WINDOW_SECONDS * SAMPLE_RATE
 FRAMES = WINDOW_SAMPLES // 160  # Whisper's 10 ms hop: 800 frames
 MODEL_FILE = "smart-turn-v3.2-cpu.onnx"
 # Where the pipecat-ai wheel keeps it, relative to its package folder.
@@ -51,7 +50,7 @@ class WhisperFeatures:
     def __init__(self) -> None:
         from faster_whisper.feature_extractor import FeatureExtractor
 
-        self._extract = FeatureExtractor(feature_size=80, sampling_rate=PIPELINE_RATE, chunk_length=WINDOW_SECONDS)
+        self._extract = FeatureExtractor(feature_size=80, sampling_rate=SAMPLE_RATE, chunk_length=WINDOW_SECONDS)
 
     def __call__(self, samples: npt.ArrayLike) -> npt.NDArray[np.float32]:
         audio = np.asarray(samples, dtype=np.float32)[-WINDOW_SAMPLES:]
@@ -79,7 +78,7 @@ class SmartTurnModel:
         self.path = path
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.features = WhisperFeatures()
-        self.probability(np.zeros(PIPELINE_RATE, dtype=np.float32))  # pay lazy allocations at startup
+        self.probability(np.zeros(SAMPLE_RATE, dtype=np.float32))  # pay lazy allocations at startup
 
     def probability(self, samples: npt.ArrayLike) -> float:
         """Probability that the speech in ``samples`` (16 kHz, its end last) is a finished turn."""
