@@ -14,9 +14,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
-
-import uvicorn
 
 from speech_to_speech.client.config import RealtimeAudioClientConfig
 from speech_to_speech.config import ServerSettings
@@ -30,14 +27,16 @@ STARTUP_TIMEOUT_S = 30.0
 def loopback_server(settings: ServerSettings, *, any_port: bool) -> Iterator[str]:
     """Serve ``settings`` on 127.0.0.1 (a free port when ``any_port``); yields the WebSocket URL."""
     from speech_to_speech.realtime.server import build_app
+    from speech_to_speech.realtime.serving import RealtimeServer
 
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0 if any_port else settings.port))
     port = int(sock.getsockname()[1])
     app, pool = build_app(settings)  # loads the models: the slow part
-    asgi: Any = app  # build_app types the FastAPI app as object
-    server = uvicorn.Server(uvicorn.Config(asgi, log_level="warning", ws_max_size=16 * 1024 * 1024))
+    # The one server setup of `serve`: the same frame cap, and sessions closed before connections on exit.
+    server = RealtimeServer(app, host="127.0.0.1", port=port, log_level="warning",
+                            max_event_bytes=settings.max_event_bytes)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="local-server", daemon=True)
     thread.start()
     try:
