@@ -42,7 +42,8 @@ def _settings_parent(*, test_only: bool) -> tuple[argparse.ArgumentParser, list[
                              f"or quality (Qwen2.5-Coder-0.5B); see the README's model survey. serve and local take "
                              f"{DEFAULT_PRESET} unless --preset or --config is given; benchmarks take none.")
     group = parent.add_argument_group("server settings")
-    extra: dict[str, str] = {kind: f"One of: {', '.join(registry.names(kind))}." for kind in BACKEND_FIELDS}
+    extra: dict[str, str] = {kind: f"One of: {', '.join(registry.names(kind))}; or a module:Class."
+                             for kind in BACKEND_FIELDS}
     fields = add_model_flags(group, ServerSettings, extra_help=extra,
                              unlisted=() if test_only else TEST_ONLY_FIELDS)
     return parent, fields
@@ -89,8 +90,9 @@ def settings_from_args(args: argparse.Namespace, fields: list[str]) -> ServerSet
         raise ValueError(problems) from None
     for kind in BACKEND_FIELDS:
         name = getattr(settings, kind)
-        if name not in registry.names(kind):
-            raise ValueError(f"unknown {kind} backend {name!r}; choose one of {', '.join(registry.names(kind))}")
+        if not registry.known(kind, name):
+            raise ValueError(f"unknown {kind} backend {name!r}; choose one of {', '.join(registry.names(kind))}, "
+                             "or a module:Class")
     return settings
 
 

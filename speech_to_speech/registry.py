@@ -2,21 +2,29 @@
 
 A backend is a loader (run once per process; its result, the model, is
 shared by every pipeline unit) and a handler class built per unit around
-that model. Modules register themselves on import; ``load_backends()``
-imports them lazily so an optional backend's missing extra only fails when
-it is chosen.
+that model. Modules register themselves on import (:func:`register`), and are
+imported only when their backend is chosen, so an optional backend's missing
+extra fails only then.
+
+Backends of other packages are chosen the same ways as ours (docs/backends.md):
+by name, when the package declares them as entry points of the
+``speech_to_speech.backends`` group (``stt.my-stt = my_package.stt``: the
+module that registers ``my-stt``), or by ``module:Class`` path
+(``--stt my_package.stt:MySTT``), for code that is not installed as a package.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from speech_to_speech.config import ServerSettings
 
 Kind = Literal["vad", "stt", "llm", "tts"]
+ENTRY_POINT_GROUP = "speech_to_speech.backends"
 
 
 @dataclass(frozen=True)
@@ -59,17 +67,54 @@ def register(kind: Kind, name: str, load: Callable[[ServerSettings], Any]) -> Ca
     return decorate
 
 
+def _declared() -> dict[tuple[Kind, str], str]:
+    """Our backends and those other packages declare: (kind, name) -> the module that registers it."""
+    modules = dict(_MODULES)
+    kinds: tuple[Kind, ...] = get_args(Kind)
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        kind, _, name = entry.name.partition(".")
+        if kind in kinds and name and (kind, name) not in _MODULES:  # ours keep their names
+            modules[(kind, name)] = entry.module
+    return modules
+
+
 def names(kind: Kind) -> list[str]:
-    return sorted(name for k, name in _MODULES if k == kind)
+    return sorted(name for k, name in _declared() if k == kind)
+
+
+def is_path(name: str) -> bool:
+    """``module:Class``: a handler class chosen by where it is, not by a registered name."""
+    module, _, attribute = name.partition(":")
+    return bool(module and attribute)
+
+
+def known(kind: Kind, name: str) -> bool:
+    """A name that :func:`get` can look up without importing anything yet (a path is checked on use)."""
+    return is_path(name) or name in names(kind)
 
 
 def get(kind: Kind, name: str) -> Backend:
+    if is_path(name):
+        return _by_path(kind, name)
     key = (kind, name)
     if key not in _BACKENDS:
-        module = _MODULES.get(key)
+        module = _declared().get(key)
         if module is None:
-            raise ValueError(f"unknown {kind} backend {name!r}; choose one of {names(kind)}")
+            raise ValueError(f"unknown {kind} backend {name!r}; choose one of {names(kind)}, or a module:Class")
         importlib.import_module(module)
     if key not in _BACKENDS:
         raise ValueError(f"{module} did not register the {kind} backend {name!r}")
     return _BACKENDS[key]
+
+
+def _by_path(kind: Kind, path: str) -> Backend:
+    module, _, attribute = path.partition(":")
+    try:
+        handler = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"{kind} backend {path!r}: {error}") from error
+    for backend in _BACKENDS.values():
+        if backend.handler is handler and backend.kind == kind:
+            return backend
+    raise ValueError(f"{path} is not a registered {kind} backend: decorate the class with "
+                     f"speech_to_speech.registry.register({kind!r}, name, load)")
