@@ -1,0 +1,112 @@
+"""Echo cancellation: the microphone's signal with the assistant's own voice taken out.
+
+The canceller is WebRTC's audio processing (AEC3, and a high-pass filter),
+as the ``livekit`` package binds it. It needs two streams on one clock: what
+the speaker plays (the *reference*, :meth:`EchoCanceller.played`) and what
+the microphone hears (:meth:`EchoCanceller.cancel`). Both are cut into 10 ms
+frames; for every microphone frame one reference frame is consumed, so the
+reference is taken to play from the moment it is handed over, at real time,
+and silence when none is left. Whatever lies between that moment and the
+sound reaching the microphone (a client's playback buffer, the device, the
+room) is found by AEC3's own delay estimator, which covers some hundreds of
+milliseconds; ``delay_hint_ms`` is where it starts looking.
+
+Measured on the five benchmark questions at 16 kHz, through a simulated room
+(a direct path at half amplitude and a 200 ms reverberation tail, 50-300 ms
+late): 38-40 dB of echo removed after the first two seconds, a talker over
+the echo kept within 3 dB, and about 13 ms of one core per second of audio.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from speech_to_speech.audio.rates import PIPELINE_RATE
+
+FRAME_MS = 10  # the only frame length WebRTC's audio processing takes
+MISSING = "echo cancellation needs the livekit package: pip install 'livekit>=1.1'"
+_SCALE = 32767.0
+
+
+def _module(noise_suppression: bool) -> tuple[Any, Any]:
+    try:
+        from livekit import rtc
+    except ImportError as error:
+        raise RuntimeError(MISSING) from error
+    return rtc, rtc.AudioProcessingModule(echo_cancellation=True, noise_suppression=noise_suppression,
+                                          high_pass_filter=True)
+
+
+def _pcm16(samples: np.ndarray) -> bytes:
+    return (np.clip(samples, -1.0, 1.0) * _SCALE).astype(np.int16).tobytes()
+
+
+class EchoCanceller:
+    """One microphone and its speaker (one session, or one device pair). Not thread-safe: one caller."""
+
+    def __init__(self, rate: int = PIPELINE_RATE, *, noise_suppression: bool = False,
+                 delay_hint_ms: int = 0) -> None:
+        if rate % (1000 // FRAME_MS):
+            raise ValueError(f"echo cancellation takes rates in whole {FRAME_MS} ms frames, not {rate} Hz")
+        self.rate = rate
+        self._frame = rate * FRAME_MS // 1000
+        self._rtc, self._apm = _module(noise_suppression)
+        self._apm.set_stream_delay_ms(delay_hint_ms)
+        self._reference: list[np.ndarray] = []  # what is still to play, in order
+        self._reference_len = 0
+        self._near = np.zeros(0, np.float32)  # microphone samples short of a whole frame
+        self._silence = np.zeros(self._frame, np.float32)
+
+    @property
+    def pending_reference_ms(self) -> int:
+        """How much of the reference is still to play (what the speaker has queued)."""
+        return self._reference_len * 1000 // self.rate
+
+    def played(self, samples: np.ndarray) -> None:
+        """The speaker plays ``samples`` (float32 at ``rate``) after what it already has queued."""
+        if len(samples):
+            self._reference.append(np.asarray(samples, np.float32))
+            self._reference_len += len(samples)
+
+    def stop_playing(self) -> None:
+        """The speaker dropped what it had queued (a reply cut off): no more echo of it to expect."""
+        self._reference.clear()
+        self._reference_len = 0
+
+    def cancel(self, samples: np.ndarray) -> np.ndarray:
+        """The microphone's ``samples`` with the echo removed: as many samples as whole frames came in,
+        so the output runs up to one frame (10 ms) behind the input."""
+        near = np.concatenate([self._near, np.asarray(samples, np.float32)])
+        whole = len(near) - len(near) % self._frame
+        self._near = near[whole:]
+        out = np.empty(whole, np.float32)
+        for start in range(0, whole, self._frame):
+            self._apm.process_reverse_stream(self._frame_of(self._next_reference()))
+            frame = self._frame_of(near[start:start + self._frame], writable=True)
+            self._apm.process_stream(frame)
+            out[start:start + self._frame] = np.frombuffer(frame.data, np.int16) / _SCALE
+        return out
+
+    def _next_reference(self) -> np.ndarray:
+        frame, needed = [], self._frame
+        while needed and self._reference:
+            head = self._reference[0]
+            take = head[:needed]
+            frame.append(take)
+            needed -= len(take)
+            if len(take) == len(head):
+                self._reference.pop(0)
+            else:
+                self._reference[0] = head[len(take):]
+        self._reference_len -= self._frame - needed
+        if not frame:
+            return self._silence
+        if needed:
+            frame.append(self._silence[:needed])
+        return np.concatenate(frame)
+
+    def _frame_of(self, samples: np.ndarray, writable: bool = False) -> Any:
+        data = _pcm16(samples)
+        return self._rtc.AudioFrame(bytearray(data) if writable else data, self.rate, 1, self._frame)

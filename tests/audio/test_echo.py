@@ -1,0 +1,106 @@
+"""The echo canceller takes the assistant's voice out of the microphone and leaves the user's in."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from speech_to_speech.audio.echo import EchoCanceller
+from speech_to_speech.audio.rates import PIPELINE_RATE
+from speech_to_speech.audio.wav import read_wav
+from speech_to_speech.testing.room import Room
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "turns"
+SETTLED = 2 * PIPELINE_RATE  # the canceller has found the echo path by then
+
+
+def _speech(*names: str) -> np.ndarray:
+    return np.concatenate([read_wav(FIXTURES / f"{name}.wav", PIPELINE_RATE)[0] for name in names])
+
+
+ASSISTANT = ("whole_robot_story", "continuation_rome", "cut_black_holes_and", "finished_twelve_fifteen")
+
+
+def _envelope(samples: np.ndarray) -> np.ndarray:
+    frames = samples[: len(samples) // 160 * 160].reshape(-1, 160).astype(np.float64)
+    return 10 * np.log10(np.mean(frames**2, axis=1) + 1e-10)
+
+
+def _follows(samples: np.ndarray, source: np.ndarray) -> float:
+    """How closely the loudness of ``samples`` follows ``source``'s, 10 ms by 10 ms (a correlation)."""
+    return float(np.corrcoef(_envelope(samples), _envelope(source))[0, 1])
+
+
+def _db(samples: np.ndarray) -> float:
+    return float(10 * np.log10(np.mean(samples.astype(np.float64) ** 2) + 1e-15))
+
+
+def _run(canceller: EchoCanceller, played: np.ndarray, mic: np.ndarray, chunk: int = 320) -> np.ndarray:
+    """Stream like a session: the reply handed to the speaker in 100 ms pieces ahead of the microphone."""
+    out = []
+    for start in range(0, len(mic), chunk):
+        if start % 1600 == 0:
+            canceller.played(played[start:start + 1600])
+        out.append(canceller.cancel(mic[start:start + chunk]))
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("delay_ms", [50, 150, 300])
+def test_the_echo_is_removed_once_the_path_is_found(delay_ms: int) -> None:
+    room = Room(delay_ms=delay_ms)
+    played = _speech(*ASSISTANT)
+    mic = room.echo_of(played) + room.noise(len(played))
+    out = _run(EchoCanceller(), played, mic)
+    removed = _db(mic[SETTLED:len(out)]) - _db(out[SETTLED:])
+    assert removed > 20.0, f"{removed:.1f} dB of echo removed"
+
+
+def test_a_user_talking_over_the_echo_is_kept() -> None:
+    room = Room(delay_ms=150)
+    played = _speech(*ASSISTANT)
+    user = np.zeros_like(played)
+    words = _speech("unfinished_rome_uh") * 0.8
+    start = len(played) - len(words) - PIPELINE_RATE // 2
+    user[start:start + len(words)] = words
+    echo = room.echo_of(played)
+    mic = echo + user + room.noise(len(played))
+    out = _run(EchoCanceller(), played, mic)
+    span = slice(start, start + len(words))
+    assert abs(_db(out[span]) - _db(user[span])) < 6.0  # the user's level, give or take
+    # What is left is the user's voice: its loudness follows the user's words more closely than the
+    # microphone's did, and no longer the echo's (the microphone's followed both). Samples themselves
+    # do not line up: the high-pass filter and the suppressor shift their phase.
+    assert _follows(out[span], user[span]) > _follows(mic[span], user[span])
+    assert _follows(mic[span], echo[span]) > 0.3
+    assert _follows(out[span], echo[span]) < 0.2
+
+
+def test_with_nothing_played_the_microphone_passes_through() -> None:
+    mic = _speech("whole_robot_story") * 0.5
+    out = _run(EchoCanceller(), np.zeros(0, np.float32), mic)
+    assert abs(_db(out[SETTLED // 4:]) - _db(mic[SETTLED // 4:len(out)])) < 1.0
+
+
+def test_output_keeps_pace_with_the_input_in_whole_frames() -> None:
+    canceller = EchoCanceller()
+    lengths = [37, 160, 1, 500, 999]
+    total = sum(len(canceller.cancel(np.zeros(n, np.float32))) for n in lengths)
+    assert total == sum(lengths) // 160 * 160
+
+
+def test_the_reference_plays_in_real_time_and_stops_when_dropped() -> None:
+    canceller = EchoCanceller()
+    canceller.played(np.zeros(PIPELINE_RATE, np.float32))  # one second queued on the speaker
+    canceller.cancel(np.zeros(PIPELINE_RATE // 4, np.float32))  # a quarter of it plays meanwhile
+    assert canceller.pending_reference_ms == 750
+    canceller.stop_playing()
+    assert canceller.pending_reference_ms == 0
+
+
+def test_without_livekit_it_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "livekit", None)
+    with pytest.raises(RuntimeError, match=r"pip install 'livekit"):
+        EchoCanceller()
