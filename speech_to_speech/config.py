@@ -137,6 +137,11 @@ class ServerSettings(BaseModel):
     max_turn_silence_ms: int = Field(
         2000, ge=100, description="Longest silence an unfinished turn waits (semantic_vad, eagerness medium)."
     )
+    echo_cancellation: Literal["off", "server"] = Field(
+        "off", description="server: take the audio each WebSocket session sent out of its microphone audio, for "
+        "clients that play it beside a raw microphone (a session can also ask with the "
+        "speech_to_speech.echo_cancellation extension). WebRTC sessions never: the browser cancels."
+    )
 
     # ------------------------------------------------------------ STT
     stt: str = Field("faster-whisper", description="STT backend.")

@@ -15,6 +15,7 @@ from speech_to_speech.audio.chunker import VAD_CHUNK
 from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.realtime.client_events import CLIENT_EVENTS
 from speech_to_speech.realtime.session import OverlapPolicy, PlaybackCommitPolicy
+from speech_to_speech.realtime.session_echo import echo_cancellation_available
 
 OVERLAP_POLICIES: tuple[str, ...] = get_args(OverlapPolicy)
 PLAYBACK_COMMIT_POLICIES: tuple[str, ...] = get_args(PlaybackCommitPolicy)
@@ -38,6 +39,9 @@ def session_capabilities(*, resumable: bool, media_track: bool, multi_session: b
         "supports_session_lease": True,  # session.heartbeat is answered and holds off the idle timeout
         "supports_playback_ack": playback_ack,
         "supports_barge_in": True,
+        # The server takes its own audio out of the microphone's (session_echo.py); a browser's track
+        # arrives cancelled already.
+        "supports_echo_cancellation": not media_track and echo_cancellation_available(),
         "supports_multi_session": multi_session,
         "chunk_period_ms": VAD_CHUNK * 1000 // PIPELINE_RATE,
         "input_modes": ["media_track"] if media_track else ["append_audio_chunk"],

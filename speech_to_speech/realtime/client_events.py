@@ -90,6 +90,7 @@ def conversation_item_retrieve(service: RealtimeService, event: ClientEvent) -> 
 def conversation_item_truncate(service: RealtimeService, event: ClientEvent) -> None:
     item_id = _existing_item(service, event)
     service.playback.truncate(item_id, event.data.get("content_index"), event.data.get("audio_end_ms"))
+    service.echo.stopped()  # the client stopped playing there
 
 
 def conversation_item_delete(service: RealtimeService, event: ClientEvent) -> None:

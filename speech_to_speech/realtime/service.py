@@ -60,6 +60,11 @@ from speech_to_speech.realtime.playback import Playback
 from speech_to_speech.realtime.response import Event, OpenMessage, ResponseState
 from speech_to_speech.realtime.response_metadata import finished_metadata
 from speech_to_speech.realtime.session import SessionState
+from speech_to_speech.realtime.session_echo import (
+    ECHO_CANCELLATION_EXTENSION,
+    SessionEcho,
+    echo_cancellation_available,
+)
 from speech_to_speech.realtime.session_events import SessionControl
 from speech_to_speech.realtime.speculation import Speculation, SpeculationSlot, same_words
 from speech_to_speech.realtime.tool_results import ToolResultLedger
@@ -104,6 +109,8 @@ class RealtimeService:
         self.playback = Playback(self.conversation, self.emit, media,
                                  policy=lambda: self.state.playback_commit_policy)
         self.audio = WireAudio(lambda: self.state.input_format, lambda: self.state.output_format)
+        self.echo = SessionEcho(lambda: echo_cancellation_available() and media is None and (
+            settings.echo_cancellation == "server" or self.config.has_extension(ECHO_CANCELLATION_EXTENSION)))
         self.conversation_id = ids.new_id("conv")
         self.response: ResponseState | None = None
         self.pending_transcriptions: set[str] = set()
@@ -172,6 +179,7 @@ class RealtimeService:
             if self._stage_errors.due(refusal.code):
                 self.emit(refusal.to_event())
             return
+        samples_16k = self.echo.heard(samples_16k)
         self.uncommitted_samples += len(samples_16k)
         self.unit.push_audio(samples_16k)
 
@@ -314,6 +322,7 @@ class RealtimeService:
     def clear_playback(self, *, requested: bool = False) -> None:
         """Drop unplayed audio from the media track (if any); its items are cut at what was played."""
         self.playback.clear(requested=requested)
+        self.echo.stopped()
 
     def _previous_item_id(self) -> str | None:
         return self.conversation.last_id
@@ -521,6 +530,7 @@ class RealtimeService:
         self.playback.produced(response.id, message.item["id"], item.samples)
         if self.media is not None:
             return  # the track plays it
+        self.echo.sent(item.samples)
         self.emit(response.audio_delta(message, self.audio.encode_output(item.samples),
                                        self.playback.delta_metadata(response.id, message.item["id"])))
 

@@ -1,0 +1,76 @@
+"""Echo cancellation on the server: a session's microphone audio with the audio the session sent taken out.
+
+A client that streams a raw microphone beside its own speaker (a robot, a
+kiosk, a script) sends back the assistant's voice; heard as the user, it
+starts a turn over the answer and gets answered. The server is the one party
+that knows exactly what the assistant said, so it can take it out before the
+VAD, the turn detector and the STT hear anything.
+
+It is on for a session when the server runs with ``--echo_cancellation
+server``, or when the session asks for it with the extension
+``speech_to_speech.echo_cancellation`` in ``session.update``'s
+``session.extensions``. It is never on for a WebRTC session: the browser
+cancels echo on its own track before the audio is sent (``getUserMedia``'s
+``echoCancellation``), and a second canceller would only distort it.
+
+The reference is every audio chunk the session sends, taken to play from
+the moment it is sent, after what was sent before it (the send clock), and
+dropped when the client stops playing (a reply cut off, ``output_audio_buffer
+.clear``, ``conversation.item.truncate``). A client's playback buffer delays
+the real sound; the canceller's delay estimator finds that lag.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from functools import cache
+
+import numpy as np
+import numpy.typing as npt
+
+from speech_to_speech.audio.echo import EchoCanceller
+from speech_to_speech.audio.rates import PIPELINE_RATE, TTS_RATE
+from speech_to_speech.audio.resample import StreamResampler
+
+ECHO_CANCELLATION_EXTENSION = "speech_to_speech.echo_cancellation"
+
+
+@cache
+def echo_cancellation_available() -> bool:
+    """The canceller's library is installed (a dependency, but a slimmed install may lack it)."""
+    return importlib.util.find_spec("livekit") is not None
+
+
+class SessionEcho:
+    """The echo canceller of one session, built the first time the session needs it."""
+
+    def __init__(self, wanted: Callable[[], bool]) -> None:
+        self._wanted = wanted  # read per call: a session.update may turn it on or off
+        self._canceller: EchoCanceller | None = None
+        self._reference = StreamResampler(TTS_RATE, PIPELINE_RATE)
+
+    @property
+    def active(self) -> bool:
+        return self._wanted()
+
+    def heard(self, samples_16k: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """The microphone's audio as the pipeline should hear it."""
+        if not self.active:
+            return samples_16k
+        return self._ensure().cancel(samples_16k)
+
+    def sent(self, samples: npt.NDArray[np.int16]) -> None:
+        """An audio chunk (pipeline output, at the TTS rate) went to the client to play."""
+        if self.active:
+            self._ensure().played(self._reference.process(samples.astype(np.float32) / 32768.0))
+
+    def stopped(self) -> None:
+        """The client stopped playing what it was sent."""
+        if self._canceller is not None:
+            self._canceller.stop_playing()
+
+    def _ensure(self) -> EchoCanceller:
+        if self._canceller is None:
+            self._canceller = EchoCanceller(PIPELINE_RATE)
+        return self._canceller
