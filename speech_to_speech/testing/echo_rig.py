@@ -1,0 +1,126 @@
+"""A client whose microphone hears its own speaker: the test rig of echo cancellation.
+
+It streams a spoken request in real time (20 ms appends, like a live
+microphone) and plays every audio delta it receives as a speaker would: from
+when it arrives, after what it has queued, at real time, stopped when the
+reply is cut off. Whatever the speaker plays reaches the microphone through a
+simulated :class:`~speech_to_speech.testing.room.Room` and is mixed into what
+the rig sends next. Without echo cancellation the assistant hears itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from speech_to_speech.protocol import Event
+from speech_to_speech.testing.realtime_client import RealtimeTestClient, decode_audio, encode_audio
+from speech_to_speech.testing.room import Room
+
+CHUNK_MS = 20
+
+
+@dataclass
+class Speaker:
+    """What the client's speaker plays, on the microphone's sample clock."""
+
+    rate: int
+    timeline: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
+    cursor: int = 0  # where the queued audio ends
+
+    def queue(self, samples: npt.NDArray[np.float32], now: int) -> None:
+        start = max(self.cursor, now)
+        end = start + len(samples)
+        if end > len(self.timeline):
+            self.timeline = np.concatenate([self.timeline, np.zeros(end - len(self.timeline), np.float32)])
+        self.timeline[start:end] = samples
+        self.cursor = end
+
+    def stop(self, now: int) -> None:
+        """Playback cleared: nothing past ``now`` plays."""
+        self.timeline[now:] = 0.0
+        self.cursor = min(self.cursor, now)
+
+
+@dataclass
+class EchoRun:
+    """What one spoken request got while the rig's microphone heard the answer."""
+
+    events: list[Event]
+    answer_started_at: int | None  # the index in ``events`` of the first audio delta
+
+    def of_type(self, kind: str, *, after_answer: bool = False) -> list[Event]:
+        """The events of ``kind``; ``after_answer``: only those from the first audio delta on."""
+        if after_answer and self.answer_started_at is None:
+            return []
+        start = self.answer_started_at or 0 if after_answer else 0
+        return [e for e in self.events[start:] if e.get("type") == kind]
+
+    @property
+    def user_transcripts(self) -> list[str]:
+        return [e["transcript"] for e in self.of_type("conversation.item.input_audio_transcription.completed")]
+
+    @property
+    def response_statuses(self) -> list[str]:
+        return [e["response"]["status"] for e in self.of_type("response.done")]
+
+
+def _echo_window(room: Room, speaker: Speaker, start: int, length: int, rir: npt.NDArray[np.float32]) -> np.ndarray:
+    """What the microphone hears of the speaker over [start, start + length)."""
+    delay = room.delay_ms * room.rate // 1000
+    first = start - delay - len(rir) + 1
+    padded = np.zeros(length + len(rir) - 1, np.float32)
+    lo, hi = max(first, 0), min(first + len(padded), len(speaker.timeline))
+    if hi > lo:
+        padded[lo - first:hi - first] = speaker.timeline[lo:hi]
+    return np.convolve(padded, rir, mode="valid").astype(np.float32)
+
+
+async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[np.float32], rate: int, room: Room,
+                               *, listen_s: float = 12.0, settle_s: float = 1.5) -> EchoRun:
+    """Say ``speech`` (at ``rate``, the session's input rate), then keep the microphone open for up to
+    ``listen_s`` while the answer plays, until ``settle_s`` after the last response ended."""
+    assert room.rate == rate, "the room runs at the session's audio rate"
+    rir = room.impulse_response()
+    speaker = Speaker(rate)
+    step = rate * CHUNK_MS // 1000
+    noise = room.noise(int((len(speech) / rate + listen_s + 1) * rate))
+    seen = len(client.received)
+    answer_started: int | None = None
+    done_at: float | None = None
+    position = 0
+    started = time.monotonic()
+    while True:
+        for received in client.received[seen:]:
+            event = received.event
+            kind = event.get("type")
+            if kind == "response.output_audio.delta":
+                if answer_started is None:
+                    answer_started = seen
+                speaker.queue(decode_audio(event["delta"]).astype(np.float32) / 32768.0, position)
+            elif kind in ("output_audio_buffer.cleared", "input_audio_buffer.speech_started") or (
+                    kind == "response.done" and event["response"]["status"] == "cancelled"):
+                speaker.stop(position)  # a client that clears playback on speech over the answer
+            if kind == "response.done":
+                done_at = time.monotonic()
+            seen += 1
+        user = speech[position:position + step]
+        chunk = np.zeros(step, np.float32)
+        chunk[:len(user)] = user
+        chunk += _echo_window(room, speaker, position, step, rir) + noise[position:position + step]
+        payload = base64.b64encode(encode_audio(np.clip(chunk, -1.0, 1.0))).decode("ascii")
+        await client.send("input_audio_buffer.append", audio=payload)
+        position += step
+        elapsed = time.monotonic() - started
+        talking = position < len(speech) or speaker.cursor > position
+        if position > len(speech) and not talking and done_at is not None and time.monotonic() - done_at > settle_s:
+            break
+        if elapsed > len(speech) / rate + listen_s:
+            break
+        await asyncio.sleep(max(0.0, position / rate - elapsed))  # real time, without drift
+    return EchoRun([r.event for r in client.received], answer_started)

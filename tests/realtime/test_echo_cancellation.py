@@ -1,0 +1,87 @@
+"""A client whose microphone hears its speaker: with echo cancellation the assistant never hears itself.
+
+Real VAD, turn detector, STT and TTS (the LLM is scripted, for a long answer);
+the rig plays every answer into its microphone through a simulated room.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.realtime.capabilities import session_capabilities
+from speech_to_speech.realtime.session_echo import ECHO_CANCELLATION_EXTENSION
+from speech_to_speech.testing.echo_rig import EchoRun, speak_beside_speaker
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
+from speech_to_speech.testing.room import Room
+from speech_to_speech.testing.server import RunningServer, running_server
+
+pytestmark = pytest.mark.real_models
+
+RATE = 24000
+ANSWER = ("Paris is the capital of France. It has been the seat of the government for centuries, "
+          "and people know it for its museums, its cafes and the river that runs through the middle of it.")
+
+
+@pytest.fixture(scope="module")
+def question() -> np.ndarray:
+    from speech_to_speech.tts.hibari import load_hibari
+
+    speech = load_hibari(ServerSettings()).get(None)("What is the capital of France?", seed=0)
+    return np.concatenate([np.zeros(RATE // 2, np.float32), speech]).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RunningServer]:
+    settings = ServerSettings(llm="scripted", scripted_replies=[ANSWER] * 8, num_pipelines=2, log_level="warning")
+    with running_server(settings) as running:
+        yield running
+
+
+async def _ask(server: RunningServer, question: np.ndarray, *, cancel: bool | None, room: Room) -> EchoRun:
+    """``cancel`` None: the session says nothing (the server's --echo_cancellation decides)."""
+    async with RealtimeTestClient.connect(server.ws_url, timeout=30) as client:
+        created = await client.wait_for("session.created")
+        assert created["session"]["capabilities"]["supports_echo_cancellation"] is True
+        if cancel is not None:
+            await client.update_session({"extensions": [ECHO_CANCELLATION_EXTENSION] if cancel else []})
+        return await speak_beside_speaker(client, question, RATE, room)
+
+
+def _answered_once(run: EchoRun) -> None:
+    assert run.of_type("input_audio_buffer.speech_started", after_answer=True) == []
+    assert run.response_statuses == ["completed"]
+    assert len(run.user_transcripts) == 1
+    assert "capital of france" in run.user_transcripts[0].lower()
+
+
+async def test_without_cancellation_the_rig_makes_the_assistant_hear_itself(
+        server: RunningServer, question: np.ndarray) -> None:
+    run = await _ask(server, question, cancel=False, room=Room(delay_ms=150, rate=RATE))
+    # What users suffer: the answer's own voice starts a user turn (a client that clears its playback
+    # then cuts the answer off), is transcribed as the user's, and gets answered.
+    assert run.of_type("input_audio_buffer.speech_started", after_answer=True)
+    heard_later = " ".join(run.user_transcripts[1:]).lower()
+    answer_words = {word.strip(",.") for word in ANSWER.lower().split() if len(word) > 3}
+    assert any(word in heard_later for word in answer_words), run.user_transcripts
+
+
+@pytest.mark.parametrize("delay_ms", [60, 250])
+async def test_with_cancellation_the_answer_plays_out_and_nothing_of_it_is_heard(
+        server: RunningServer, question: np.ndarray, delay_ms: int) -> None:
+    _answered_once(await _ask(server, question, cancel=True, room=Room(delay_ms=delay_ms, rate=RATE)))
+
+
+async def test_the_server_flag_cancels_for_every_session_that_does_not_ask(question: np.ndarray) -> None:
+    settings = ServerSettings(llm="scripted", scripted_replies=[ANSWER], echo_cancellation="server",
+                              log_level="warning")
+    with running_server(settings) as cancelling:
+        _answered_once(await _ask(cancelling, question, cancel=None, room=Room(delay_ms=150, rate=RATE)))
+
+
+def test_a_webrtc_session_is_not_offered_it_the_browser_cancels() -> None:
+    capabilities = session_capabilities(resumable=False, media_track=True, multi_session=True, turn_detector=True)
+    assert capabilities["supports_echo_cancellation"] is False
