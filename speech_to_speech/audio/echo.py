@@ -60,8 +60,12 @@ class EchoCanceller:
         self._silence = np.zeros(self._frame, np.float32)
 
     @property
+    def pending_reference(self) -> int:
+        """How much of the reference is still to play (what the speaker has queued), in samples."""
+        return self._reference_len
+
+    @property
     def pending_reference_ms(self) -> int:
-        """How much of the reference is still to play (what the speaker has queued)."""
         return self._reference_len * 1000 // self.rate
 
     def played(self, samples: np.ndarray) -> None:
@@ -69,6 +73,22 @@ class EchoCanceller:
         if len(samples):
             self._reference.append(np.asarray(samples, np.float32))
             self._reference_len += len(samples)
+
+    def set_delay_hint_ms(self, delay_ms: int) -> None:
+        """Where the delay estimator starts looking: the path from a handed-over frame to the microphone."""
+        self._apm.set_stream_delay_ms(max(0, delay_ms))
+
+    def drop_reference(self, samples: int) -> None:
+        """Forget the oldest ``samples`` of the reference (it played before the microphone heard it)."""
+        while samples > 0 and self._reference:
+            head = self._reference[0]
+            cut = min(len(head), samples)
+            if cut == len(head):
+                self._reference.pop(0)
+            else:
+                self._reference[0] = head[cut:]
+            self._reference_len -= cut
+            samples -= cut
 
     def stop_playing(self) -> None:
         """The speaker dropped what it had queued (a reply cut off): no more echo of it to expect."""

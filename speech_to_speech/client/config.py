@@ -34,6 +34,10 @@ class RealtimeAudioClientConfig(BaseModel):
     tool_executor: Callable[..., Any] | None = Field(default=None, description="execute_tool(name, arguments).")
     tool_response_create: bool = Field(default=True, description="Follow-up default for plain tool return values.")
     block_mic_during_playback: bool = Field(default=False, description="Send no mic audio while the assistant speaks.")
+    echo_cancellation: bool = Field(default=True, description="Take what the speaker plays out of the microphone "
+                                    "(with a microphone and a speaker; WAV files are sent as they are).")
+    noise_suppression: bool = Field(default=False, description="Also suppress steady noise in the microphone "
+                                    "(with echo cancellation).")
     vad_threshold: float | None = Field(default=None, ge=0.0, le=1.0, description="Server VAD threshold.")
     interrupt_response: bool = Field(default=True, description="Let user speech cut the assistant off (barge-in).")
     playback_commit_policy: PlaybackCommitPolicy | None = Field(

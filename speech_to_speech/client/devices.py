@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from speech_to_speech.audio.resample import StreamResampler
+from speech_to_speech.client.echo import DeviceEcho
 from speech_to_speech.client.errors import AudioDeviceError
 from speech_to_speech.client.playback import Playback, Samples
 
@@ -96,10 +97,12 @@ class Microphone:
 
     live = True  # audio captured while the mic is blocked is dropped, not delayed
 
-    def __init__(self, device: int | str | None, send_rate: int, chunk_size: int) -> None:
+    def __init__(self, device: int | str | None, send_rate: int, chunk_size: int,
+                 echo: DeviceEcho | None = None) -> None:
         self.index, self.device_rate = resolve_device(device, "input")
         self.send_rate = send_rate
         self.chunk_size = chunk_size
+        self.echo = echo  # what the speaker plays, taken out of every chunk
         self._resampler = StreamResampler(self.device_rate, send_rate)
 
     async def chunks(self) -> AsyncIterator[Samples]:
@@ -107,7 +110,11 @@ class Microphone:
         loop = asyncio.get_running_loop()
         blocks: asyncio.Queue[Samples] = asyncio.Queue()
 
+        echo, rate = self.echo, self.device_rate
+
         def callback(indata: Any, frames: int, time_info: Any, status: Any) -> None:
+            if echo is not None:
+                echo.captured(frames, rate)
             loop.call_soon_threadsafe(blocks.put_nowait, np.array(indata[:, 0], dtype=np.float32))
 
         blocksize = max(1, self.chunk_size * self.device_rate // self.send_rate)
@@ -116,23 +123,31 @@ class Microphone:
                                     blocksize=blocksize, dtype="float32", callback=callback)
         except (sd.PortAudioError, ValueError) as error:
             raise AudioDeviceError(f"cannot open the microphone (device {self.index}): {error}") from None
+        if self.echo is not None:
+            self.echo.device_latency("input", getattr(stream, "latency", 0.0))
         with stream:
             while True:
-                yield self._resampler.process(await blocks.get())
+                chunk = self._resampler.process(await blocks.get())
+                yield chunk if self.echo is None else self.echo.cancel(chunk)
 
 
 class Speaker:
     """Plays the Playback buffer from PortAudio's output callback."""
 
-    def __init__(self, device: int | str | None) -> None:
+    def __init__(self, device: int | str | None, echo: DeviceEcho | None = None) -> None:
         self.index, self.rate = resolve_device(device, "output")
+        self.echo = echo  # told what is played, as it is played
         self._stream: Any = None
 
     def start(self, playback: Playback) -> None:
         sd = sounddevice()
+        echo = self.echo
 
         def callback(outdata: Any, frames: int, time_info: Any, status: Any) -> None:
-            outdata[:, 0] = playback.read(frames)[0]
+            block = playback.read(frames)[0]
+            outdata[:, 0] = block
+            if echo is not None:
+                echo.played(block)
 
         try:
             self._stream = sd.OutputStream(device=self.index, channels=1, samplerate=self.rate,
@@ -140,6 +155,8 @@ class Speaker:
             self._stream.start()
         except (sd.PortAudioError, ValueError) as error:
             raise AudioDeviceError(f"cannot open the speaker (device {self.index}): {error}") from None
+        if echo is not None:
+            echo.device_latency("output", getattr(self._stream, "latency", 0.0))
 
     async def close(self) -> None:
         if self._stream is not None:

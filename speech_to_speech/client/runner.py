@@ -22,6 +22,7 @@ from rich.console import Console
 from speech_to_speech.audio.resample import to_int16
 from speech_to_speech.client.config import RealtimeAudioClientConfig
 from speech_to_speech.client.devices import Microphone, Speaker
+from speech_to_speech.client.echo import DeviceEcho
 from speech_to_speech.client.errors import ClientError
 from speech_to_speech.client.events import ConnectionResumed, RealtimeEvent, SessionEnded
 from speech_to_speech.client.files import WavRecorder, WavSource
@@ -94,6 +95,16 @@ def _tool_coordinator(config: RealtimeAudioClientConfig, view: TranscriptView | 
     return ToolCoordinator(caller, send, on_update)
 
 
+def _devices(config: RealtimeAudioClientConfig) -> tuple[Microphone, Speaker]:
+    """The microphone and the speaker; with echo cancellation, the speaker's sound is taken out of the mic's."""
+    microphone = Microphone(config.input_device, config.send_rate, config.chunk_size)
+    speaker = Speaker(config.output_device)
+    if config.echo_cancellation:
+        microphone.echo = speaker.echo = DeviceEcho(config.send_rate, speaker.rate,
+                                                    noise_suppression=config.noise_suppression)
+    return microphone, speaker
+
+
 async def listen_and_play_realtime(config: RealtimeAudioClientConfig, *, console: Console | None = None,
                                    source: AudioSource | None = None, sink: AudioSink | None = None,
                                    on_event: Callable[[Event], None] | None = None,
@@ -106,6 +117,8 @@ async def listen_and_play_realtime(config: RealtimeAudioClientConfig, *, console
     it drops and the server can resume the session, the conversation carries on.
     """
     config = _with_tool_module(config)
+    if source is None and sink is None and config.input_wav is None and config.output_wav is None:
+        source, sink = _devices(config)
     if source is None:
         source = (WavSource(config.input_wav, config.send_rate, config.chunk_size, config.trailing_silence_ms)
                   if config.input_wav else Microphone(config.input_device, config.send_rate, config.chunk_size))
