@@ -15,8 +15,8 @@ cancels echo on its own track before the audio is sent (``getUserMedia``'s
 
 The reference is every audio chunk the session sends, taken to play from
 the moment it is sent, after what was sent before it (the send clock), and
-dropped when the client stops playing (a reply cut off, ``output_audio_buffer
-.clear``, ``conversation.item.truncate``). A client's playback buffer delays
+dropped when the client stops playing (a reply cut off, or
+``conversation.item.truncate``). A client's playback buffer delays
 the real sound; the canceller's delay estimator finds that lag.
 """
 
