@@ -33,7 +33,7 @@ ZERO_DELAYS = {**SCRIPTED, "scripted_stt_delay_ms": 0.0, "scripted_token_delay_m
 REALISTIC_DELAYS = {**SCRIPTED, "scripted_stt_delay_ms": 200.0, "scripted_token_delay_ms": 12.0,
                     "scripted_tts_ms_per_char": 60.0,
                     "scripted_replies": ["Paris is the capital of France. It is known for its art."]}
-SPOKEN = ("latency", "bargein")  # the benchmarks that speak the questions
+SPOKEN = ("latency", "bargein", "echo")  # the benchmarks that speak the questions
 QUIET = {"log_level": "warning"}  # a session's open and close are not news during a bench
 # The soak opens hundreds of sessions a minute from one address, on fast scripted handlers; a session
 # whose client vanished waits a second (not 30) for a resume, so the last ones are gone soon after the run.
@@ -63,6 +63,9 @@ BENCHES = {
     "quality": Bench("Spoken requests with checkable answers: accuracy per category, tool-call precision and "
                      "recall, end of speech -> first audio (real models by default).", QUIET),
     "bargein": Bench("Talking over the answer -> response cancelled, and stale audio after it.", QUIET),
+    "echo": Bench("A microphone that hears its own speaker, echo cancellation off and on: answers played out, "
+                  "self-interruptions, echo turns, barge-in with the echo; ERLE and CPU (real models by default).",
+                  QUIET),
     "overhead": Bench("Per-hop server overhead with zero-time scripted handlers.", {**QUIET, **ZERO_DELAYS}),
     "capacity": Bench("Added latency and output underruns of N concurrent sessions (scripted, realistic delays).",
                       {**QUIET, **REALISTIC_DELAYS}),
@@ -111,7 +114,7 @@ def _add_turn_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.ArgumentParser) -> None:
-    bench = commands.add_parser("bench", help="Benchmarks: latency, turns, load, quality, bargein, overhead, "
+    bench = commands.add_parser("bench", help="Benchmarks: latency, turns, load, quality, bargein, echo, overhead, "
                                               "capacity, startup, soak, resume; and their report.")
     kinds = bench.add_subparsers(dest="bench", required=True)
     output = argparse.ArgumentParser(add_help=False)
@@ -141,6 +144,13 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
                                     help="Listen this long after the cancellation for stale audio (default 1000).")
     parsers["bargein"].add_argument("--instructions", default=None,
                                     help="Session instructions (default: ask for long answers; '' keeps the server's).")
+    parsers["echo"].add_argument("--delays-ms", type=_counts, default=(60, 150, 250),
+                                 help="Speaker-to-microphone delays of the simulated room (default 60,150,250).")
+    parsers["echo"].add_argument("--barge-in-after-ms", type=float, default=300.0,
+                                 help="Talk over the answer this long after its first audio (default 300).")
+    parsers["echo"].add_argument("--instructions", default=None,
+                                 help="Session instructions (default: answers of a few sentences; '' keeps the "
+                                      "server's).")
     _add_turn_flags(parsers["turns"])
     _add_turn_flags(parsers["load"])
     parsers["load"].add_argument("--phases", type=_phases, default=None,
@@ -244,6 +254,13 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
         instructions = LONG_ANSWER if args.instructions is None else (args.instructions or None)
         return BargeinConfig(**asked, **timeout, min_speech_ms=settings.min_speech_ms, instructions=instructions,
                              inject_after_ms=args.inject_after_ms, settle_ms=args.settle_ms)
+    if name == "echo":
+        from speech_to_speech.bench.echo import LONG_ANSWER as FEW_SENTENCES
+        from speech_to_speech.bench.echo import EchoConfig
+
+        instructions = FEW_SENTENCES if args.instructions is None else (args.instructions or None)
+        return EchoConfig(**asked, **timeout, delays_ms=args.delays_ms, barge_in_after_ms=args.barge_in_after_ms,
+                          instructions=instructions)
     if name == "overhead":
         from speech_to_speech.bench.overhead import OverheadConfig
 
@@ -256,11 +273,11 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
 
 
 def _runner(name: str) -> Runner:
-    from speech_to_speech.bench import bargein, capacity, latency, load, overhead, quality, turns
+    from speech_to_speech.bench import bargein, capacity, echo, latency, load, overhead, quality, turns
 
     runners: dict[str, Runner] = {"latency": latency.run, "turns": turns.run, "load": load.run,
                                   "quality": quality.run, "bargein": bargein.run, "overhead": overhead.run,
-                                  "capacity": capacity.run}
+                                  "capacity": capacity.run, "echo": echo.run}
     return runners[name]
 
 

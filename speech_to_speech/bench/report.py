@@ -291,7 +291,7 @@ def print_summary(result: dict[str, Any]) -> None:
         print(QUALITY_HEADER)
         print(quality_row(result))
         return
-    if result["benchmark"] == "soak":
+    if result["benchmark"] in ("soak", "echo"):
         print(json.dumps(result["summary"], indent=2))
         return
     if result["benchmark"] == "capacity":

@@ -47,12 +47,22 @@ class Speaker:
         self.cursor = min(self.cursor, now)
 
 
+@dataclass(frozen=True)
+class Interruption:
+    """The user talking over the answer: ``samples`` from ``after_ms`` past its first audio delta."""
+
+    after_ms: float
+    samples: npt.NDArray[np.float32]
+    voiced_start: int = 0  # the first voiced sample of ``samples``
+
+
 @dataclass
 class EchoRun:
     """What one spoken request got while the rig's microphone heard the answer."""
 
     events: list[Event]
     answer_started_at: int | None  # the index in ``events`` of the first audio delta
+    interruption_voiced_at: float | None = None  # time.monotonic() when its first voiced sample was sent
 
     def of_type(self, kind: str, *, after_answer: bool = False) -> list[Event]:
         """The events of ``kind``; ``after_answer``: only those from the first audio delta on."""
@@ -82,9 +92,11 @@ def _echo_window(room: Room, speaker: Speaker, start: int, length: int, rir: npt
 
 
 async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[np.float32], rate: int, room: Room,
-                               *, listen_s: float = 12.0, settle_s: float = 1.5) -> EchoRun:
+                               *, listen_s: float = 12.0, settle_s: float = 1.5,
+                               interruption: Interruption | None = None) -> EchoRun:
     """Say ``speech`` (at ``rate``, the session's input rate), then keep the microphone open for up to
-    ``listen_s`` while the answer plays, until ``settle_s`` after the last response ended."""
+    ``listen_s`` while the answer plays, until ``settle_s`` after the last response ended; say
+    ``interruption`` over the answer if given."""
     assert room.rate == rate, "the room runs at the session's audio rate"
     rir = room.impulse_response()
     speaker = Speaker(rate)
@@ -94,6 +106,8 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
     answer_started: int | None = None
     done_at: float | None = None
     position = 0
+    interrupt_from: int | None = None  # where the interruption starts, once the answer is playing
+    interruption_voiced_at: float | None = None
     started = time.monotonic()
     while True:
         for received in client.received[seen:]:
@@ -102,6 +116,8 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
             if kind == "response.output_audio.delta":
                 if answer_started is None:
                     answer_started = seen
+                    if interruption is not None:
+                        interrupt_from = position + int(interruption.after_ms * rate / 1000)
                 speaker.queue(decode_audio(event["delta"]).astype(np.float32) / 32768.0, position)
             elif kind in ("output_audio_buffer.cleared", "input_audio_buffer.speech_started") or (
                     kind == "response.done" and event["response"]["status"] == "cancelled"):
@@ -112,15 +128,26 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
         user = speech[position:position + step]
         chunk = np.zeros(step, np.float32)
         chunk[:len(user)] = user
+        if interruption is not None and interrupt_from is not None and position + step > interrupt_from:
+            offset = max(0, position - interrupt_from)
+            words = interruption.samples[offset:offset + step - max(0, interrupt_from - position)]
+            at = max(0, interrupt_from - position)
+            chunk[at:at + len(words)] += words
+            voiced = interrupt_from + interruption.voiced_start
+            if interruption_voiced_at is None and position <= voiced < position + step:
+                interruption_voiced_at = time.monotonic()
+            talking_over = interrupt_from + len(interruption.samples) > position
+        else:
+            talking_over = False
         chunk += _echo_window(room, speaker, position, step, rir) + noise[position:position + step]
         payload = base64.b64encode(encode_audio(np.clip(chunk, -1.0, 1.0))).decode("ascii")
         await client.send("input_audio_buffer.append", audio=payload)
         position += step
         elapsed = time.monotonic() - started
-        talking = position < len(speech) or speaker.cursor > position
+        talking = position < len(speech) or speaker.cursor > position or talking_over
         if position > len(speech) and not talking and done_at is not None and time.monotonic() - done_at > settle_s:
             break
         if elapsed > len(speech) / rate + listen_s:
             break
         await asyncio.sleep(max(0.0, position / rate - elapsed))  # real time, without drift
-    return EchoRun([r.event for r in client.received], answer_started)
+    return EchoRun([r.event for r in client.received], answer_started, interruption_voiced_at)

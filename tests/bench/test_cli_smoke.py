@@ -242,3 +242,16 @@ def test_bench_needs_a_benchmark(capsys: Any) -> None:
         cli.main(["bench"])
     assert exit_info.value.code == 2
     assert "latency" in capsys.readouterr().err
+
+
+def test_bench_echo_runs_every_mode_and_room_and_the_offline_figures(questions: Path, tmp_path: Path) -> None:
+    result = run(["bench", "echo", *IN_PROCESS, *SCRIPTED, "--scripted_token_delay_ms", "20", "--questions-dir",
+                  str(questions), "--delays-ms", "150", "--repeat", "1", "--timeout", "8"], tmp_path / "echo.json")
+    assert_common_shape(result, "echo")
+    summary = result["summary"]
+    assert {summary[mode]["trials"] for mode in ("off", "on")} == {1}
+    kinds = sorted((s["kind"], s.get("mode") or s.get("echo")) for s in result["samples"])
+    assert kinds == [("barge_in", "with_echo"), ("barge_in", "without_echo"), ("echo", "off"), ("echo", "on")]
+    offline = summary["offline"]
+    assert set(offline["erle_db"]) == {"150ms"} and offline["cpu_s_per_audio_s"] > 0
+    assert offline["four_sessions_cpu_s_per_audio_s"] > offline["cpu_s_per_audio_s"]

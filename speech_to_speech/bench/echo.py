@@ -1,0 +1,186 @@
+"""``bench echo``: a client whose microphone hears its own speaker, with and without echo cancellation.
+
+Per trial, in a fresh session: say a question through the echo rig
+(:mod:`speech_to_speech.testing.echo_rig`), whose microphone hears every
+answer it plays through a simulated room at one of ``delays_ms``, with the
+session's echo cancellation off or on (the ``speech_to_speech.echo_cancellation``
+extension). Figures per mode: answers that played out (the first response
+completed or incomplete), self-interruptions (``input_audio_buffer.speech_started`` while
+the answer plays, which a client that clears its playback on it turns into a
+cut-off answer), echo turns (user transcripts after the question's: the
+assistant's own words, heard as the user's) and extra responses.
+
+Then the user really talks over the answer (the next question,
+``barge_in_after_ms`` into it), with cancellation on, once with the echo and
+once without (the room silent): start of that speech -> ``response.done``
+cancelled, so the echo's cost to a real barge-in shows as a ratio.
+
+Beside them, offline: the canceller's echo return loss enhancement in dB and
+its CPU per second of audio on the questions through the same rooms, for
+one session and for four at once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from speech_to_speech.audio.echo import EchoCanceller
+from speech_to_speech.audio.rates import PIPELINE_RATE
+from speech_to_speech.audio.resample import resample
+from speech_to_speech.bench import audio
+from speech_to_speech.bench.stats import summarize
+from speech_to_speech.bench.target import Target
+from speech_to_speech.realtime.session_echo import ECHO_CANCELLATION_EXTENSION
+from speech_to_speech.testing.echo_rig import EchoRun, Interruption, speak_beside_speaker
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
+from speech_to_speech.testing.room import Room
+
+MODES = ("off", "on")
+ANSWERED = ("completed", "incomplete")  # an answer that played out (incomplete: cut at its token limit)
+SETTLED_S = 2.0  # the canceller has found the echo path by then (the ERLE counts what follows)
+LONG_ANSWER = "You are a helpful voice assistant. Answer every question in three or four sentences."
+# Talked over while it is still being generated, so the cancellation is the server's to make and time.
+LONGER_ANSWER = "You are a helpful voice assistant. Answer every question at length, in at least six sentences."
+
+
+@dataclass(frozen=True)
+class EchoConfig:
+    repeat: int = 1
+    questions_dir: Path | None = None
+    questions: int | None = None
+    delays_ms: tuple[int, ...] = (60, 150, 250)
+    barge_in_after_ms: float = 300.0
+    instructions: str | None = LONG_ANSWER
+    timeout_s: float = 60.0
+
+
+async def _trial(target: Target, question: audio.Speech, room: Room, config: EchoConfig, *, cancel: bool,
+                 interruption: Interruption | None = None) -> EchoRun:
+    await target.wait_idle()
+    async with RealtimeTestClient.connect(target.ws_url, timeout=config.timeout_s, validate=False) as client:
+        await client.wait_for("session.created")
+        fields: dict[str, Any] = {"extensions": [ECHO_CANCELLATION_EXTENSION] if cancel else []}
+        if config.instructions:
+            fields["instructions"] = config.instructions
+        await client.update_session(fields)
+        return await speak_beside_speaker(client, question.samples, question.rate, room,
+                                          listen_s=config.timeout_s, interruption=interruption)
+
+
+def _outcome(run: EchoRun) -> dict[str, Any]:
+    statuses = run.response_statuses
+    return {
+        "answered": bool(statuses) and statuses[0] in ANSWERED and run.answer_started_at is not None,
+        "self_interruptions": len(run.of_type("input_audio_buffer.speech_started", after_answer=True)),
+        "echo_turns": max(0, len(run.user_transcripts) - 1),
+        "extra_responses": max(0, len(statuses) - 1),
+        "user_transcripts": run.user_transcripts,
+        "statuses": statuses,
+    }
+
+
+def _barge_in_ms(run: EchoRun, received_at: list[float]) -> dict[str, Any]:
+    cancelled = next((at for event, at in zip(run.events, received_at, strict=True)
+                      if event.get("type") == "response.done" and event["response"]["status"] == "cancelled"), None)
+    began = run.interruption_voiced_at
+    if cancelled is None or began is None or cancelled < began:
+        return {"missed": True}
+    return {"missed": False, "speech_to_cancelled_ms": round((cancelled - began) * 1000.0, 1)}
+
+
+async def _barge_in(target: Target, question: audio.Speech, interruption: audio.Speech, room: Room,
+                    config: EchoConfig) -> dict[str, Any]:
+    await target.wait_idle()
+    said = Interruption(config.barge_in_after_ms, interruption.samples, interruption.start)
+    async with RealtimeTestClient.connect(target.ws_url, timeout=config.timeout_s, validate=False) as client:
+        await client.wait_for("session.created")
+        fields: dict[str, Any] = {"extensions": [ECHO_CANCELLATION_EXTENSION]}
+        if config.instructions:
+            fields["instructions"] = LONGER_ANSWER
+        await client.update_session(fields)
+        run = await speak_beside_speaker(client, question.samples, question.rate, room,
+                                         listen_s=config.timeout_s, interruption=said)
+        received_at = [r.at for r in client.received]
+    return _barge_in_ms(run, received_at)
+
+
+def offline_figures(questions: list[audio.Speech], delays_ms: tuple[int, ...]) -> dict[str, Any]:
+    """The canceller alone on the questions' voice through each room: dB removed and CPU per second."""
+    voice = np.concatenate([resample(q.samples, q.rate, PIPELINE_RATE) for q in questions]).astype(np.float32)
+    seconds = len(voice) / PIPELINE_RATE
+    erle: dict[str, float] = {}
+    cpu: list[float] = []
+    for delay in delays_ms:
+        room = Room(delay_ms=delay)
+        mic = room.echo_of(voice) + room.noise(len(voice))
+        canceller = EchoCanceller()
+        started = time.process_time()
+        out = _cancel_streamed(canceller, voice, mic)
+        cpu.append((time.process_time() - started) / seconds)
+        settled = min(int(SETTLED_S * PIPELINE_RATE), len(out) // 2)  # short clips: their second half
+        erle[f"{delay}ms"] = round(_db(mic[settled:len(out)]) - _db(out[settled:]), 1)
+    four = [EchoCanceller() for _ in range(4)]
+    room = Room(delay_ms=delays_ms[0])
+    mic = room.echo_of(voice) + room.noise(len(voice))
+    started = time.process_time()
+    for canceller in four:
+        _cancel_streamed(canceller, voice, mic)
+    return {"audio_s": round(seconds, 2), "erle_db": erle,
+            "cpu_s_per_audio_s": round(float(np.median(cpu)), 4),
+            "four_sessions_cpu_s_per_audio_s": round((time.process_time() - started) / seconds, 4)}
+
+
+def _cancel_streamed(canceller: EchoCanceller, played: np.ndarray, mic: np.ndarray) -> np.ndarray:
+    out = []
+    for start in range(0, len(mic), 320):  # 20 ms appends, the reply handed over 100 ms at a time
+        if start % 1600 == 0:
+            canceller.played(played[start:start + 1600])
+        out.append(canceller.cancel(mic[start:start + 320]))
+    return np.concatenate(out)
+
+
+def _db(samples: np.ndarray) -> float:
+    return float(10 * np.log10(np.mean(samples.astype(np.float64) ** 2) + 1e-15))
+
+
+async def run(target: Target, config: EchoConfig) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    questions = audio.load_questions(config.questions_dir, config.questions)
+    samples: list[dict[str, Any]] = []
+    for repeat in range(config.repeat):
+        for question in questions:
+            for delay in config.delays_ms:
+                room = Room(delay_ms=delay, rate=question.rate)
+                for mode in MODES:
+                    run_ = await _trial(target, question, room, config, cancel=mode == "on")
+                    samples.append({"kind": "echo", "repeat": repeat, "question": question.name,
+                                    "delay_ms": delay, "mode": mode, **_outcome(run_)})
+    summary: dict[str, Any] = {}
+    for mode in MODES:
+        runs = [s for s in samples if s["kind"] == "echo" and s["mode"] == mode]
+        summary[mode] = {"trials": len(runs), "answered": sum(s["answered"] for s in runs),
+                         "self_interruptions": sum(s["self_interruptions"] for s in runs),
+                         "runs_with_self_interruption": sum(bool(s["self_interruptions"]) for s in runs),
+                         "echo_turns": sum(s["echo_turns"] for s in runs),
+                         "extra_responses": sum(s["extra_responses"] for s in runs)}
+    barge: dict[str, list[float]] = {"with_echo": [], "without_echo": []}
+    for index, question in enumerate(questions):
+        interruption = questions[(index + 1) % len(questions)]
+        for label, gain in (("with_echo", 0.5), ("without_echo", 0.0)):
+            room = Room(delay_ms=config.delays_ms[len(config.delays_ms) // 2], gain=gain, rate=question.rate)
+            result = await _barge_in(target, question, interruption, room, config)
+            samples.append({"kind": "barge_in", "question": question.name, "echo": label, **result})
+            if not result["missed"]:
+                barge[label].append(result["speech_to_cancelled_ms"])
+    summary["barge_in"] = {label: summarize(values) for label, values in barge.items()}
+    summary["barge_in"]["missed"] = sum(1 for s in samples if s["kind"] == "barge_in" and s["missed"])
+    with_echo, without = (summary["barge_in"][k].get("p50") for k in ("with_echo", "without_echo"))
+    summary["barge_in"]["p50_ratio"] = round(with_echo / without, 2) if with_echo and without else None
+    summary["offline"] = offline_figures(questions, config.delays_ms)
+    recorded = {**asdict(config), "questions": [q.name for q in questions],
+                "questions_dir": str(config.questions_dir or audio.DEFAULT_QUESTIONS_DIR)}
+    return summary, samples, recorded
