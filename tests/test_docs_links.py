@@ -59,3 +59,10 @@ def test_readme_is_a_front_door() -> None:
               for link in links(ROOT / "README.md") if not outside.match(link)}
     for page in (ROOT / "docs").glob("*.md"):
         assert page.resolve() in linked, f"README.md does not link {page.relative_to(ROOT)}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_code_blocks_are_closed(page: Path) -> None:
+    """An unclosed fence turns the rest of the page into code (and hides its links from the test above)."""
+    fences = [line for line in page.read_text().splitlines() if re.match(r"\s*(```|~~~)", line)]
+    assert len(fences) % 2 == 0, f"{page.relative_to(ROOT)}: {len(fences)} fence lines"
