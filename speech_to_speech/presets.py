@@ -2,7 +2,7 @@
 
 ``fast`` is the packaged SmolLM2-135M on llama.cpp, its weights rewritten
 once as Q8_0: the quickest answer, often a wrong one. ``quality`` is the best offline model whose voice-to-voice
-latency stays within 900 ms on a 2-core CPU (see the README's survey table
+latency stays within 900 ms on a 2-core CPU (see the survey table of docs/models.md
 and docs/benchmarks/quality-*.json). Both speak with the same system prompt,
 written for a voice, and decode greedily (each model's sampling is a setting
 of its preset; for Qwen, temperature 0.7 scored 80 % on bench quality and a
@@ -23,7 +23,7 @@ SPEECH_PROMPT = (
 
 PRESETS: dict[str, dict[str, Any]] = {
     "fast": {
-        # Against int8 on CTranslate2: 10 ms a token instead of 19 on one core (README's turn detection section).
+        # Against int8 on CTranslate2: 10 ms a token instead of 19 on one core (docs/turns.md).
         "llm": "llama-cpp",
         "llm_model": None,  # the packaged SmolLM2-135M-Instruct
         "llm_gguf_type": "q8_0",
@@ -44,7 +44,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "repetition_penalty": 1.0,
     },
 }
-# serve and local without --preset or --config: right answers at 819 ms beat wrong ones at 583 ms (README).
+# serve and local without --preset or --config: right answers at 819 ms beat wrong ones at 583 ms (docs/models.md).
 DEFAULT_PRESET = "quality"
 
 

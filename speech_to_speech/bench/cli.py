@@ -215,8 +215,8 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     report = kinds.add_parser("report", help="The plot and the README table from the JSON files.")
     report.add_argument("--input-dir", type=Path, default=Path("docs/benchmarks"), help="Where the JSON files are.")
     report.add_argument("--plot", type=Path, default=None, help="The PNG (default: <input-dir>/benchmarks.png).")
-    report.add_argument("--readme", type=Path, default=Path("README.md"),
-                        help="Write the table between its bench markers (default README.md).")
+    report.add_argument("--readme", type=Path, default=Path("docs/benchmarks/README.md"),
+                        help="Write the table between its bench markers (default docs/benchmarks/README.md).")
     report.add_argument("--no-readme", dest="readme", action="store_const", const=None, help="Print the table only.")
 
 
