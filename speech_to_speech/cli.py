@@ -39,7 +39,7 @@ def _settings_parent(*, test_only: bool) -> tuple[argparse.ArgumentParser, list[
     parent.add_argument("--config", type=Path, metavar="FILE", help="YAML settings (flags override them).")
     parent.add_argument("--preset", choices=tuple(PRESETS), default=None,
                         help="A whole stack chosen by measurement, under --config and the flags: fast (SmolLM2-135M) "
-                             f"or quality (Qwen2.5-Coder-0.5B); see docs/models.md's model survey. serve and local take "
+                             f"or quality (Qwen2.5-Coder-0.5B); see docs/models.md. serve and local take "
                              f"{DEFAULT_PRESET} unless --preset or --config is given; benchmarks take none.")
     group = parent.add_argument_group("server settings")
     extra: dict[str, str] = {kind: f"One of: {', '.join(registry.names(kind))}; or a module:Class."
