@@ -90,6 +90,12 @@ class EchoCanceller:
             self._reference_len -= cut
             samples -= cut
 
+    def delay_reference(self, samples: int) -> None:
+        """Play the reference ``samples`` later than queued (silence first): it was handed over early."""
+        if samples > 0 and self._reference:
+            self._reference.insert(0, np.zeros(samples, np.float32))
+            self._reference_len += samples
+
     def stop_playing(self) -> None:
         """The speaker dropped what it had queued (a reply cut off): no more echo of it to expect."""
         self._reference.clear()

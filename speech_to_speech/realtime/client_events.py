@@ -101,8 +101,13 @@ def conversation_item_delete(service: RealtimeService, event: ClientEvent) -> No
 
 def playback_ack(service: RealtimeService, event: ClientEvent) -> None:
     active = service.response.id if service.response is not None else None
-    service.emit(acknowledge(service.playback, event.data, active_response=active,
-                             session_id=service.state.session.get("id")))
+    acknowledged = acknowledge(service.playback, event.data, active_response=active,
+                               session_id=service.state.session.get("id"))
+    if acknowledged["event"]["truncate"]:
+        service.echo.stopped()  # the client stopped playing there
+    else:
+        service.echo.acked(acknowledged["item_id"], acknowledged["event"]["played_ms"])
+    service.emit(acknowledged)
 
 
 def _existing_item(service: RealtimeService, event: ClientEvent) -> str:

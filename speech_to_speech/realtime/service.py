@@ -530,7 +530,7 @@ class RealtimeService:
         self.playback.produced(response.id, message.item["id"], item.samples)
         if self.media is not None:
             return  # the track plays it
-        self.echo.sent(item.samples)
+        self.echo.sent(item.samples, message.item["id"])
         self.emit(response.audio_delta(message, self.audio.encode_output(item.samples),
                                        self.playback.delta_metadata(response.id, message.item["id"])))
 

@@ -34,6 +34,9 @@ from speech_to_speech.audio.rates import PIPELINE_RATE, TTS_RATE
 from speech_to_speech.audio.resample import StreamResampler
 
 ECHO_CANCELLATION_EXTENSION = "speech_to_speech.echo_cancellation"
+# How far the reference may run ahead of what an ack says is playing before it is held back: the echo
+# comes later than its reference anyway (the room, the devices), and the canceller finds that much.
+AHEAD_TOLERANCE_MS = 120
 
 
 @cache
@@ -49,6 +52,8 @@ class SessionEcho:
         self._wanted = wanted  # read per call: a session.update may turn it on or off
         self._canceller: EchoCanceller | None = None
         self._reference = StreamResampler(TTS_RATE, PIPELINE_RATE)
+        self._handed = 0  # reference samples handed to the canceller
+        self._item_starts: dict[str, int] = {}  # where each assistant item's audio starts in the reference
 
     @property
     def active(self) -> bool:
@@ -60,14 +65,37 @@ class SessionEcho:
             return samples_16k
         return self._ensure().cancel(samples_16k)
 
-    def sent(self, samples: npt.NDArray[np.int16]) -> None:
-        """An audio chunk (pipeline output, at the TTS rate) went to the client to play."""
-        if self.active:
-            self._ensure().played(self._reference.process(samples.astype(np.float32) / 32768.0))
+    def sent(self, samples: npt.NDArray[np.int16], item_id: str) -> None:
+        """An audio chunk of ``item_id`` (pipeline output, at the TTS rate) went to the client to play."""
+        if not self.active:
+            return
+        canceller = self._ensure()
+        self._item_starts.setdefault(item_id, self._handed)  # played after what is queued
+        reference = self._reference.process(samples.astype(np.float32) / 32768.0)
+        canceller.played(reference)
+        self._handed += len(reference)
+
+    def acked(self, item_id: str | None, played_ms: int) -> None:
+        """The client says it has played ``played_ms`` of ``item_id``, as of the audio it sent so far."""
+        if self._canceller is None or item_id not in self._item_starts:
+            return
+        playing = self._item_starts[item_id] + played_ms * PIPELINE_RATE // 1000
+        head = self.reference_position
+        if playing > head:
+            self._canceller.drop_reference(playing - head)  # the client is further on than the send clock says
+        elif head - playing > AHEAD_TOLERANCE_MS * PIPELINE_RATE // 1000:
+            self._canceller.delay_reference(head - playing)  # it buffers more than the canceller would find
+
+    @property
+    def reference_position(self) -> int:
+        """The reference sample (counted from the session's first) the next microphone frame is matched with."""
+        pending = self._canceller.pending_reference if self._canceller is not None else 0
+        return self._handed - pending
 
     def stopped(self) -> None:
         """The client stopped playing what it was sent."""
         if self._canceller is not None:
+            self._handed -= self._canceller.pending_reference
             self._canceller.stop_playing()
 
     def _ensure(self) -> EchoCanceller:

@@ -27,14 +27,21 @@ CHUNK_MS = 20
 
 @dataclass
 class Speaker:
-    """What the client's speaker plays, on the microphone's sample clock."""
+    """What the client's speaker plays, on the microphone's sample clock.
+
+    ``buffer_ms``: a reply starts playing that long after its first audio arrives (a jitter buffer).
+    """
 
     rate: int
+    buffer_ms: int = 0
     timeline: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
     cursor: int = 0  # where the queued audio ends
+    items: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # (response, item): start, length
 
-    def queue(self, samples: npt.NDArray[np.float32], now: int) -> None:
-        start = max(self.cursor, now)
+    def queue(self, samples: npt.NDArray[np.float32], now: int, item: tuple[str, str] = ("", "")) -> None:
+        start = max(self.cursor, now if self.cursor > now else now + self.buffer_ms * self.rate // 1000)
+        begun, length = self.items.get(item, (start, 0))
+        self.items[item] = (begun, length + len(samples))
         end = start + len(samples)
         if end > len(self.timeline):
             self.timeline = np.concatenate([self.timeline, np.zeros(end - len(self.timeline), np.float32)])
@@ -45,6 +52,12 @@ class Speaker:
         """Playback cleared: nothing past ``now`` plays."""
         self.timeline[now:] = 0.0
         self.cursor = min(self.cursor, now)
+        self.items = {key: (start, min(length, max(0, now - start))) for key, (start, length) in self.items.items()}
+
+    def played_ms(self, now: int) -> list[tuple[str, str, int]]:
+        """(response, item, ms played) of every item begun by ``now``: what ``playback.ack`` says."""
+        return [(response, item, min(length, now - start) * 1000 // self.rate)
+                for (response, item), (start, length) in self.items.items() if start <= now]
 
 
 @dataclass(frozen=True)
@@ -93,13 +106,16 @@ def _echo_window(room: Room, speaker: Speaker, start: int, length: int, rir: npt
 
 async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[np.float32], rate: int, room: Room,
                                *, listen_s: float = 12.0, settle_s: float = 1.5,
-                               interruption: Interruption | None = None) -> EchoRun:
+                               interruption: Interruption | None = None, buffer_ms: int = 0,
+                               ack_every_ms: int | None = None) -> EchoRun:
     """Say ``speech`` (at ``rate``, the session's input rate), then keep the microphone open for up to
     ``listen_s`` while the answer plays, until ``settle_s`` after the last response ended; say
-    ``interruption`` over the answer if given."""
+    ``interruption`` over the answer if given. ``buffer_ms``: the speaker's jitter buffer;
+    ``ack_every_ms``: send ``playback.ack`` that often, as the packaged client does."""
     assert room.rate == rate, "the room runs at the session's audio rate"
     rir = room.impulse_response()
-    speaker = Speaker(rate)
+    speaker = Speaker(rate, buffer_ms)
+    acked: dict[tuple[str, str], int] = {}
     step = rate * CHUNK_MS // 1000
     noise = room.noise(int((len(speech) / rate + listen_s + 1) * rate))
     seen = len(client.received)
@@ -118,7 +134,8 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
                     answer_started = seen
                     if interruption is not None:
                         interrupt_from = position + int(interruption.after_ms * rate / 1000)
-                speaker.queue(decode_audio(event["delta"]).astype(np.float32) / 32768.0, position)
+                speaker.queue(decode_audio(event["delta"]).astype(np.float32) / 32768.0, position,
+                              (event["response_id"], event["item_id"]))
             elif kind in ("output_audio_buffer.cleared", "input_audio_buffer.speech_started") or (
                     kind == "response.done" and event["response"]["status"] == "cancelled"):
                 speaker.stop(position)  # a client that clears playback on speech over the answer
@@ -143,6 +160,11 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
         payload = base64.b64encode(encode_audio(np.clip(chunk, -1.0, 1.0))).decode("ascii")
         await client.send("input_audio_buffer.append", audio=payload)
         position += step
+        if ack_every_ms and position % (rate * ack_every_ms // 1000) < step:
+            for response_id, item_id, played in speaker.played_ms(position):
+                if played > acked.get((response_id, item_id), 0):
+                    acked[(response_id, item_id)] = played
+                    await client.send("playback.ack", response_id=response_id, item_id=item_id, played_ms=played)
         elapsed = time.monotonic() - started
         talking = position < len(speech) or speaker.cursor > position or talking_over
         if position > len(speech) and not talking and done_at is not None and time.monotonic() - done_at > settle_s:

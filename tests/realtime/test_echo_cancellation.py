@@ -13,7 +13,7 @@ import pytest
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.realtime.capabilities import session_capabilities
-from speech_to_speech.realtime.session_echo import ECHO_CANCELLATION_EXTENSION
+from speech_to_speech.realtime.session_echo import ECHO_CANCELLATION_EXTENSION, SessionEcho
 from speech_to_speech.testing.echo_rig import EchoRun, speak_beside_speaker
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.room import Room
@@ -85,3 +85,19 @@ async def test_the_server_flag_cancels_for_every_session_that_does_not_ask(quest
 def test_a_webrtc_session_is_not_offered_it_the_browser_cancels() -> None:
     capabilities = session_capabilities(resumable=False, media_track=True, multi_session=True, turn_detector=True)
     assert capabilities["supports_echo_cancellation"] is False
+
+
+def test_a_playback_ack_places_the_reference_where_the_client_is_playing() -> None:
+    echo = SessionEcho(lambda: True)
+    echo.sent(np.zeros(RATE, np.int16), "item_a")  # one second of the answer sent at once
+    echo.heard(np.zeros(3200, np.float32))  # 200 ms of microphone: by the send clock 200 ms of it played
+    assert echo.reference_position == 3200
+    echo.acked("item_a", 0)  # the client's buffer: nothing played yet
+    assert echo.reference_position == 0
+    echo.acked("item_a", 500)  # and then further on than the send clock: the echo must not come first
+    assert echo.reference_position == 8000
+    echo.heard(np.zeros(3200, np.float32))
+    echo.acked("item_a", 650)  # the reference 50 ms ahead: left to the canceller's own delay estimate
+    assert echo.reference_position == 11200
+    echo.acked("item_unknown", 900)
+    assert echo.reference_position == 11200
