@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -26,6 +27,14 @@ def cache_root() -> Path:
 
 def model_cache_dir(name: str) -> Path:
     return cache_root() / "models" / name
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def cached_conversion(name: str, marker: str, convert: Callable[[Path], None]) -> Path:

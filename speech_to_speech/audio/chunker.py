@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from speech_to_speech.pipeline.messages import FloatAudio
+from speech_to_speech.audio.samples import FloatAudio
 
 VAD_CHUNK = 512
 

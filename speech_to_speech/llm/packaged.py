@@ -10,12 +10,11 @@ Makefile's ``LLM_WEIGHTS``).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from speech_to_speech.cache import cached_conversion
+from speech_to_speech.cache import cached_conversion, sha256_of
 
 
 @dataclass(frozen=True)
@@ -48,14 +47,6 @@ def _part_path(package: str, inner: str) -> Path | None:
         if path.is_file():
             return path
     return None
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def joined_gguf(name: str) -> Path:

@@ -11,11 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
-import numpy.typing as npt
-
-FloatAudio = npt.NDArray[np.float32]
-Int16Audio = npt.NDArray[np.int16]
+from speech_to_speech.audio.samples import FloatAudio, Int16Audio
 
 # ---------------------------------------------------------------- control
 

@@ -10,7 +10,6 @@ transcript a ``TranscriptionCompleted`` that is authoritative.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,12 +21,7 @@ from speech_to_speech.pipeline.messages import (
     TranscriptionDelta,
     TranscriptionSnapshot,
 )
-
-_EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
-
-
-def normalize_word(word: str) -> str:
-    return _EDGE_PUNCT.sub("", word.lower())
+from speech_to_speech.pipeline.words import normalize_word
 
 
 def _common_prefix(a: list[str], b: list[str]) -> int:

@@ -2,7 +2,8 @@
 
 One function per client event type, in :data:`CLIENT_EVENTS`;
 ``RealtimeService.handle_client_event`` parses an event (:func:`prepare_event`)
-and calls the one for its type (:func:`apply_event`). A rejected event raises
+and calls the one for its type (:func:`apply_event`). They see the service
+as an :class:`EventTarget`, so this module does not import it. A rejected event raises
 :class:`RealtimeError`, which becomes an ``error`` event carrying the
 client's ``event_id``; any other failure an internal ``server_error``.
 """
@@ -12,30 +13,62 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from speech_to_speech.audio import codecs
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.realtime import errors
+from speech_to_speech.realtime.conversation import Conversation
 from speech_to_speech.realtime.errors import RealtimeError
-from speech_to_speech.realtime.events import ClientEvent, parse_client_event
+from speech_to_speech.realtime.events import ClientEvent, EventLimits, parse_client_event
 from speech_to_speech.realtime.items import client_item, response_options
+from speech_to_speech.realtime.playback import Playback
 from speech_to_speech.realtime.playback_ack import acknowledge
-from speech_to_speech.realtime.session_events import SESSION_EVENTS
-from speech_to_speech.realtime.tool_results import followup_call_ids
-
-if TYPE_CHECKING:
-    from speech_to_speech.realtime.service import RealtimeService
+from speech_to_speech.realtime.response import Event, ResponseState
+from speech_to_speech.realtime.session import SessionState
+from speech_to_speech.realtime.session_echo import SessionEcho
+from speech_to_speech.realtime.session_events import SESSION_EVENTS, SessionControl
+from speech_to_speech.realtime.tool_results import ToolResultLedger, followup_call_ids
+from speech_to_speech.realtime.wire_audio import WireAudio
 
 log = logging.getLogger(__name__)
 
 
-def session_update(service: RealtimeService, event: ClientEvent) -> None:
+class EventTarget(Protocol):
+    """What a client event may ask of the service it is applied to (``RealtimeService``)."""
+
+    audio: WireAudio
+    audio_in_events: bool
+    conversation: Conversation
+    echo: SessionEcho
+    event_limits: EventLimits
+    pending_transcriptions: set[str]
+    playback: Playback
+    response: ResponseState | None
+    session_control: SessionControl | None
+    state: SessionState
+    tool_results: ToolResultLedger
+    user_speaking: bool
+
+    def emit(self, event: Event) -> None: ...
+    def configure(self, session: Any, event_id: str | None = None) -> None: ...
+    def input_refusal(self, samples: int) -> RealtimeError | None: ...
+    def push_input(self, samples_16k: np.ndarray) -> None: ...
+    def commit_input(self) -> str: ...
+    def clear_input(self) -> None: ...
+    def start_response(self, options: dict[str, Any], turn_item_id: str | None = None) -> None: ...
+    def cancel_response(self, reason: str, *, requested: bool = False) -> None: ...
+    def clear_playback(self, *, requested: bool = False) -> None: ...
+
+
+def session_update(service: EventTarget, event: ClientEvent) -> None:
     service.configure(event.data.get("session"), event.event_id)
     service.emit({"type": "session.updated", "session": service.state.session})
 
 
-def decode_append(service: RealtimeService, event: ClientEvent) -> FloatAudio:
+def decode_append(service: EventTarget, event: ClientEvent) -> FloatAudio:
     """An append's audio as 16 kHz float32 (run before the event is applied, maybe off the loop)."""
     if not service.audio_in_events:
         raise RealtimeError(
@@ -51,7 +84,7 @@ def decode_append(service: RealtimeService, event: ClientEvent) -> FloatAudio:
         raise RealtimeError(errors.INVALID_REQUEST, str(error), param="audio") from None
 
 
-def input_audio_buffer_append(service: RealtimeService, event: ClientEvent) -> None:
+def input_audio_buffer_append(service: EventTarget, event: ClientEvent) -> None:
     samples = event.audio if event.audio is not None else decode_append(service, event)
     refusal = service.input_refusal(len(samples))
     if refusal is not None:
@@ -59,15 +92,15 @@ def input_audio_buffer_append(service: RealtimeService, event: ClientEvent) -> N
     service.push_input(samples)
 
 
-def input_audio_buffer_commit(service: RealtimeService, event: ClientEvent) -> None:
+def input_audio_buffer_commit(service: EventTarget, event: ClientEvent) -> None:
     service.commit_input()
 
 
-def input_audio_buffer_clear(service: RealtimeService, event: ClientEvent) -> None:
+def input_audio_buffer_clear(service: EventTarget, event: ClientEvent) -> None:
     service.clear_input()
 
 
-def conversation_item_create(service: RealtimeService, event: ClientEvent) -> None:
+def conversation_item_create(service: EventTarget, event: ClientEvent) -> None:
     conversation = service.conversation
     item = client_item(event.data.get("item"), event.event_id)
     previous = event.data.get("previous_item_id")
@@ -82,24 +115,24 @@ def conversation_item_create(service: RealtimeService, event: ClientEvent) -> No
         service.emit({"type": kind, "previous_item_id": before, "item": item})
 
 
-def conversation_item_retrieve(service: RealtimeService, event: ClientEvent) -> None:
+def conversation_item_retrieve(service: EventTarget, event: ClientEvent) -> None:
     item_id = _existing_item(service, event)
     service.emit({"type": "conversation.item.retrieved", "item": service.conversation.snapshot(item_id)})
 
 
-def conversation_item_truncate(service: RealtimeService, event: ClientEvent) -> None:
+def conversation_item_truncate(service: EventTarget, event: ClientEvent) -> None:
     item_id = _existing_item(service, event)
     service.playback.truncate(item_id, event.data.get("content_index"), event.data.get("audio_end_ms"))
     service.echo.stopped()  # the client stopped playing there
 
 
-def conversation_item_delete(service: RealtimeService, event: ClientEvent) -> None:
+def conversation_item_delete(service: EventTarget, event: ClientEvent) -> None:
     item_id = _existing_item(service, event)
     service.conversation.delete(item_id)
     service.emit({"type": "conversation.item.deleted", "item_id": item_id})
 
 
-def playback_ack(service: RealtimeService, event: ClientEvent) -> None:
+def playback_ack(service: EventTarget, event: ClientEvent) -> None:
     active = service.response.id if service.response is not None else None
     acknowledged = acknowledge(service.playback, event.data, active_response=active,
                                session_id=service.state.session.get("id"))
@@ -110,14 +143,14 @@ def playback_ack(service: RealtimeService, event: ClientEvent) -> None:
     service.emit(acknowledged)
 
 
-def _existing_item(service: RealtimeService, event: ClientEvent) -> str:
+def _existing_item(service: EventTarget, event: ClientEvent) -> str:
     item_id = event.data.get("item_id")
     if not isinstance(item_id, str) or item_id not in service.conversation:
         raise RealtimeError(errors.ITEM_NOT_FOUND, f"Item with item_id {item_id!r} not found", param="item_id")
     return item_id
 
 
-def response_create(service: RealtimeService, event: ClientEvent) -> None:
+def response_create(service: EventTarget, event: ClientEvent) -> None:
     if service.response is not None:
         raise RealtimeError(
             errors.ACTIVE_RESPONSE,
@@ -141,14 +174,14 @@ def response_create(service: RealtimeService, event: ClientEvent) -> None:
     service.start_response(options)
 
 
-def response_cancel(service: RealtimeService, event: ClientEvent) -> None:
+def response_cancel(service: EventTarget, event: ClientEvent) -> None:
     wanted = event.data.get("response_id")
     if service.response is None or (wanted and wanted != service.response.id):
         return  # nothing active: a no-op (a running speculation is not the client's to cancel)
     service.cancel_response("client_cancelled")
 
 
-def output_audio_buffer_clear(service: RealtimeService, event: ClientEvent) -> None:
+def output_audio_buffer_clear(service: EventTarget, event: ClientEvent) -> None:
     if service.audio_in_events:
         raise RealtimeError(errors.INVALID_EVENT_FOR_TRANSPORT, "output_audio_buffer.clear is only used with WebRTC")
     if service.response is not None:  # stop generating the audio too, as OpenAI's server does
@@ -157,7 +190,7 @@ def output_audio_buffer_clear(service: RealtimeService, event: ClientEvent) -> N
         service.clear_playback(requested=True)
 
 
-CLIENT_EVENTS: dict[str, Callable[[RealtimeService, ClientEvent], None]] = {
+CLIENT_EVENTS: dict[str, Callable[[EventTarget, ClientEvent], None]] = {
     "session.update": session_update,
     "input_audio_buffer.append": input_audio_buffer_append,
     "input_audio_buffer.commit": input_audio_buffer_commit,
@@ -174,7 +207,7 @@ CLIENT_EVENTS: dict[str, Callable[[RealtimeService, ClientEvent], None]] = {
 CLIENT_EVENTS.update(SESSION_EVENTS)  # heartbeat, event_ack, close, resume: the session's lifecycle
 
 
-def prepare_event(service: RealtimeService, raw: str | bytes | dict[str, Any]) -> ClientEvent | RealtimeError:
+def prepare_event(service: EventTarget, raw: str | bytes | dict[str, Any]) -> ClientEvent | RealtimeError:
     """Parse ``raw`` and decode the audio of an append: the CPU-heavy part of a client event.
 
     Touches only this session's input decoder, so the session runner may run it
@@ -193,7 +226,7 @@ def prepare_event(service: RealtimeService, raw: str | bytes | dict[str, Any]) -
         return error
 
 
-def apply_event(service: RealtimeService, raw: str | bytes | dict[str, Any] | ClientEvent | RealtimeError) -> None:
+def apply_event(service: EventTarget, raw: str | bytes | dict[str, Any] | ClientEvent | RealtimeError) -> None:
     """Apply one client event (raw, or as :func:`prepare_event` left it); a rejection becomes an error event."""
     event_id: str | None = None
     try:

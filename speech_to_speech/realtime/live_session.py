@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.pool import PipelinePool
-from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.protocol import GOING_AWAY, INTERNAL_ERROR, NO_STATUS_RECEIVED, NORMAL_CLOSURE, POLICY_VIOLATION
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.capabilities import session_capabilities
@@ -43,6 +41,8 @@ from speech_to_speech.realtime.session_events import ResumeRequest
 from speech_to_speech.realtime.session_guard import Closing, guard
 from speech_to_speech.realtime.session_registry import SessionRegistry
 from speech_to_speech.realtime.transport import Transport
+from speech_to_speech.units.pool import PipelinePool
+from speech_to_speech.units.unit import PipelineUnit
 
 log = logging.getLogger(__name__)
 

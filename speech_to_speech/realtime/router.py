@@ -11,7 +11,6 @@ from fastapi.responses import JSONResponse, Response
 
 from speech_to_speech import __version__
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.protocol import ABNORMAL_CLOSURE, NO_STATUS_RECEIVED, TRY_AGAIN_LATER
 from speech_to_speech.realtime.access import AccessPolicy, deny, is_loopback
 from speech_to_speech.realtime.capabilities import session_capabilities
@@ -29,6 +28,7 @@ from speech_to_speech.realtime.session_runner import (
 )
 from speech_to_speech.realtime.transport import WebSocketTransport
 from speech_to_speech.realtime.webrtc import add_webrtc_routes
+from speech_to_speech.units.pool import PipelinePool
 
 log = logging.getLogger(__name__)
 

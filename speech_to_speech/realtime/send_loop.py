@@ -12,8 +12,8 @@ import asyncio
 import queue
 from typing import Any
 
-from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.realtime.service import RealtimeService
+from speech_to_speech.units.unit import PipelineUnit
 
 
 def attach_wakeup(unit: PipelineUnit, loop: asyncio.AbstractEventLoop) -> asyncio.Event:

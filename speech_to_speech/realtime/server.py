@@ -8,12 +8,12 @@ from fastapi import FastAPI
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.memory import release_free_memory, tune_allocator
-from speech_to_speech.pipeline.builder import PipelineFactory
-from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.realtime.languages import LanguageService
 from speech_to_speech.realtime.router import create_app
 from speech_to_speech.realtime.serving import RealtimeServer
 from speech_to_speech.realtime.webrtc import ice_servers_from_env
+from speech_to_speech.units.builder import PipelineFactory
+from speech_to_speech.units.pool import PipelinePool
 
 log = logging.getLogger("speech_to_speech")
 

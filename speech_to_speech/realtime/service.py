@@ -43,7 +43,6 @@ from speech_to_speech.pipeline.messages import (
     TurnDecision,
 )
 from speech_to_speech.pipeline.session_config import RuntimeConfig
-from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.protocol import (
     SNAPSHOT_EXTENSION,
     TIMINGS_EXTENSION,
@@ -71,6 +70,7 @@ from speech_to_speech.realtime.tool_results import ToolResultLedger
 from speech_to_speech.realtime.transport import MediaTrack
 from speech_to_speech.realtime.voices import VoiceCatalog
 from speech_to_speech.realtime.wire_audio import WireAudio
+from speech_to_speech.units.unit import PipelineUnit
 
 log = logging.getLogger(__name__)
 

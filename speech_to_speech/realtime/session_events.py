@@ -15,14 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import ClientEvent
-
-if TYPE_CHECKING:
-    from speech_to_speech.realtime.service import RealtimeService
 
 RESUME = "session.resume"
 
@@ -38,6 +35,12 @@ class SessionControl(Protocol):
 
     def close_by_client(self) -> None:
         """``session.closed``, then the socket closes and the session ends."""
+
+
+class ControlledService(Protocol):
+    """The one thing these events need of the service: the session around it, if any."""
+
+    session_control: SessionControl | None
 
 
 @dataclass(frozen=True)
@@ -75,33 +78,33 @@ def resume_request(event: ClientEvent) -> ResumeRequest:
                          _seq(data, "last_received_server_event_seq", event_id, 0), event_id)
 
 
-def _control(service: RealtimeService, event: ClientEvent) -> SessionControl:
+def _control(service: ControlledService, event: ClientEvent) -> SessionControl:
     control = service.session_control
     if control is None:
         raise RealtimeError(errors.INVALID_EVENT_FOR_TRANSPORT, f"{event.type} is not served here")
     return control
 
 
-def session_heartbeat(service: RealtimeService, event: ClientEvent) -> None:
+def session_heartbeat(service: ControlledService, event: ClientEvent) -> None:
     _control(service, event).heartbeat()
 
 
-def session_event_ack(service: RealtimeService, event: ClientEvent) -> None:
+def session_event_ack(service: ControlledService, event: ClientEvent) -> None:
     seq = _seq(event.data, "server_event_seq", event.event_id)
     _control(service, event).event_ack(seq)
 
 
-def session_close(service: RealtimeService, event: ClientEvent) -> None:
+def session_close(service: ControlledService, event: ClientEvent) -> None:
     _control(service, event).close_by_client()
 
 
-def session_resume(service: RealtimeService, event: ClientEvent) -> None:
+def session_resume(service: ControlledService, event: ClientEvent) -> None:
     raise RealtimeError(errors.INVALID_REQUEST,
                         f"{RESUME} is only accepted as the first event of a socket opened with ?autostart=0",
                         param="type")
 
 
-SESSION_EVENTS: dict[str, Callable[[RealtimeService, ClientEvent], None]] = {
+SESSION_EVENTS: dict[str, Callable[[ControlledService, ClientEvent], None]] = {
     "session.heartbeat": session_heartbeat,
     "session.event_ack": session_event_ack,
     "session.close": session_close,

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.pool import PipelinePool
-from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.admission import WINDOW_S, ClientAdmission
+from speech_to_speech.units.pool import PipelinePool
+from speech_to_speech.units.unit import PipelineUnit
 
 # The shortest wait for a unit (a reconnect races the close of its old session).
 BUSY_GRACE_S = 0.5

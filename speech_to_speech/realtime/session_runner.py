@@ -18,8 +18,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.pool import PipelinePool
-from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.protocol import GOING_AWAY, POLICY_VIOLATION
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.client_events import CLIENT_EVENTS
@@ -33,6 +31,8 @@ from speech_to_speech.realtime.session_events import RESUME, resume_request
 from speech_to_speech.realtime.session_guard import Closing
 from speech_to_speech.realtime.session_registry import SessionRegistry
 from speech_to_speech.realtime.transport import Transport
+from speech_to_speech.units.pool import PipelinePool
+from speech_to_speech.units.unit import PipelineUnit
 
 log = logging.getLogger(__name__)
 

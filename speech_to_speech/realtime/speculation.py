@@ -37,7 +37,7 @@ from speech_to_speech.pipeline.messages import (
     SpeculativeTranscript,
     TranscriptText,
 )
-from speech_to_speech.pipeline.transcription_notifier import normalize_word
+from speech_to_speech.pipeline.words import normalize_word
 
 
 @dataclass

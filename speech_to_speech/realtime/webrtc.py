@@ -42,7 +42,6 @@ from starlette.datastructures import UploadFile
 
 from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.languages import LanguageService
@@ -53,6 +52,7 @@ from speech_to_speech.realtime.session_gate import Refusal
 from speech_to_speech.realtime.session_runner import serve_session
 from speech_to_speech.realtime.transport import Transport
 from speech_to_speech.realtime.voices import VoiceCatalog
+from speech_to_speech.units.pool import PipelinePool
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from speech_to_speech.speech_text import numbers
+import speech_to_speech.speech_text.numbers as numbers
 
 # A number as written: 2,172,500 or 1234 or 3.5 (the integer part may have thousands separators).
 _NUM = r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?"

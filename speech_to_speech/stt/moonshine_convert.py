@@ -45,8 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from speech_to_speech.cache import cached_conversion
-from speech_to_speech.llm.packaged import sha256_of
+from speech_to_speech.cache import cached_conversion, sha256_of
 
 log = logging.getLogger(__name__)
 

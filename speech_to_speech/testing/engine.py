@@ -20,7 +20,6 @@ import numpy.typing as npt
 
 from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.builder import PipelineFactory
 from speech_to_speech.pipeline.handler import BackendHandler, HandlerContext
 from speech_to_speech.pipeline.messages import (
     AudioOutput,
@@ -29,8 +28,9 @@ from speech_to_speech.pipeline.messages import (
     ResponseDone,
     TranscriptText,
 )
-from speech_to_speech.pipeline.unit import PipelineUnit, StageBuilder, StageBuilders
 from speech_to_speech.testing.scripted import tone
+from speech_to_speech.units.builder import PipelineFactory
+from speech_to_speech.units.unit import PipelineUnit, StageBuilder, StageBuilders
 
 T = TypeVar("T")
 # A fixture's unit maker: setting overrides in, a started unit out.

@@ -17,10 +17,10 @@ from speech_to_speech.pipeline.messages import (
     SpeechStopped,
     TranscriptionCompleted,
 )
-from speech_to_speech.pipeline.unit import PipelineUnit, StageBuilders
 from speech_to_speech.stt.faster_whisper import FasterWhisperSTT
 from speech_to_speech.testing.engine import collect, collect_response, stage
 from speech_to_speech.tts.hibari import HibariTTS
+from speech_to_speech.units.unit import PipelineUnit, StageBuilders
 from speech_to_speech.vad.silero import SileroVAD, load_silero
 
 pytestmark = pytest.mark.real_models

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.testing.engine import UnitFactory, running_unit
+from speech_to_speech.units.unit import PipelineUnit
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from speech_to_speech.pipeline.messages import (
     StageError,
     TranscriptionCompleted,
 )
-from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.stt.base import STTHandler
 from speech_to_speech.testing.engine import (
     collect,
@@ -28,6 +27,7 @@ from speech_to_speech.testing.engine import (
     turn_audio,
 )
 from speech_to_speech.testing.scripted import EnergyVAD, ScriptedTTS
+from speech_to_speech.units.unit import PipelineUnit
 
 
 class BoomTTS(ScriptedTTS):

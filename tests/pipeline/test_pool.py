@@ -10,8 +10,6 @@ import pytest
 
 from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages import AudioOutput, TTSInput
-from speech_to_speech.pipeline.pool import PipelinePool
-from speech_to_speech.pipeline.unit import PipelineUnit
 from speech_to_speech.testing.engine import (
     next_of,
     request,
@@ -21,6 +19,8 @@ from speech_to_speech.testing.engine import (
     stage,
     wait_until,
 )
+from speech_to_speech.units.pool import PipelinePool
+from speech_to_speech.units.unit import PipelineUnit
 
 SETTINGS = scripted_settings()
 RELEASE = threading.Event()  # frees blocked handler threads at teardown

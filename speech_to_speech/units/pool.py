@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from speech_to_speech.memory import AfterSessions
-from speech_to_speech.pipeline.unit import PipelineUnit
+from speech_to_speech.units.unit import PipelineUnit
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from typing import Any
 from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import HandlerContext
-from speech_to_speech.pipeline.unit import PipelineUnit, StageBuilder, StageBuilders
 from speech_to_speech.pool_size import pool_size
+from speech_to_speech.units.unit import PipelineUnit, StageBuilder, StageBuilders
 from speech_to_speech.vad.turn_detector import load_turn_detector
 from speech_to_speech.visemes.stage import VisemeStage
 
