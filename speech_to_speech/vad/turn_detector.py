@@ -20,7 +20,8 @@ VAD's own input queue, where it is matched to the pause it was asked about.
 
 A question is cancelled with its pause: when the user speaks again, the turn
 ends another way, or the session ends, a worker that has not started on it
-skips it. That is the VAD's own pause count, not the unit's CancelScope: the
+skips it. That is the pause's own number in its turn (see
+:mod:`speech_to_speech.turns.controller`), not the unit's CancelScope: the
 scope's generation moves on whenever a speculative reply is replaced, which
 has nothing to do with whether the user is still pausing (tied to it, a third
 of the benchmark questions lost their verdict).
