@@ -123,8 +123,8 @@ class Utterance:
     # True when the turn was committed by the client (no automatic response).
     manual: bool = False
     vad_end_time: float = 0.0  # time.monotonic() at end of speech
-    # A hypothesis of a turn that may still go on: the speech so far, sent at a pause. Numbered
-    # 1, 2, … within its turn; 0 for a turn's real end.
+    # A hypothesis of a turn that may still go on: the speech so far, sent at a pause. It carries
+    # the pause's number within its turn (1, 2, …; see turns.controller); 0 for a turn's real end.
     speculation: int = 0
     # The number of this turn's last speculative utterance when no speech followed it: its
     # transcript still holds for the whole turn (0: transcribe the turn).

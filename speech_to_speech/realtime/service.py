@@ -117,7 +117,7 @@ class RealtimeService:
         self.failed_transcriptions: set[str] = set()
         self._stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
         self.speculations = SpeculationSlot(
-            unit.cancel_scope, announce=unit.queues.recv_audio_chunks.put if unit.detects_turns else None)
+            unit.cancel_scope, announce=unit.report_reply_ready if unit.detects_turns else None)
         self._turn_decision: TurnDecision | None = None  # how the detector ended the last turn
         self.user_speaking = False
         self.overlap = OverlapGate(self)  # what speech over the assistant does (overlap_policy)
@@ -471,8 +471,7 @@ class RealtimeService:
 
     def _speculate(self, item: SpeculativeTranscript) -> None:
         """Start answering the words so far, held off the wire until the turn ends (see speculation)."""
-        if self.unit.detects_turns:
-            self.unit.queues.recv_audio_chunks.put(item)  # the turn detector weighs the words of the pause
+        self.unit.report_words(item)  # the turn detector weighs the words of the pause
         self._start_speculation(item)
         self.speculations.heard(item)  # no reply in the making for these words: the VAD need not wait
 

@@ -27,7 +27,15 @@ from speech_to_speech.llm.base import LLMHandler
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
 from speech_to_speech.pipeline.lm_output_processor import FIRST_CHUNK_WORDS, LMOutputProcessor
-from speech_to_speech.pipeline.messages import AudioChunk, ClearInput, CommitInput, PipelineEnd, SessionEnd
+from speech_to_speech.pipeline.messages import (
+    AudioChunk,
+    ClearInput,
+    CommitInput,
+    PipelineEnd,
+    ReplyReady,
+    SessionEnd,
+    SpeculativeTranscript,
+)
 from speech_to_speech.pipeline.queues import NotifyingQueue
 from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig
 from speech_to_speech.pipeline.transcription_notifier import TranscriptionNotifier
@@ -145,6 +153,20 @@ class PipelineUnit:
         """Drop buffered, uncommitted user audio (input_audio_buffer.clear)."""
         self.chunker.discard()
         self.queues.recv_audio_chunks.put(ClearInput())
+
+    def report_words(self, words: SpeculativeTranscript) -> None:
+        """The words of a pause's speculative STT pass, for the VAD's turn decision to weigh.
+
+        They join the VAD's input queue, so they are weighed on its thread in
+        order with the audio that came before them.
+        """
+        if self.detects_turns:
+            self.queues.recv_audio_chunks.put(words)
+
+    def report_reply_ready(self, ready: ReplyReady) -> None:
+        """The speculative reply to a pause's words can play (or none will come): a finished turn may end."""
+        if self.detects_turns:
+            self.queues.recv_audio_chunks.put(ready)
 
     def submit(self, request: Any) -> None:
         """Queue a GenerateResponseRequest (or control item) for the LLM."""

@@ -12,6 +12,10 @@ acts on its verdict (see :mod:`speech_to_speech.vad.turn_detector`). A turn
 judged finished ends once it has paused ``--finished_pause_ms`` and the
 speculative reply to the pause's words is ready to play (``ReplyReady``), or
 at the silence rule's window, whichever comes first.
+
+This class segments the audio and carries out what a
+:class:`~speech_to_speech.turns.controller.TurnController` answers; that
+object makes every decision about a pause, on this stage's audio clock.
 """
 
 from __future__ import annotations
@@ -43,8 +47,10 @@ from speech_to_speech.pipeline.messages import (
     TurnVerdict,
     Utterance,
 )
+from speech_to_speech.turns.controller import Answer, Judgement, TurnController, TurnRules
+from speech_to_speech.turns.rules import eagerness
 from speech_to_speech.vad.smart_turn import WINDOW_SAMPLES
-from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector, eagerness, judged_finished, reads_finished
+from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector
 
 CHUNK_MS = VAD_CHUNK * 1000 // PIPELINE_RATE  # 32 ms
 
@@ -75,7 +81,6 @@ class VADHandler(BackendHandler):
     def __init__(self, *args: Any, turn_detector: TurnDetector | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.turn_detector = turn_detector
-        self._pauses = 0
         self._reset_turn()
 
     # ------------------------------------------------------------ backend hooks
@@ -116,12 +121,8 @@ class VADHandler(BackendHandler):
         self._item_id: str | None = None
         self._reset_voice()
         self._manual_buffer: list[AudioChunk] = []
-        # A speculative utterance of this turn is out and no speech followed it.
-        self._speculated = False
-        self._speculations = 0  # speculative utterances of this turn so far (their numbers)
         self._interim_at_ms = 0  # the voiced ms of this turn at its last interim utterance
-        self._ready: tuple[str | None, int] | None = None  # (turn, speculation) whose reply is ready
-        self._reset_pause()
+        self.turns = TurnController()  # this turn's pauses, and when one ends it
 
     def _reset_voice(self) -> None:
         # The voiced span of the current turn, in input samples (its first voiced chunk to its last):
@@ -131,21 +132,6 @@ class VADHandler(BackendHandler):
 
     def _speech_ms(self) -> int:
         return _ms(self._voice_end - self._voice_start)
-
-    def _reset_pause(self) -> None:
-        """Speech (or a new turn): whatever the detector was asked about the last pause no longer applies."""
-        self._pause_asked = False  # this pause was sent to the turn detector
-        self._pauses += 1  # numbers pauses, so a late verdict is told from a current one
-        self._asked_at = 0.0
-        # The silence after which this pause ends the turn; None while the detector's verdict is awaited.
-        self._turn_silence_ms: int | None = None
-        self._silence_outcome = "no_answer"  # what a turn ended by that silence is recorded as
-        self._verdict: TurnVerdict | None = None
-        self._words: str | None = None  # the transcript of this pause's speculative STT pass
-        self._continuation: float | None = None  # and the STT's doubt about its end (see reads_finished)
-        self._decided = False  # this pause was judged (a decision went out)
-        # Judged finished, waiting for its reply to be ready (or for the silence window) to end the turn.
-        self._finished: TurnDecision | None = None
 
     def on_session_end(self) -> None:
         self._reset_turn()
@@ -202,17 +188,14 @@ class VADHandler(BackendHandler):
             if voiced:
                 self._voiced_ms += CHUNK_MS
                 self._voice_end = chunk.offset + VAD_CHUNK
-                if self._silence_run_ms:
-                    self._reset_pause()
                 self._silence_run_ms = 0
-                if self._speculated:
-                    self._speculated = False
-                    self.emit_event(SpeculationVoided(self._item_id, self._speculations))
+                voided = self.turns.speech_resumes()
+                if voided:
+                    self.emit_event(SpeculationVoided(self._item_id, voided))
             elif probability < max(threshold - 0.15, 0.01):
                 self._silence_run_ms += CHUNK_MS
             else:
-                if self._silence_run_ms:
-                    self._reset_pause()
+                self.turns.pause_ends()
                 self._silence_run_ms = 0  # hysteresis band: neither speech nor silence
         if not self._started_sent and self._voiced_ms >= self.settings.min_speech_ms:
             self._started_sent = True
@@ -225,35 +208,17 @@ class VADHandler(BackendHandler):
         if turn_ms >= self.settings.max_speech_ms:
             yield from self._end_turn(manual=False)
             return
-        if self._silence_run_ms and self._started_sent and self._detects_turns():
-            if self._finished is not None and self._may_end_finished():
-                yield from self._end_turn(manual=False, decision=self._finished)
-                return
-            if self._silence_run_ms >= self._max_turn_silence_ms():
-                yield from self._end_turn(manual=False, decision=self._decision("timed_out"))
-                return
-            if self._turn_silence_ms is not None and self._silence_run_ms >= self._turn_silence_ms:
-                yield from self._end_turn(manual=False, decision=self._decision(self._silence_outcome))
-                return
-            if not self._pause_asked and self._silence_run_ms >= self.settings.turn_pause_ms:
-                self._ask_detector()
-            elif self._paused_long_enough():
-                # A verdict that came early (asked as the pause began) applies once the pause is this long.
-                yield from self._decide()
-                if not self._in_speech:
-                    return
-        elif self._silence_run_ms >= self._silence_ms():
-            yield from self._end_turn(manual=False)
-            return
+        yield from self._carry_out(self.turns.silence(self._silence_run_ms, self._turn_rules(), time.monotonic(),
+                                                      started=self._started_sent))
+        if not self._in_speech:
+            return  # the turn ended
         if self._should_speculate():
             # A pause that may end the turn: let the STT (and the response) start now, so that
             # by the end of the silence window the work is done or well under way.
-            self._speculated = True
-            self._speculations += 1
             end_ms = _ms(self._speech[-1].offset + VAD_CHUNK)
             yield replace(self._utterance(self._speech, self._item_id, manual=False, end_ms=end_ms),
-                          speculation=self._speculations)
-            if self._detects_turns() and not self._pause_asked:
+                          speculation=self.turns.speculate())
+            if self._detects_turns() and self.turns.ask(time.monotonic()):
                 # The detector hears the pause as it will sound at --turn_pause_ms, now: its verdict
                 # is then in by the time the reply is, instead of after it (and off the LLM's core).
                 self._ask_detector()
@@ -283,146 +248,64 @@ class VADHandler(BackendHandler):
         td = self.context.config.current.turn_detection
         return self.turn_detector is not None and td is not None and td.type == "semantic_vad"
 
-    def _max_turn_silence_ms(self) -> int:
-        scale = eagerness(self.context.config.current.turn_detection).max_silence_scale
-        return int(self.settings.max_turn_silence_ms * scale)
+    def _turn_rules(self) -> TurnRules:
+        td = self.context.config.current.turn_detection
+        return TurnRules(judges=self._detects_turns(), silence_ms=self._silence_ms(),
+                         turn_pause_ms=self.settings.turn_pause_ms, finished_pause_ms=self.settings.finished_pause_ms,
+                         max_turn_silence_ms=self.settings.max_turn_silence_ms, level=eagerness(td))
+
+    def _carry_out(self, answer: Answer) -> Iterator[Any]:
+        """Do what the turn controller answered."""
+        if answer.ask:
+            self._ask_detector()
+        if answer.report is not None:
+            self.emit_event(self._decision(answer.report))
+        if answer.end:
+            decision = self._decision(answer.decision) if answer.decision is not None else None
+            yield from self._end_turn(manual=False, decision=decision)
 
     def _ask_detector(self) -> None:
         assert self.turn_detector is not None
-        self._pause_asked = True
-        self._asked_at = time.monotonic()
         samples = paused_for(self._speech, self.settings.turn_pause_ms - self._silence_run_ms)[-WINDOW_SAMPLES:]
-        pause = self._pauses
-        self.turn_detector.ask(samples, item_id=self._item_id, pause=pause,
-                               still_wanted=lambda: self._pauses == pause, reply_to=self.queue_in)
+        item_id, pause = self._item_id, self.turns.pause
+        self.turn_detector.ask(samples, item_id=item_id, pause=pause, reply_to=self.queue_in,
+                               still_wanted=lambda: self._item_id == item_id and self.turns.is_current(pause))
 
     def _judge(self, verdict: TurnVerdict) -> Iterator[Any]:
         """The detector's answer about a pause (ignored if speech resumed or the turn ended meanwhile)."""
-        if (self._in_speech and self._pause_asked and verdict.item_id == self._item_id
-                and verdict.pause == self._pauses and self._silence_run_ms > 0):
-            self._verdict = verdict
-            yield from self._decide()
+        if self._in_speech and verdict.item_id == self._item_id:
+            yield from self._carry_out(self.turns.verdict(verdict, self._turn_rules(), time.monotonic()))
 
     def _heard(self, item: SpeculativeTranscript) -> Iterator[Any]:
-        """The words of this pause's speculative STT pass (the service hands them back)."""
-        if (self._in_speech and self._speculated and item.item_id == self._item_id
-                and item.speculation == self._speculations and self._silence_run_ms > 0):
-            self._words, self._continuation = item.transcript, item.continuation
-            yield from self._decide()
+        """The words of a pause's speculative STT pass (the service hands them back)."""
+        if self._in_speech and item.item_id == self._item_id:
+            yield from self._carry_out(self.turns.words(item.speculation, item.transcript, item.continuation,
+                                                        self._turn_rules(), time.monotonic()))
 
     def _reply_ready(self, item: ReplyReady) -> Iterator[Any]:
-        """The speculative reply to this pause's words can play (or none will come): a finished turn may end."""
-        if not (self._in_speech and self._speculated and item.item_id == self._item_id
-                and item.speculation == self._speculations):
-            return  # about words the user has gone past, or a turn that is over
-        self._ready = (item.item_id, item.speculation)
-        if self._finished is not None and self._silence_run_ms > 0 and self._detects_turns() \
-                and self._may_end_finished():
-            yield from self._end_turn(manual=False, decision=self._finished)
+        """The speculative reply to a pause's words can play (or none will come): a finished turn may end."""
+        if self._in_speech and item.item_id == self._item_id:
+            yield from self._carry_out(self.turns.reply_ready(item.speculation, self._turn_rules()))
 
-    def _reply_is_ready(self) -> bool:
-        return not self._speculated or self._ready == (self._item_id, self._speculations)
-
-    def _paused_long_enough(self) -> bool:
-        """The pause has lasted --turn_pause_ms: what the detector judged (early, on the pause padded
-        to that length) now applies. A shorter dip is never decided on, whatever the verdict."""
-        return self._silence_run_ms >= self.settings.turn_pause_ms
-
-    def _decide(self) -> Iterator[Any]:
-        """End the turn now, give it until the longest silence allowed, or leave it to the silence rule.
-
-        The model hears whether the speech *sounds* finished; the words of the
-        pause's speculative STT pass say whether it *reads* finished. When a
-        speculative pass is out, the decision waits for its words, which costs
-        no time: the held reply cannot go out before them anyway.
-
-        - sounds finished, words read as a whole sentence: the turn ends, once its reply can play;
-        - sounds finished, words stop mid-phrase ("… a present for my"): unfinished;
-        - sounds finished, words neither ("… do I need for?", "… very much in"):
-          it ends only on a confident score (:func:`judged_finished`), else unfinished;
-        - sounds unfinished, words unfinished or unknown: unfinished, the turn
-          waits up to the longest silence allowed;
-        - sounds unfinished, but the words are a whole sentence ("… on Friday
-          afternoon."): ``disputed``, the silence rule's window ends the turn,
-          as it would without a detector. Some voices (synthetic ones above
-          all) sound unfinished at the end of every question.
-        """
-        verdict = self._verdict
-        if verdict is None or self._decided or not self._paused_long_enough():
-            return  # a verdict that came early waits until the pause is as long as it was judged with
-        if verdict.probability is None:
-            # No answer (failed, or skipped): the silence rule decides.
-            self._fall_back_to_silence("no_answer")
-            yield from self._end_if_silent_enough()
-            return
-        if self._speculated and self._words is None:
-            self._fall_back_to_silence("no_answer")  # should the words never come, silence decides
-            return
-        self._decided = True
-        words = self._words or ""
-        level = eagerness(self.context.config.current.turn_detection)
-        if judged_finished(verdict.probability, words, level, self._continuation):
-            yield from self._end_finished()
-            return
-        if verdict.probability < level.finished_at and reads_finished(words, self._continuation):
-            self._fall_back_to_silence("disputed")
-            self.emit_event(self._decision("unfinished"))
-            yield from self._end_if_silent_enough()
-            return
-        self._turn_silence_ms = None
-        self.emit_event(self._decision("unfinished"))
-
-    def _end_finished(self) -> Iterator[Any]:
-        """A finished turn ends once its reply can play: sooner gains no time, and speech that resumes
-        in between (a second sentence of the same request) keeps the turn whole."""
-        decision = self._decision("finished")
-        if self._may_end_finished():
-            yield from self._end_turn(manual=False, decision=decision)
-        else:
-            self._finished = decision
-
-    def _may_end_finished(self) -> bool:
-        """A turn judged finished ends now: its reply can play and the pause is past ``--finished_pause_ms``
-        (a pause between two sentences of one request is shorter; ending sooner would answer the first),
-        or, at eagerness high, past ``--turn_pause_ms``. Or its reply is not ready yet, but the silence rule's
-        window has passed: it ends as that rule would end it."""
-        if self._silence_run_ms >= self._finished_cap_ms():
-            return True
-        waits = eagerness(self.context.config.current.turn_detection).waits_between_sentences
-        floor = self.settings.finished_pause_ms if waits else self.settings.turn_pause_ms
-        return self._reply_is_ready() and self._silence_run_ms >= floor
-
-    def _finished_cap_ms(self) -> int:
-        """The longest a finished turn waits for its reply: the silence rule's window (or less)."""
-        return min(self._silence_ms(), self._max_turn_silence_ms())
-
-    def _fall_back_to_silence(self, outcome: str) -> None:
-        self._turn_silence_ms, self._silence_outcome = self._silence_ms(), outcome
-
-    def _end_if_silent_enough(self) -> Iterator[Any]:
-        if self._turn_silence_ms is not None and self._silence_run_ms >= self._turn_silence_ms:
-            yield from self._end_turn(manual=False, decision=self._decision(self._silence_outcome))
-
-    def _decision(self, outcome: str) -> TurnDecision:
-        verdict = self._verdict
+    def _decision(self, judgement: Judgement) -> TurnDecision:
         return TurnDecision(
             item_id=self._item_id,
             detector=self.turn_detector.name if self.turn_detector is not None else SILENCE,
-            outcome=outcome,
-            probability=verdict.probability if verdict else None,
-            inference_ms=round(verdict.inference_ms, 1) if verdict else 0.0,
-            words=self._words,
-            continuation=self._continuation,
-            asked_at=self._asked_at,
-            decided_at=time.monotonic(),
+            outcome=judgement.outcome,
+            probability=judgement.probability,
+            inference_ms=judgement.inference_ms,
+            words=judgement.words,
+            continuation=judgement.continuation,
+            asked_at=judgement.asked_at,
+            decided_at=judgement.decided_at,
         )
 
     # ------------------------------------------------------------ speculation
 
     def _void_speculations(self) -> None:
         """The turn will not end as itself: what was speculated on it must not be answered."""
-        if self._speculations:
-            self.emit_event(SpeculationVoided(self._item_id, self._speculations))
+        if self.turns.speculation:
+            self.emit_event(SpeculationVoided(self._item_id, self.turns.speculation))
 
     def _should_speculate(self) -> bool:
         after = self.settings.speculation_silence_ms
@@ -431,7 +314,7 @@ class VADHandler(BackendHandler):
         return (
             after > 0
             and self._started_sent
-            and not self._speculated
+            and not self.turns.speculation_stands
             and self._silence_run_ms >= after
             and td is not None
             and td.create_response
@@ -440,8 +323,7 @@ class VADHandler(BackendHandler):
     def _end_turn(self, manual: bool, decision: TurnDecision | None = None) -> Iterator[Any]:
         speech, started, item_id = self._speech, self._started_sent, self._item_id
         speech_ms = self._speech_ms()
-        speculated, self._speculated = self._speculated, False
-        reuses = self._speculations if speculated else 0
+        reuses = self.turns.speculation if self.turns.speculation_stands else 0
         # Keep only a pad's worth of the trailing silence, so the last word stays whole.
         trailing = max(0, self._silence_run_ms - self._pad_ms()) // CHUNK_MS
         self._in_speech = False
@@ -450,9 +332,8 @@ class VADHandler(BackendHandler):
         self._voiced_ms = 0
         self._silence_run_ms = 0
         self._item_id = None
-        self._speculations = 0
         self._reset_voice()
-        self._reset_pause()
+        self.turns = TurnController()
         if not started:
             return  # too short to be a turn: a click or a cough
         kept = speech[: max(len(speech) - trailing, 1)]
