@@ -25,7 +25,7 @@ from typing import Any
 
 from speech_to_speech.client.tools import ToolCaller, ToolOutcome
 from speech_to_speech.protocol import Event
-from speech_to_speech.realtime.errors import (
+from speech_to_speech.protocol.error_codes import (
     ACTIVE_RESPONSE,
     TOOL_FOLLOWUP_ALREADY_ANSWERED,
     TOOL_FOLLOWUP_USER_INPUT_PENDING,

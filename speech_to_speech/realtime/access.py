@@ -26,6 +26,8 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from speech_to_speech.protocol.error_codes import INVALID_API_KEY, ORIGIN_NOT_ALLOWED
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -88,11 +90,11 @@ class AccessPolicy:
         headers = _headers(scope)
         origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin, headers.get("host", "")):
-            return 403, "origin_not_allowed", "Requests from this Origin are not allowed (see --allowed_origins)"
+            return 403, ORIGIN_NOT_ALLOWED, "Requests from this Origin are not allowed (see --allowed_origins)"
         if self._key is None or (path.startswith(OPEN_PREFIXES) and scope["type"] == "http"):
             return None
         if not self._key_matches(headers, scope):
-            return 401, "invalid_api_key", "A valid API key is required: send 'Authorization: Bearer KEY'"
+            return 401, INVALID_API_KEY, "A valid API key is required: send 'Authorization: Bearer KEY'"
         return None
 
     def _origin_allowed(self, origin: str, host: str) -> bool:

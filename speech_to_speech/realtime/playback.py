@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.audio.rates import TTS_RATE
-from speech_to_speech.protocol import Event
-from speech_to_speech.realtime import errors
+from speech_to_speech.protocol import Event, error_codes
 from speech_to_speech.realtime.conversation import Conversation
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.text_marks import TextMarks
@@ -241,18 +240,18 @@ class Playback:
         item = self._conversation.get(item_id) or {}
         content = item.get("content") or [{}]
         if item.get("role") != "assistant" or content[0].get("type") != "output_audio":
-            raise RealtimeError(errors.INVALID_VALUE, "Only assistant messages with audio can be truncated",
+            raise RealtimeError(error_codes.INVALID_VALUE, "Only assistant messages with audio can be truncated",
                                 param="item_id")
         if content_index != 0 or isinstance(content_index, bool):
-            raise RealtimeError(errors.INVALID_VALUE, f"Item {item_id!r} has no content part {content_index!r}",
+            raise RealtimeError(error_codes.INVALID_VALUE, f"Item {item_id!r} has no content part {content_index!r}",
                                 param="content_index")
         if not isinstance(audio_end_ms, int) or isinstance(audio_end_ms, bool) or audio_end_ms < 0:
-            raise RealtimeError(errors.INVALID_VALUE, "'audio_end_ms' must be a non-negative integer",
+            raise RealtimeError(error_codes.INVALID_VALUE, "'audio_end_ms' must be a non-negative integer",
                                 param="audio_end_ms")
         entry = self._items.get(item_id)
         produced = entry.produced if entry is not None else 0
         if audio_end_ms > duration_ms(produced):
-            raise RealtimeError(errors.INVALID_VALUE,
+            raise RealtimeError(error_codes.INVALID_VALUE,
                                 f"Audio content of {duration_ms(produced)}ms is already shorter than {audio_end_ms}ms",
                                 param="audio_end_ms")
         self.cut(item_id, min(produced, ms_to_samples(audio_end_ms)), audio_end_ms)

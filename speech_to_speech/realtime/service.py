@@ -48,6 +48,7 @@ from speech_to_speech.protocol import (
     SNAPSHOT_EXTENSION,
     TIMINGS_EXTENSION,
     VISEMES_EXTENSION,
+    error_codes,
 )
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.client_events import apply_event, prepare_event
@@ -178,7 +179,7 @@ class RealtimeService:
     def commit_input(self) -> str:
         """End the user's turn with the audio sent so far (input_audio_buffer.commit): its item id."""
         if self.uncommitted_samples == 0:
-            raise RealtimeError(errors.COMMIT_EMPTY, "The input audio buffer is empty: nothing to commit")
+            raise RealtimeError(error_codes.COMMIT_EMPTY, "The input audio buffer is empty: nothing to commit")
         self.uncommitted_samples = 0
         self.speculations.drop()
         self.unit.push_audio(self.audio.flush_input())  # the commit's audio, not the next turn's
@@ -290,7 +291,8 @@ class RealtimeService:
             return
         self.speculations.cancel(self.speculations.take(response.id))
         if status == "failed" and report:
-            self.emit(errors.error_event("response_failed", error or "the response failed", type="server_error"))
+            self.emit(errors.error_event(error_codes.RESPONSE_FAILED, error or "the response failed",
+                                         type="server_error"))
         answered = status == "completed" and bool(response.input_call_ids) and bool(response.output)
         if answered:
             self.tool_results.answered(response.input_call_ids)
@@ -333,7 +335,7 @@ class RealtimeService:
             handler(self, item)
         except Exception as error:
             log.exception("turning %s into events failed", type(item).__name__)
-            self._fail(errors.SERVER_ERROR, f"{type(error).__name__}: {error}", self.response)
+            self._fail(error_codes.SERVER_ERROR, f"{type(error).__name__}: {error}", self.response)
 
     def fail_active(self, code: str, message: str) -> None:
         """Fail the active response (if any) with an error: a stage hung, the client cannot keep up."""
@@ -584,7 +586,7 @@ class RealtimeService:
         elif response is not None and (response.submitted or item.item_id is None
                                        or response.turn_item_id != item.item_id):
             response = None  # an input-side failure concerns only the response waiting for that turn
-        code, message = errors.stage_failed(item.stage), f"{item.stage} failed: {item.message}"
+        code, message = error_codes.stage_failed(item.stage), f"{item.stage} failed: {item.message}"
         turn = item.item_id if item.item_id in self.pending_transcriptions else None
         if turn is not None:
             self.failed_transcriptions.add(turn)

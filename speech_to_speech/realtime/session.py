@@ -16,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from speech_to_speech import ids
 from speech_to_speech.audio.rates import WIRE_RATE
 from speech_to_speech.pipeline.session_config import RuntimeConfig, TurnDetection
+from speech_to_speech.protocol.error_codes import INVALID_REQUEST, INVALID_SESSION_TYPE
 from speech_to_speech.realtime.content_limits import VOICE_MAX_CHARS, VOICE_PATTERN, ContentLimits
-from speech_to_speech.realtime.errors import INVALID_REQUEST, INVALID_SESSION_TYPE, RealtimeError
+from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.overlap import LISTEN_ONLY, MAX_THRESHOLD_MS, OVERLAP_DEFAULTS, OVERLAP_FIELDS
 from speech_to_speech.realtime.voices import VoiceCatalog, requested_voice
 

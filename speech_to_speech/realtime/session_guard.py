@@ -16,11 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.protocol import NORMAL_CLOSURE
-from speech_to_speech.realtime import errors
+from speech_to_speech.protocol import NORMAL_CLOSURE, error_codes
 from speech_to_speech.realtime.service import RealtimeService
 
-RESPONSE_STALLED = "response_stalled"
 # Never look less often than this (the timeouts may be long): a watchdog, not the audio path.
 MAX_NAP_S = 1.0
 
@@ -50,10 +48,10 @@ async def guard(service: RealtimeService, settings: ServerSettings,
             service.last_activity = now  # a response under way is not idleness
             waited = now - max(service.last_output, response.marks.get("created", now))
             if stall and waited > stall:  # a hung LLM/TTS, or an STT that never transcribes the turn
-                service.fail_active(RESPONSE_STALLED, f"The pipeline produced nothing for {stall:g} s")
+                service.fail_active(error_codes.RESPONSE_STALLED, f"The pipeline produced nothing for {stall:g} s")
         elif idle and now - service.last_activity > idle:
             message = f"The session sent nothing for {idle:g} s and is closed"
-            return Closing(NORMAL_CLOSURE, "idle timeout", errors.SESSION_IDLE_TIMEOUT, message,
+            return Closing(NORMAL_CLOSURE, "idle timeout", error_codes.SESSION_IDLE_TIMEOUT, message,
                            "invalid_request_error")
         waits = [MAX_NAP_S]
         if idle:
