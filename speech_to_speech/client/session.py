@@ -27,6 +27,7 @@ from speech_to_speech.client.tool_scheduler import ToolCoordinator
 from speech_to_speech.client.transcript import TranscriptView
 from speech_to_speech.protocol import Event
 from speech_to_speech.protocol.error_codes import RESPONSE_FAILED, SESSION_LIMIT_REACHED
+from speech_to_speech.protocol.metadata import AUDIO_DURATION_KEY
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class ClientSession:
         elif kind == "response.output_audio.delta":
             pcm = np.frombuffer(base64.b64decode(event.get("delta") or ""), dtype="<i2")
             self.playback.feed(str(event.get("response_id")), str(event.get("item_id")), pcm)
-            self.acks.audio_duration(str(event.get("item_id")), (event.get("metadata") or {}).get("audio_duration_ms"))
+            self.acks.audio_duration(str(event.get("item_id")), (event.get("metadata") or {}).get(AUDIO_DURATION_KEY))
         elif kind == "response.output_audio.done":
             self.playback.audio_done(str(event.get("item_id")))
         elif kind == "input_audio_buffer.speech_started":

@@ -30,7 +30,7 @@ from speech_to_speech.protocol.error_codes import (
     TOOL_FOLLOWUP_ALREADY_ANSWERED,
     TOOL_FOLLOWUP_USER_INPUT_PENDING,
 )
-from speech_to_speech.realtime.tool_results import (
+from speech_to_speech.protocol.metadata import (
     FOLLOWUP_CALL_IDS_KEY,
     INPUT_CALL_IDS_KEY,
     decode_call_ids,

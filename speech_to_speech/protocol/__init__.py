@@ -4,7 +4,8 @@ What the OpenAI Realtime protocol leaves to us, or we add to it, named once:
 
 - ``event``: the type of one event as it travels (its JSON object);
 - ``extensions``: the names a client opts into with ``session.extensions``;
-- ``metadata``: the keys those extensions write in a response's ``metadata``;
+- ``metadata``: the keys our extensions and the tool follow-up write in
+  ``metadata``, and the encoding of call ids there;
 - ``error_codes``: the ``code`` of every ``error`` event the server sends;
 - ``close_codes``: the WebSocket close codes the server sends and the client reads.
 

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 from speech_to_speech.audio import codecs
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.protocol import error_codes
+from speech_to_speech.protocol.metadata import followup_call_ids
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import ClientEvent, parse_client_event
 from speech_to_speech.realtime.items import client_item, response_options
 from speech_to_speech.realtime.playback_ack import acknowledge
 from speech_to_speech.realtime.session_events import SESSION_EVENTS
-from speech_to_speech.realtime.tool_results import followup_call_ids
 
 if TYPE_CHECKING:
     from speech_to_speech.realtime.service import RealtimeService

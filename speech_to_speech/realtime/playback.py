@@ -29,6 +29,7 @@ from typing import Any
 
 from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.protocol import Event, error_codes
+from speech_to_speech.protocol.metadata import AUDIO_DURATION_KEY, AUDIO_TEXT_MARKS_KEY, PLAYBACK_KEY
 from speech_to_speech.realtime.conversation import Conversation
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.text_marks import TextMarks
@@ -39,8 +40,6 @@ from speech_to_speech.realtime.transport import MediaTrack
 # Playback commit policies (session field ``playback_commit_policy``); the first is the default.
 COMMIT_ALL_ON_DONE = "commit_all_on_done"
 ACK_ONLY = "ack_only"
-# The key of a response's playback figures in response.done's metadata (a JSON string, as metadata values are).
-PLAYBACK_KEY = "playback"
 # Responses the ledger still answers acks for, beyond those with items in the conversation.
 MAX_KNOWN_RESPONSES = 64
 
@@ -321,10 +320,10 @@ class Playback:
         """
         entry = self._items.get(item_id)
         return {
-            "audio_duration_ms": samples_to_ms(entry.produced) if entry is not None else 0,
-            "audio_text_marks": [{"text_chars": m.text_chars, "audio_end_ms": duration_ms(m.audio_end)}
-                                 for m in (entry.marks.unsent() if entry is not None else [])],
-            "playback": self.figures(response_id),
+            AUDIO_DURATION_KEY: samples_to_ms(entry.produced) if entry is not None else 0,
+            AUDIO_TEXT_MARKS_KEY: [{"text_chars": m.text_chars, "audio_end_ms": duration_ms(m.audio_end)}
+                                   for m in (entry.marks.unsent() if entry is not None else [])],
+            PLAYBACK_KEY: self.figures(response_id),
         }
 
     def history_text(self, item_id: str, item: dict[str, Any]) -> str | None:
