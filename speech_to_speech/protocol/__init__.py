@@ -7,7 +7,8 @@ What the OpenAI Realtime protocol leaves to us, or we add to it, named once:
 - ``metadata``: the keys our extensions and the tool follow-up write in
   ``metadata``, and the encoding of call ids there;
 - ``error_codes``: the ``code`` of every ``error`` event the server sends;
-- ``close_codes``: the WebSocket close codes the server sends and the client reads.
+- ``close_codes``: the WebSocket close codes the server sends and the client reads;
+- ``policies``: the values of the session's overlap and playback-commit policies.
 
 It is a foundation: it imports nothing else of ours, so the client can speak
 the protocol without importing the server. The names below are the ones this

@@ -30,6 +30,7 @@ from typing import Any
 from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.protocol import Event, error_codes
 from speech_to_speech.protocol.metadata import AUDIO_DURATION_KEY, AUDIO_TEXT_MARKS_KEY, PLAYBACK_KEY
+from speech_to_speech.protocol.policies import ACK_ONLY, COMMIT_ALL_ON_DONE
 from speech_to_speech.realtime.conversation import Conversation
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.text_marks import TextMarks
@@ -37,9 +38,6 @@ from speech_to_speech.realtime.text_marks import heard_text as marked_text
 from speech_to_speech.realtime.transport import MediaTrack
 
 # Every sample count below is at TTS_RATE (24 kHz), the pipeline's output rate.
-# Playback commit policies (session field ``playback_commit_policy``); the first is the default.
-COMMIT_ALL_ON_DONE = "commit_all_on_done"
-ACK_ONLY = "ack_only"
 # Responses the ledger still answers acks for, beyond those with items in the conversation.
 MAX_KNOWN_RESPONSES = 64
 
