@@ -18,7 +18,10 @@ from typing import Any
 
 import uvicorn
 
+from speech_to_speech.client.command_run import run_client
 from speech_to_speech.client.config import RealtimeAudioClientConfig
+from speech_to_speech.client.devices import check_devices
+from speech_to_speech.client.errors import ClientError
 from speech_to_speech.config import ServerSettings
 
 log = logging.getLogger(__name__)
@@ -29,7 +32,7 @@ STARTUP_TIMEOUT_S = 30.0
 @contextlib.contextmanager
 def loopback_server(settings: ServerSettings, *, any_port: bool) -> Iterator[str]:
     """Serve ``settings`` on 127.0.0.1 (a free port when ``any_port``); yields the WebSocket URL."""
-    from speech_to_speech.realtime.server import build_app
+    from speech_to_speech.realtime.server import build_app  # here: the server loads only when `local` runs
 
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -55,10 +58,6 @@ def loopback_server(settings: ServerSettings, *, any_port: bool) -> Iterator[str
 
 
 def run_local_session(prog: str, settings: ServerSettings, config: RealtimeAudioClientConfig) -> int:
-    from speech_to_speech.client.cli import run_client
-    from speech_to_speech.client.devices import check_devices
-    from speech_to_speech.client.errors import ClientError
-
     try:  # before the models load, so a missing device is reported at once
         check_devices(config.input_device, config.output_device,
                       need_input=config.input_wav is None, need_output=config.output_wav is None)
