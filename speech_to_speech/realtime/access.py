@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from speech_to_speech.protocol import POLICY_VIOLATION
 from speech_to_speech.protocol.error_codes import INVALID_API_KEY, ORIGIN_NOT_ALLOWED
 
 Scope = MutableMapping[str, Any]
@@ -137,7 +138,7 @@ async def deny(scope: Scope, send: Send, status: int, body: dict[str, Any],
                    *((k.encode(), v.encode()) for k, v in headers)]
     if scope["type"] == "websocket":
         if "websocket.http.response" not in scope.get("extensions", {}):
-            await send({"type": "websocket.close", "code": 1008})  # the server can only say 403
+            await send({"type": "websocket.close", "code": POLICY_VIOLATION})  # the server can only say 403
             return
         prefix = "websocket."
     else:
