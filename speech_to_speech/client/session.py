@@ -25,7 +25,7 @@ from speech_to_speech.client.playback import Cut, Playback
 from speech_to_speech.client.playback_acks import PlaybackAcks
 from speech_to_speech.client.tool_scheduler import ToolCoordinator
 from speech_to_speech.client.transcript import TranscriptView
-from speech_to_speech.protocol import Event
+from speech_to_speech.protocol import Event, error_types
 from speech_to_speech.protocol.error_codes import RESPONSE_FAILED, SESSION_LIMIT_REACHED
 from speech_to_speech.protocol.metadata import AUDIO_DURATION_KEY
 
@@ -126,7 +126,7 @@ class ClientSession:
             raise SessionLimitReached(f"the server is at its session limit: {message}")
         if self.session_update_id is not None and error.get("event_id") == self.session_update_id:
             raise SessionRejected(f"the server rejected our session settings: {message}")
-        if error.get("type") == "server_error" and code not in (None, RESPONSE_FAILED):
+        if error.get("type") == error_types.SERVER_ERROR and code not in (None, RESPONSE_FAILED):
             log.warning("server error: %s", message)
         else:
             log.info("server error event: %s (%s)", message, code)

@@ -7,6 +7,7 @@ What the OpenAI Realtime protocol leaves to us, or we add to it, named once:
 - ``metadata``: the keys our extensions and the tool follow-up write in
   ``metadata``, and the encoding of call ids there;
 - ``error_codes``: the ``code`` of every ``error`` event the server sends;
+- ``error_types``: the ``type`` of an error, OpenAI's class of it;
 - ``close_codes``: the WebSocket close codes the server sends and the client reads;
 - ``policies``: the values of the session's overlap and playback-commit policies.
 

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from speech_to_speech.protocol import POLICY_VIOLATION
+from speech_to_speech.protocol import POLICY_VIOLATION, error_types
 from speech_to_speech.protocol.error_codes import INVALID_API_KEY, ORIGIN_NOT_ALLOWED
 
 Scope = MutableMapping[str, Any]
@@ -126,7 +126,7 @@ class AccessPolicy:
 async def _deny(scope: Scope, send: Send, status: int, code: str, message: str,
                 headers: Sequence[tuple[str, str]] = ()) -> None:
     await deny(scope, send, status, {"type": "error", "error": {
-        "type": "invalid_request_error", "code": code, "message": message, "param": None, "event_id": None}},
+        "type": error_types.INVALID_REQUEST_ERROR, "code": code, "message": message, "param": None, "event_id": None}},
         [*headers, *((("www-authenticate", "Bearer"),) if status == 401 else ())])
 
 

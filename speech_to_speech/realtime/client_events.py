@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from speech_to_speech.audio import codecs
 from speech_to_speech.pipeline.messages import FloatAudio
-from speech_to_speech.protocol import error_codes
+from speech_to_speech.protocol import error_codes, error_types
 from speech_to_speech.protocol.metadata import followup_call_ids
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.errors import RealtimeError
@@ -74,7 +74,7 @@ def conversation_item_create(service: RealtimeService, event: ClientEvent) -> No
     previous = event.data.get("previous_item_id")
     if previous not in (None, "root") and previous not in conversation:
         raise RealtimeError(error_codes.ITEM_NOT_FOUND, f"previous_item_id {previous!r} does not exist",
-                            type="invalid_request_error", param="previous_item_id")
+                            type=error_types.INVALID_REQUEST_ERROR, param="previous_item_id")
     if item["id"] in conversation:
         raise RealtimeError(error_codes.INVALID_REQUEST, f"an item with id {item['id']!r} already exists",
                             param="item.id")
@@ -205,4 +205,4 @@ def apply_event(service: RealtimeService, raw: str | bytes | dict[str, Any] | Cl
     except Exception as error:
         log.exception("client event failed")
         service.emit(errors.error_event(error_codes.SERVER_ERROR, f"{type(error).__name__}: {error}",
-                                        type="server_error", event_id=event_id))
+                                        type=error_types.SERVER_ERROR, event_id=event_id))

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 # The codes' old home: importing them from here keeps working for one release.
+from speech_to_speech.protocol import error_types
 from speech_to_speech.protocol.error_codes import *  # noqa: F403
 
 
@@ -26,7 +27,7 @@ class RealtimeError(Exception):
         code: str,
         message: str,
         *,
-        type: str = "invalid_request_error",
+        type: str = error_types.INVALID_REQUEST_ERROR,
         param: str | None = None,
         event_id: str | None = None,
     ) -> None:
@@ -45,7 +46,7 @@ def error_event(
     code: str,
     message: str,
     *,
-    type: str = "invalid_request_error",
+    type: str = error_types.INVALID_REQUEST_ERROR,
     param: str | None = None,
     event_id: str | None = None,
 ) -> dict[str, Any]:

@@ -49,6 +49,7 @@ from speech_to_speech.protocol import (
     TIMINGS_EXTENSION,
     VISEMES_EXTENSION,
     error_codes,
+    error_types,
 )
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.client_events import apply_event, prepare_event
@@ -292,7 +293,7 @@ class RealtimeService:
         self.speculations.cancel(self.speculations.take(response.id))
         if status == "failed" and report:
             self.emit(errors.error_event(error_codes.RESPONSE_FAILED, error or "the response failed",
-                                         type="server_error"))
+                                         type=error_types.SERVER_ERROR))
         answered = status == "completed" and bool(response.input_call_ids) and bool(response.output)
         if answered:
             self.tool_results.answered(response.input_call_ids)
@@ -343,7 +344,7 @@ class RealtimeService:
 
     def _fail(self, code: str, message: str, response: ResponseState | None) -> None:
         """Report a server-side failure and end ``response`` (if still active) with it; the session goes on."""
-        self.emit(errors.error_event(code, message, type="server_error"))
+        self.emit(errors.error_event(code, message, type=error_types.SERVER_ERROR))
         if response is None or response is not self.response:
             return
         self._finish_response("failed", error=message, report=False)
@@ -592,7 +593,7 @@ class RealtimeService:
             self.failed_transcriptions.add(turn)
             self.emit({"type": "conversation.item.input_audio_transcription.failed", "item_id": turn,
                        "content_index": 0,
-                       "error": {"type": "server_error", "code": code, "message": message, "param": None}})
+                       "error": {"type": error_types.SERVER_ERROR, "code": code, "message": message, "param": None}})
         elif response is None and not self._stage_errors.due(item.stage):
             return  # a stage failing on every chunk (the VAD, say) is reported now and then, not each time
         self._fail(code, message, response)

@@ -29,7 +29,7 @@ from typing import Any
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.pipeline.unit import PipelineUnit
-from speech_to_speech.protocol import error_codes
+from speech_to_speech.protocol import error_codes, error_types
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.admission import WINDOW_S, ClientAdmission
 
@@ -50,7 +50,7 @@ class Refusal:
     code: str
     why: str
     retry_after_s: int
-    type: str = "invalid_request_error"
+    type: str = error_types.INVALID_REQUEST_ERROR
 
     @property
     def message(self) -> str:
@@ -88,7 +88,8 @@ class SessionGate:
         refusal = self._clients.admit(address)
         if refusal is None:
             return None
-        return Refusal(429, error_codes.TOO_MANY_SESSIONS, refusal, TOO_MANY_RETRY_AFTER_S, type="rate_limit_error")
+        return Refusal(429, error_codes.TOO_MANY_SESSIONS, refusal, TOO_MANY_RETRY_AFTER_S,
+                       type=error_types.RATE_LIMIT_ERROR)
 
     def leave(self, address: str) -> None:
         self._clients.leave(address)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.protocol import NORMAL_CLOSURE, error_codes
+from speech_to_speech.protocol import NORMAL_CLOSURE, error_codes, error_types
 from speech_to_speech.realtime.service import RealtimeService
 
 # Never look less often than this (the timeouts may be long): a watchdog, not the audio path.
@@ -31,7 +31,7 @@ class Closing:
     reason: str
     error_code: str
     message: str
-    error_type: str = "server_error"
+    error_type: str = error_types.SERVER_ERROR
     reported: bool = False  # the client was told already (with the failed response)
 
 
@@ -52,7 +52,7 @@ async def guard(service: RealtimeService, settings: ServerSettings,
         elif idle and now - service.last_activity > idle:
             message = f"The session sent nothing for {idle:g} s and is closed"
             return Closing(NORMAL_CLOSURE, "idle timeout", error_codes.SESSION_IDLE_TIMEOUT, message,
-                           "invalid_request_error")
+                           error_types.INVALID_REQUEST_ERROR)
         waits = [MAX_NAP_S]
         if idle:
             waits.append(service.last_activity + idle - now)

@@ -20,7 +20,7 @@ from typing import Any
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
 from speech_to_speech.pipeline.unit import PipelineUnit
-from speech_to_speech.protocol import GOING_AWAY, POLICY_VIOLATION, error_codes
+from speech_to_speech.protocol import GOING_AWAY, POLICY_VIOLATION, error_codes, error_types
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.client_events import CLIENT_EVENTS
 from speech_to_speech.realtime.errors import RealtimeError
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 RESUME_HANDSHAKE_TIMEOUT_S = 10.0
 
 SHUTDOWN = Closing(GOING_AWAY, "server shutting down", error_codes.SERVER_SHUTTING_DOWN,
-                   "The server is shutting down; reconnect later", "server_error")
+                   "The server is shutting down; reconnect later", error_types.SERVER_ERROR)
 
 
 class LiveSessions:

@@ -43,7 +43,7 @@ from starlette.datastructures import UploadFile
 from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.pool import PipelinePool
-from speech_to_speech.protocol import error_codes
+from speech_to_speech.protocol import error_codes, error_types
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.languages import LanguageService
 from speech_to_speech.realtime.metrics import ServerMetrics
@@ -65,7 +65,7 @@ CONNECT_TIMEOUT_S = 30.0
 HANGUP_TIMEOUT_S = 10.0
 
 
-def error_response(status: int, code: str, message: str, *, type: str = "invalid_request_error",
+def error_response(status: int, code: str, message: str, *, type: str = error_types.INVALID_REQUEST_ERROR,
                    param: str | None = None, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": {"type": type, "code": code, "message": message, "param": param}},
                         status_code=status, headers=dict(headers or {}))
@@ -188,7 +188,7 @@ def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings
         if call_module is None:
             return error_response(501, error_codes.WEBRTC_UNAVAILABLE,
                                   f"WebRTC needs the webrtc extra, which is not installed: {INSTALL_HINT}",
-                                  type="server_error")
+                                  type=error_types.SERVER_ERROR)
         try:
             offer, session = await read_offer(request)
             if session is not None:
