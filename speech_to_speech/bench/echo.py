@@ -35,7 +35,7 @@ from speech_to_speech.audio.resample import resample
 from speech_to_speech.bench import audio
 from speech_to_speech.bench.stats import summarize
 from speech_to_speech.bench.target import Target
-from speech_to_speech.realtime.session_echo import ECHO_CANCELLATION_EXTENSION
+from speech_to_speech.protocol import ECHO_CANCELLATION_EXTENSION
 from speech_to_speech.testing.echo_rig import EchoRun, Interruption, speak_beside_speaker
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.room import Room

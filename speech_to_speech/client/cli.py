@@ -7,15 +7,14 @@ the same keys work under ``runtime.client`` in a YAML ``--config`` (flags win).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
 from pydantic import ValidationError
 
+from speech_to_speech.client.command_run import run_client
 from speech_to_speech.client.config import RealtimeAudioClientConfig, client_section
 from speech_to_speech.client.errors import ClientError
-from speech_to_speech.client.runner import SessionSummary, listen_and_play_realtime
 from speech_to_speech.config import ServerSettings, load_yaml
 from speech_to_speech.flags import add_model_flags, given_values
 
@@ -51,7 +50,7 @@ def run_talk(args: argparse.Namespace) -> int:
 
 def run_local(settings: ServerSettings, args: argparse.Namespace) -> int:
     """`speech-to-speech local`: the server and this client in one process over loopback."""
-    from speech_to_speech.client.local import run_local_session
+    from speech_to_speech.client.local import run_local_session  # here, so that `talk` never loads uvicorn
 
     name = "speech-to-speech local"
     if args.list_devices:
@@ -92,31 +91,3 @@ def list_devices_command(prog: str) -> int:
         print(f"{prog}: {error}", file=sys.stderr)
         return 1
     return 0
-
-
-def run_client(prog: str, config: RealtimeAudioClientConfig) -> int:
-    """Run one session to its end; client failures print as one line and exit 1."""
-    try:
-        summary = asyncio.run(listen_and_play_realtime(config))
-    except ClientError as error:
-        print(f"{prog}: {error}", file=sys.stderr)
-        return 1
-    except ValueError as error:  # a tool module that breaks the contract
-        print(f"{prog}: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 0
-    return report_file_session(prog, config, summary)
-
-
-def report_file_session(prog: str, config: RealtimeAudioClientConfig, summary: SessionSummary) -> int:
-    if config.input_wav is None:
-        return 0
-    answered = [r for r in summary.responses if r.get("status") == "completed"]
-    if not summary.responses:
-        print(f"{prog}: no answer: no speech was heard in {config.input_wav}", file=sys.stderr)
-        return 1
-    where = f" to {config.output_wav}" if config.output_wav else ""
-    print(f"{len(answered)} answer(s){where}", file=sys.stderr)
-    failed = [r for r in summary.responses if r.get("status") == "failed"]
-    return 1 if failed else 0

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from speech_to_speech.protocol import SNAPSHOT_EXTENSION
-from speech_to_speech.realtime.session import OverlapPolicy, PlaybackCommitPolicy
+from speech_to_speech.protocol.policies import OverlapPolicy, PlaybackCommitPolicy
 
 DEFAULT_URL = "ws://127.0.0.1:8765/v1/realtime"
 

@@ -15,7 +15,10 @@ import threading
 import time
 from collections.abc import Iterator
 
+from speech_to_speech.client.command_run import run_client
 from speech_to_speech.client.config import RealtimeAudioClientConfig
+from speech_to_speech.client.devices import check_devices
+from speech_to_speech.client.errors import ClientError
 from speech_to_speech.config import ServerSettings
 
 log = logging.getLogger(__name__)
@@ -54,10 +57,6 @@ def loopback_server(settings: ServerSettings, *, any_port: bool) -> Iterator[str
 
 
 def run_local_session(prog: str, settings: ServerSettings, config: RealtimeAudioClientConfig) -> int:
-    from speech_to_speech.client.cli import run_client
-    from speech_to_speech.client.devices import check_devices
-    from speech_to_speech.client.errors import ClientError
-
     try:  # before the models load, so a missing device is reported at once
         check_devices(config.input_device, config.output_device,
                       need_input=config.input_wav is None, need_output=config.output_wav is None)

@@ -64,7 +64,7 @@ from speech_to_speech.client.responses import ResponseHandle, ResponseTracker
 from speech_to_speech.client.sequence import ReceivedSeqs
 from speech_to_speech.client.streams import Fanout, Subscription
 from speech_to_speech.protocol import GOING_AWAY, NORMAL_CLOSURE, POLICY_VIOLATION, TRY_AGAIN_LATER
-from speech_to_speech.realtime.errors import SESSION_LIMIT_REACHED
+from speech_to_speech.protocol.error_codes import CLIENT_CLOSE, SESSION_LIMIT_REACHED
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ class RealtimeClient:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(link.close(1000, "client closed"), self.close_timeout_s)
                 link.abort()
-            self._finish(SessionClosed("the client closed the session", reason="client_close"), None)
+            self._finish(SessionClosed("the client closed the session", reason=CLIENT_CLOSE), None)
 
     # ------------------------------------------------------------ what the server said
 

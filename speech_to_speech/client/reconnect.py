@@ -19,9 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from speech_to_speech.client.errors import ResumeFailed
 from speech_to_speech.client.link import Link
-
-RESUME_EXPIRED = "session_resume_expired"
-RESUME_INVALID_TOKEN = "session_resume_invalid_token"
+from speech_to_speech.protocol.error_codes import SESSION_RESUME_EXPIRED, SESSION_RESUME_INVALID_TOKEN
 
 
 @dataclass(frozen=True)
@@ -98,7 +96,8 @@ def _refusal(event: Mapping[str, Any]) -> ResumeFailed:
     else:  # the flat handshake shape
         code, message = event.get("code"), error
     code = None if code is None else str(code)
-    what = {RESUME_EXPIRED: "the session is over on the server (it expired or ended)",
-            RESUME_INVALID_TOKEN: "the server refused the resume token"}.get(code or "", "the server refused to resume")
+    what = {SESSION_RESUME_EXPIRED: "the session is over on the server (it expired or ended)",
+            SESSION_RESUME_INVALID_TOKEN: "the server refused the resume token",
+            }.get(code or "", "the server refused to resume")
     return ResumeFailed(f"could not resume the session: {what} ({code}: {message})", code=code)
 

@@ -25,8 +25,9 @@ from speech_to_speech.client.playback import Cut, Playback
 from speech_to_speech.client.playback_acks import PlaybackAcks
 from speech_to_speech.client.tool_scheduler import ToolCoordinator
 from speech_to_speech.client.transcript import TranscriptView
-from speech_to_speech.protocol import Event
-from speech_to_speech.realtime.errors import SESSION_LIMIT_REACHED
+from speech_to_speech.protocol import Event, error_types
+from speech_to_speech.protocol.error_codes import RESPONSE_FAILED, SESSION_LIMIT_REACHED
+from speech_to_speech.protocol.metadata import AUDIO_DURATION_KEY
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class ClientSession:
         elif kind == "response.output_audio.delta":
             pcm = np.frombuffer(base64.b64decode(event.get("delta") or ""), dtype="<i2")
             self.playback.feed(str(event.get("response_id")), str(event.get("item_id")), pcm)
-            self.acks.audio_duration(str(event.get("item_id")), (event.get("metadata") or {}).get("audio_duration_ms"))
+            self.acks.audio_duration(str(event.get("item_id")), (event.get("metadata") or {}).get(AUDIO_DURATION_KEY))
         elif kind == "response.output_audio.done":
             self.playback.audio_done(str(event.get("item_id")))
         elif kind == "input_audio_buffer.speech_started":
@@ -125,7 +126,7 @@ class ClientSession:
             raise SessionLimitReached(f"the server is at its session limit: {message}")
         if self.session_update_id is not None and error.get("event_id") == self.session_update_id:
             raise SessionRejected(f"the server rejected our session settings: {message}")
-        if error.get("type") == "server_error" and code not in (None, "response_failed"):
+        if error.get("type") == error_types.SERVER_ERROR and code not in (None, RESPONSE_FAILED):
             log.warning("server error: %s", message)
         else:
             log.info("server error event: %s (%s)", message, code)

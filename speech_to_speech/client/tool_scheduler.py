@@ -25,12 +25,12 @@ from typing import Any
 
 from speech_to_speech.client.tools import ToolCaller, ToolOutcome
 from speech_to_speech.protocol import Event
-from speech_to_speech.realtime.errors import (
+from speech_to_speech.protocol.error_codes import (
     ACTIVE_RESPONSE,
     TOOL_FOLLOWUP_ALREADY_ANSWERED,
     TOOL_FOLLOWUP_USER_INPUT_PENDING,
 )
-from speech_to_speech.realtime.tool_results import (
+from speech_to_speech.protocol.metadata import (
     FOLLOWUP_CALL_IDS_KEY,
     INPUT_CALL_IDS_KEY,
     decode_call_ids,

@@ -26,6 +26,9 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from speech_to_speech.protocol import POLICY_VIOLATION, error_types
+from speech_to_speech.protocol.error_codes import INVALID_API_KEY, ORIGIN_NOT_ALLOWED
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -88,11 +91,11 @@ class AccessPolicy:
         headers = _headers(scope)
         origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin, headers.get("host", "")):
-            return 403, "origin_not_allowed", "Requests from this Origin are not allowed (see --allowed_origins)"
+            return 403, ORIGIN_NOT_ALLOWED, "Requests from this Origin are not allowed (see --allowed_origins)"
         if self._key is None or (path.startswith(OPEN_PREFIXES) and scope["type"] == "http"):
             return None
         if not self._key_matches(headers, scope):
-            return 401, "invalid_api_key", "A valid API key is required: send 'Authorization: Bearer KEY'"
+            return 401, INVALID_API_KEY, "A valid API key is required: send 'Authorization: Bearer KEY'"
         return None
 
     def _origin_allowed(self, origin: str, host: str) -> bool:
@@ -123,7 +126,7 @@ class AccessPolicy:
 async def _deny(scope: Scope, send: Send, status: int, code: str, message: str,
                 headers: Sequence[tuple[str, str]] = ()) -> None:
     await deny(scope, send, status, {"type": "error", "error": {
-        "type": "invalid_request_error", "code": code, "message": message, "param": None, "event_id": None}},
+        "type": error_types.INVALID_REQUEST_ERROR, "code": code, "message": message, "param": None, "event_id": None}},
         [*headers, *((("www-authenticate", "Bearer"),) if status == 401 else ())])
 
 
@@ -135,7 +138,7 @@ async def deny(scope: Scope, send: Send, status: int, body: dict[str, Any],
                    *((k.encode(), v.encode()) for k, v in headers)]
     if scope["type"] == "websocket":
         if "websocket.http.response" not in scope.get("extensions", {}):
-            await send({"type": "websocket.close", "code": 1008})  # the server can only say 403
+            await send({"type": "websocket.close", "code": POLICY_VIOLATION})  # the server can only say 403
             return
         prefix = "websocket."
     else:

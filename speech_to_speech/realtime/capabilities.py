@@ -9,16 +9,13 @@ advertised (a flag is read from the event table, not written by hand).
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any
 
 from speech_to_speech.audio.chunker import VAD_CHUNK
 from speech_to_speech.audio.rates import PIPELINE_RATE
+from speech_to_speech.protocol.policies import OVERLAP_POLICIES, PLAYBACK_COMMIT_POLICIES
 from speech_to_speech.realtime.client_events import CLIENT_EVENTS
-from speech_to_speech.realtime.session import OverlapPolicy, PlaybackCommitPolicy
 from speech_to_speech.realtime.session_echo import echo_cancellation_available
-
-OVERLAP_POLICIES: tuple[str, ...] = get_args(OverlapPolicy)
-PLAYBACK_COMMIT_POLICIES: tuple[str, ...] = get_args(PlaybackCommitPolicy)
 
 
 def session_capabilities(*, resumable: bool, media_track: bool, multi_session: bool,

@@ -19,6 +19,8 @@ import numpy as np
 
 from speech_to_speech.audio import codecs
 from speech_to_speech.pipeline.messages import FloatAudio
+from speech_to_speech.protocol import error_codes, error_types
+from speech_to_speech.protocol.metadata import followup_call_ids
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.conversation import Conversation
 from speech_to_speech.realtime.errors import RealtimeError
@@ -30,7 +32,7 @@ from speech_to_speech.realtime.response import Event, ResponseState
 from speech_to_speech.realtime.session import SessionState
 from speech_to_speech.realtime.session_echo import SessionEcho
 from speech_to_speech.realtime.session_events import SESSION_EVENTS, SessionControl
-from speech_to_speech.realtime.tool_results import ToolResultLedger, followup_call_ids
+from speech_to_speech.realtime.tool_results import ToolResultLedger
 from speech_to_speech.realtime.wire_audio import WireAudio
 
 log = logging.getLogger(__name__)
@@ -72,16 +74,16 @@ def decode_append(service: EventTarget, event: ClientEvent) -> FloatAudio:
     """An append's audio as 16 kHz float32 (run before the event is applied, maybe off the loop)."""
     if not service.audio_in_events:
         raise RealtimeError(
-            errors.INVALID_EVENT_FOR_TRANSPORT,
+            error_codes.INVALID_EVENT_FOR_TRANSPORT,
             "input_audio_buffer.append is not used on this transport: audio arrives on the media track",
         )
     audio = event.data.get("audio")
     if not isinstance(audio, str):
-        raise RealtimeError(errors.INVALID_REQUEST, "'audio' must be a base64 string", param="audio")
+        raise RealtimeError(error_codes.INVALID_REQUEST, "'audio' must be a base64 string", param="audio")
     try:
         return service.audio.decode_input(audio)
     except codecs.AudioDecodeError as error:
-        raise RealtimeError(errors.INVALID_REQUEST, str(error), param="audio") from None
+        raise RealtimeError(error_codes.INVALID_REQUEST, str(error), param="audio") from None
 
 
 def input_audio_buffer_append(service: EventTarget, event: ClientEvent) -> None:
@@ -105,10 +107,10 @@ def conversation_item_create(service: EventTarget, event: ClientEvent) -> None:
     item = client_item(event.data.get("item"), event.event_id)
     previous = event.data.get("previous_item_id")
     if previous not in (None, "root") and previous not in conversation:
-        raise RealtimeError(errors.ITEM_NOT_FOUND, f"previous_item_id {previous!r} does not exist",
-                            type="invalid_request_error", param="previous_item_id")
+        raise RealtimeError(error_codes.ITEM_NOT_FOUND, f"previous_item_id {previous!r} does not exist",
+                            type=error_types.INVALID_REQUEST_ERROR, param="previous_item_id")
     if item["id"] in conversation:
-        raise RealtimeError(errors.INVALID_REQUEST, f"an item with id {item['id']!r} already exists",
+        raise RealtimeError(error_codes.INVALID_REQUEST, f"an item with id {item['id']!r} already exists",
                             param="item.id")
     before = conversation.add(item, None if previous in (None, "root") else previous)
     for kind in ("conversation.item.created", "conversation.item.added", "conversation.item.done"):
@@ -146,14 +148,14 @@ def playback_ack(service: EventTarget, event: ClientEvent) -> None:
 def _existing_item(service: EventTarget, event: ClientEvent) -> str:
     item_id = event.data.get("item_id")
     if not isinstance(item_id, str) or item_id not in service.conversation:
-        raise RealtimeError(errors.ITEM_NOT_FOUND, f"Item with item_id {item_id!r} not found", param="item_id")
+        raise RealtimeError(error_codes.ITEM_NOT_FOUND, f"Item with item_id {item_id!r} not found", param="item_id")
     return item_id
 
 
 def response_create(service: EventTarget, event: ClientEvent) -> None:
     if service.response is not None:
         raise RealtimeError(
-            errors.ACTIVE_RESPONSE,
+            error_codes.ACTIVE_RESPONSE,
             f"Conversation already has an active response in progress: {service.response.id}. "
             "Wait until the response is finished before creating a new one.",
         )
@@ -163,12 +165,12 @@ def response_create(service: EventTarget, event: ClientEvent) -> None:
     if followup:
         if service.tool_results.all_answered(followup):
             raise RealtimeError(
-                errors.TOOL_FOLLOWUP_ALREADY_ANSWERED,
+                error_codes.TOOL_FOLLOWUP_ALREADY_ANSWERED,
                 "A completed answer already included these tool results; no follow-up is needed.",
             )
         if service.user_speaking or service.pending_transcriptions:
             raise RealtimeError(
-                errors.TOOL_FOLLOWUP_USER_INPUT_PENDING,
+                error_codes.TOOL_FOLLOWUP_USER_INPUT_PENDING,
                 "The user's turn is still open; send the follow-up after their item is committed.",
             )
     service.start_response(options)
@@ -183,7 +185,8 @@ def response_cancel(service: EventTarget, event: ClientEvent) -> None:
 
 def output_audio_buffer_clear(service: EventTarget, event: ClientEvent) -> None:
     if service.audio_in_events:
-        raise RealtimeError(errors.INVALID_EVENT_FOR_TRANSPORT, "output_audio_buffer.clear is only used with WebRTC")
+        raise RealtimeError(error_codes.INVALID_EVENT_FOR_TRANSPORT,
+                            "output_audio_buffer.clear is only used with WebRTC")
     if service.response is not None:  # stop generating the audio too, as OpenAI's server does
         service.cancel_response("client_cancelled", requested=True)
     else:
@@ -241,5 +244,5 @@ def apply_event(service: EventTarget, raw: str | bytes | dict[str, Any] | Client
         service.emit(error.to_event())
     except Exception as error:
         log.exception("client event failed")
-        service.emit(errors.error_event(errors.SERVER_ERROR, f"{type(error).__name__}: {error}",
-                                        type="server_error", event_id=event_id))
+        service.emit(errors.error_event(error_codes.SERVER_ERROR, f"{type(error).__name__}: {error}",
+                                        type=error_types.SERVER_ERROR, event_id=event_id))

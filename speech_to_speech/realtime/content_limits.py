@@ -15,7 +15,8 @@ from typing import Any
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 
-from speech_to_speech.realtime.errors import INVALID_REQUEST, RealtimeError
+from speech_to_speech.protocol.error_codes import INVALID_REQUEST
+from speech_to_speech.realtime.errors import RealtimeError
 
 # A voice is a name: short, printable, no spaces (which names exist: realtime/voices.py).
 VOICE_PATTERN = r"^[A-Za-z0-9_.:-]+$"

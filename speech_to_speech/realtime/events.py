@@ -15,7 +15,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from speech_to_speech.realtime.errors import EVENT_TOO_LARGE, UNKNOWN_OR_INVALID_EVENT, RealtimeError
+from speech_to_speech.protocol.error_codes import EVENT_TOO_LARGE, UNKNOWN_OR_INVALID_EVENT
+from speech_to_speech.realtime.errors import RealtimeError
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_DEPTH = 32

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.realtime import errors
+from speech_to_speech.protocol import error_codes
 from speech_to_speech.realtime.errors import RealtimeError
 
 CHUNK_SAMPLES = 512  # what one queued VAD input item holds
@@ -24,10 +24,10 @@ def input_refusal(settings: ServerSettings, uncommitted: int, queued_chunks: int
     ``manual``: turn detection is off, so the uncommitted audio is all kept.
     """
     if manual and uncommitted + samples > int(settings.max_uncommitted_audio_s * PIPELINE_RATE):
-        return RealtimeError(errors.INPUT_AUDIO_BUFFER_FULL,
+        return RealtimeError(error_codes.INPUT_AUDIO_BUFFER_FULL,
                              f"The input audio buffer holds {settings.max_uncommitted_audio_s:g} s at most: "
                              "commit or clear it", param="audio")
     if (queued_chunks * CHUNK_SAMPLES) + samples > int(settings.max_queued_input_s * PIPELINE_RATE):
-        return RealtimeError(errors.INPUT_QUEUE_FULL,
+        return RealtimeError(error_codes.INPUT_QUEUE_FULL,
                              "Input audio arrives faster than it is processed; send it in real time", param="audio")
     return None

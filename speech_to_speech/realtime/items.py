@@ -7,8 +7,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from speech_to_speech import ids
+from speech_to_speech.protocol.error_codes import INVALID_REQUEST
 from speech_to_speech.realtime.content_limits import ContentLimits
-from speech_to_speech.realtime.errors import INVALID_REQUEST, RealtimeError
+from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.session import REASONING_EFFORTS, FunctionTool, SessionModel
 from speech_to_speech.realtime.voices import VoiceCatalog, requested_voice
 

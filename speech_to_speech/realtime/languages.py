@@ -14,7 +14,8 @@ from typing import Any
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
-from speech_to_speech.realtime.errors import INVALID_REQUEST, RealtimeError
+from speech_to_speech.protocol.error_codes import INVALID_REQUEST
+from speech_to_speech.realtime.errors import RealtimeError
 
 LANGUAGE_NAMES: dict[str, str] = {
     "af": "afrikaans", "ar": "arabic", "bg": "bulgarian", "bn": "bengali", "ca": "catalan", "cs": "czech",

@@ -28,7 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.protocol import GOING_AWAY, INTERNAL_ERROR, NO_STATUS_RECEIVED, NORMAL_CLOSURE, POLICY_VIOLATION
+from speech_to_speech.protocol import (
+    GOING_AWAY,
+    INTERNAL_ERROR,
+    NO_STATUS_RECEIVED,
+    NORMAL_CLOSURE,
+    POLICY_VIOLATION,
+    error_codes,
+)
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.capabilities import session_capabilities
 from speech_to_speech.realtime.frames import Frame, to_frame
@@ -362,8 +369,8 @@ class LiveSession:
         self.journal.ack(min(seq, self._seq))
 
     def close_by_client(self) -> None:
-        self.emit({"type": "session.closed", "session_id": self.id, "reason": "client_close"})
-        self.end(Closing(NORMAL_CLOSURE, "client close", "client_close", "client close", reported=True))
+        self.emit({"type": "session.closed", "session_id": self.id, "reason": error_codes.CLIENT_CLOSE})
+        self.end(Closing(NORMAL_CLOSURE, "client close", error_codes.CLIENT_CLOSE, "client close", reported=True))
 
 
 def evict_oldest(registry: SessionRegistry[LiveSession]) -> bool:
@@ -379,7 +386,7 @@ def _output_overflow(settings: ServerSettings) -> Closing:
     message = (f"More than {settings.max_pending_output_bytes_per_session} bytes or "
                f"{settings.max_pending_output_events_per_session} events waited for this client; "
                "the session is closed")
-    return Closing(POLICY_VIOLATION, "output limit exceeded", errors.OUTPUT_LIMIT_EXCEEDED, message, reported=True)
+    return Closing(POLICY_VIOLATION, "output limit exceeded", error_codes.OUTPUT_LIMIT_EXCEEDED, message, reported=True)
 
 
 async def _cancel(*tasks: asyncio.Task[Any]) -> None:

@@ -35,10 +35,8 @@ from typing import Any, Protocol
 from speech_to_speech.pipeline.messages import SpeechOngoing, SpeechStarted, SpeechStopped
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import Event
+from speech_to_speech.protocol.policies import BARGE_IN_ON_SPEECH, LISTEN_ONLY
 
-BARGE_IN_ON_SPEECH = "barge_in_on_speech"
-LISTEN_ONLY = "listen_only"
-POLICIES = (BARGE_IN_ON_SPEECH, LISTEN_ONLY)
 # The session fields of the policy (top level of the session object) and their defaults.
 OVERLAP_DEFAULTS: dict[str, Any] = {"overlap_policy": BARGE_IN_ON_SPEECH, "overlap_short_ack_ms": 700,
                                     "overlap_barge_in_ms": 1200}

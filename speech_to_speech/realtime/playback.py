@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.audio.rates import TTS_RATE
-from speech_to_speech.protocol import Event
-from speech_to_speech.realtime import errors
+from speech_to_speech.protocol import Event, error_codes
+from speech_to_speech.protocol.metadata import AUDIO_DURATION_KEY, AUDIO_TEXT_MARKS_KEY, PLAYBACK_KEY
+from speech_to_speech.protocol.policies import ACK_ONLY, COMMIT_ALL_ON_DONE
 from speech_to_speech.realtime.conversation import Conversation
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.text_marks import TextMarks
@@ -37,11 +38,6 @@ from speech_to_speech.realtime.text_marks import heard_text as marked_text
 from speech_to_speech.realtime.transport import MediaTrack
 
 # Every sample count below is at TTS_RATE (24 kHz), the pipeline's output rate.
-# Playback commit policies (session field ``playback_commit_policy``); the first is the default.
-COMMIT_ALL_ON_DONE = "commit_all_on_done"
-ACK_ONLY = "ack_only"
-# The key of a response's playback figures in response.done's metadata (a JSON string, as metadata values are).
-PLAYBACK_KEY = "playback"
 # Responses the ledger still answers acks for, beyond those with items in the conversation.
 MAX_KNOWN_RESPONSES = 64
 
@@ -241,18 +237,18 @@ class Playback:
         item = self._conversation.get(item_id) or {}
         content = item.get("content") or [{}]
         if item.get("role") != "assistant" or content[0].get("type") != "output_audio":
-            raise RealtimeError(errors.INVALID_VALUE, "Only assistant messages with audio can be truncated",
+            raise RealtimeError(error_codes.INVALID_VALUE, "Only assistant messages with audio can be truncated",
                                 param="item_id")
         if content_index != 0 or isinstance(content_index, bool):
-            raise RealtimeError(errors.INVALID_VALUE, f"Item {item_id!r} has no content part {content_index!r}",
+            raise RealtimeError(error_codes.INVALID_VALUE, f"Item {item_id!r} has no content part {content_index!r}",
                                 param="content_index")
         if not isinstance(audio_end_ms, int) or isinstance(audio_end_ms, bool) or audio_end_ms < 0:
-            raise RealtimeError(errors.INVALID_VALUE, "'audio_end_ms' must be a non-negative integer",
+            raise RealtimeError(error_codes.INVALID_VALUE, "'audio_end_ms' must be a non-negative integer",
                                 param="audio_end_ms")
         entry = self._items.get(item_id)
         produced = entry.produced if entry is not None else 0
         if audio_end_ms > duration_ms(produced):
-            raise RealtimeError(errors.INVALID_VALUE,
+            raise RealtimeError(error_codes.INVALID_VALUE,
                                 f"Audio content of {duration_ms(produced)}ms is already shorter than {audio_end_ms}ms",
                                 param="audio_end_ms")
         self.cut(item_id, min(produced, ms_to_samples(audio_end_ms)), audio_end_ms)
@@ -322,10 +318,10 @@ class Playback:
         """
         entry = self._items.get(item_id)
         return {
-            "audio_duration_ms": samples_to_ms(entry.produced) if entry is not None else 0,
-            "audio_text_marks": [{"text_chars": m.text_chars, "audio_end_ms": duration_ms(m.audio_end)}
-                                 for m in (entry.marks.unsent() if entry is not None else [])],
-            "playback": self.figures(response_id),
+            AUDIO_DURATION_KEY: samples_to_ms(entry.produced) if entry is not None else 0,
+            AUDIO_TEXT_MARKS_KEY: [{"text_chars": m.text_chars, "audio_end_ms": duration_ms(m.audio_end)}
+                                   for m in (entry.marks.unsent() if entry is not None else [])],
+            PLAYBACK_KEY: self.figures(response_id),
         }
 
     def history_text(self, item_id: str, item: dict[str, Any]) -> str | None:

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from speech_to_speech.protocol import Event
-from speech_to_speech.realtime import errors
+from speech_to_speech.protocol import Event, error_codes
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.playback import ItemAudio, Playback, duration_ms
 
@@ -31,7 +30,7 @@ def _ms(data: dict[str, Any], key: str, default: int | None = None) -> int:
     value = data.get(key)
     value = default if value is None else value  # an optional field sent as null is left out
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise RealtimeError(errors.INVALID_VALUE, f"'{key}' must be a non-negative integer of milliseconds",
+        raise RealtimeError(error_codes.INVALID_VALUE, f"'{key}' must be a non-negative integer of milliseconds",
                             param=key)
     return value
 
@@ -40,21 +39,21 @@ def _item_of(playback: Playback, data: dict[str, Any], active_response: str | No
     """The acked response and item (None: a response with no audio yet); raises RealtimeError."""
     response_id = data.get("response_id")
     if not isinstance(response_id, str) or not response_id:
-        raise RealtimeError(errors.INVALID_VALUE, "'response_id' must name a response", param="response_id")
+        raise RealtimeError(error_codes.INVALID_VALUE, "'response_id' must name a response", param="response_id")
     playback.forget_stale()  # a deleted item's acks are refused
     items = playback.items_of(response_id)
     if items is None and response_id != active_response:
-        raise RealtimeError(errors.RESPONSE_NOT_FOUND, f"Response {response_id!r} not found (or forgotten)",
+        raise RealtimeError(error_codes.RESPONSE_NOT_FOUND, f"Response {response_id!r} not found (or forgotten)",
                             param="response_id")
     items = items or []
     item_id = data.get("item_id")
     if item_id is None:
         if len(items) > 1:
-            raise RealtimeError(errors.INVALID_VALUE, f"Response {response_id!r} has {len(items)} audio items: "
+            raise RealtimeError(error_codes.INVALID_VALUE, f"Response {response_id!r} has {len(items)} audio items: "
                                 "name one with 'item_id'", param="item_id")
         return response_id, items[0] if items else None
     if not isinstance(item_id, str) or item_id not in items:
-        raise RealtimeError(errors.ITEM_NOT_FOUND, f"Response {response_id!r} has no audio item {item_id!r}",
+        raise RealtimeError(error_codes.ITEM_NOT_FOUND, f"Response {response_id!r} has no audio item {item_id!r}",
                             param="item_id")
     return response_id, item_id
 
@@ -68,14 +67,14 @@ def acknowledge(playback: Playback, data: dict[str, Any], *, active_response: st
     truncate = data.get("truncate")
     truncate = False if truncate is None else truncate
     if not isinstance(truncate, bool):
-        raise RealtimeError(errors.INVALID_VALUE, "'truncate' must be true or false", param="truncate")
+        raise RealtimeError(error_codes.INVALID_VALUE, "'truncate' must be true or false", param="truncate")
     if committed > played:
-        raise RealtimeError(errors.INVALID_VALUE, f"'committed_ms' ({committed}) is past 'played_ms' ({played}): "
+        raise RealtimeError(error_codes.INVALID_VALUE, f"'committed_ms' ({committed}) is past 'played_ms' ({played}): "
                             "only audio that was played can be committed", param="committed_ms")
     entry = playback.item(item_id) if item_id is not None else None
     generated = duration_ms(entry.produced) if entry is not None else 0
     if played > generated:
-        raise RealtimeError(errors.INVALID_VALUE, f"'played_ms' ({played}) is past the {generated}ms of audio "
+        raise RealtimeError(error_codes.INVALID_VALUE, f"'played_ms' ({played}) is past the {generated}ms of audio "
                             "this item has", param="played_ms")
     if entry is not None and not truncate:
         _forward_only(entry, played, committed)
@@ -87,7 +86,7 @@ def acknowledge(playback: Playback, data: dict[str, Any], *, active_response: st
 def _forward_only(entry: ItemAudio, played: int, committed: int) -> None:
     for key, before, now in (("played_ms", entry.played_ms, played), ("committed_ms", entry.committed_ms, committed)):
         if now < before:
-            raise RealtimeError(errors.INVALID_VALUE, f"'{key}' ({now}) is behind the {before}ms acknowledged "
+            raise RealtimeError(error_codes.INVALID_VALUE, f"'{key}' ({now}) is behind the {before}ms acknowledged "
                                 "before: positions only move forward unless 'truncate' is true", param=key)
 
 

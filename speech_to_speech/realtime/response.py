@@ -13,7 +13,7 @@ from typing import Any
 
 from speech_to_speech import ids
 from speech_to_speech.pipeline.messages import AudioVisemes, TurnDecision
-from speech_to_speech.protocol import VISEMES_EXTENSION, Event
+from speech_to_speech.protocol import VISEMES_EXTENSION, Event, error_codes, error_types
 
 
 @dataclass
@@ -222,7 +222,8 @@ class ResponseState:
         elif status == "incomplete":
             details = {"type": "incomplete", "reason": reason}
         elif status == "failed":
-            details = {"type": "failed", "error": {"type": "server_error", "code": "response_failed",
+            details = {"type": "failed", "error": {"type": error_types.SERVER_ERROR,
+                                                   "code": error_codes.RESPONSE_FAILED,
                                                    "message": error or "the response failed"}}
         events.append({"type": "response.done", "response": self.body(status, details)})
         return events

@@ -13,10 +13,14 @@ import time
 from typing import Any
 
 from speech_to_speech.pipeline.messages import TurnDecision
-from speech_to_speech.protocol import TIMINGS_KEY, TURN_DETECTION_KEY
-from speech_to_speech.realtime.playback import PLAYBACK_KEY
+from speech_to_speech.protocol.metadata import (
+    INPUT_CALL_IDS_KEY,
+    PLAYBACK_KEY,
+    TIMINGS_KEY,
+    TURN_DETECTION_KEY,
+    encode_call_ids,
+)
 from speech_to_speech.realtime.response import ResponseState
-from speech_to_speech.realtime.tool_results import INPUT_CALL_IDS_KEY, encode_call_ids
 
 
 def encode_turn_decision(decision: TurnDecision) -> str:

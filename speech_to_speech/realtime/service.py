@@ -44,9 +44,12 @@ from speech_to_speech.pipeline.messages import (
 )
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import (
+    ECHO_CANCELLATION_EXTENSION,
     SNAPSHOT_EXTENSION,
     TIMINGS_EXTENSION,
     VISEMES_EXTENSION,
+    error_codes,
+    error_types,
 )
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.client_events import apply_event, prepare_event
@@ -59,11 +62,7 @@ from speech_to_speech.realtime.playback import Playback
 from speech_to_speech.realtime.response import Event, OpenMessage, ResponseState
 from speech_to_speech.realtime.response_metadata import finished_metadata
 from speech_to_speech.realtime.session import SessionState
-from speech_to_speech.realtime.session_echo import (
-    ECHO_CANCELLATION_EXTENSION,
-    SessionEcho,
-    echo_cancellation_available,
-)
+from speech_to_speech.realtime.session_echo import SessionEcho, echo_cancellation_available
 from speech_to_speech.realtime.session_events import SessionControl
 from speech_to_speech.realtime.speculation import Speculation, SpeculationSlot, same_words
 from speech_to_speech.realtime.tool_results import ToolResultLedger
@@ -186,7 +185,7 @@ class RealtimeService:
     def commit_input(self) -> str:
         """End the user's turn with the audio sent so far (input_audio_buffer.commit): its item id."""
         if self.uncommitted_samples == 0:
-            raise RealtimeError(errors.COMMIT_EMPTY, "The input audio buffer is empty: nothing to commit")
+            raise RealtimeError(error_codes.COMMIT_EMPTY, "The input audio buffer is empty: nothing to commit")
         self.uncommitted_samples = 0
         self.speculations.drop()
         self.unit.push_audio(self.audio.flush_input())  # the commit's audio, not the next turn's
@@ -298,7 +297,8 @@ class RealtimeService:
             return
         self.speculations.cancel(self.speculations.take(response.id))
         if status == "failed" and report:
-            self.emit(errors.error_event("response_failed", error or "the response failed", type="server_error"))
+            self.emit(errors.error_event(error_codes.RESPONSE_FAILED, error or "the response failed",
+                                         type=error_types.SERVER_ERROR))
         answered = status == "completed" and bool(response.input_call_ids) and bool(response.output)
         if answered:
             self.tool_results.answered(response.input_call_ids)
@@ -342,7 +342,7 @@ class RealtimeService:
             handler(self, item)
         except Exception as error:
             log.exception("turning %s into events failed", type(item).__name__)
-            self._fail(errors.SERVER_ERROR, f"{type(error).__name__}: {error}", self.response)
+            self._fail(error_codes.SERVER_ERROR, f"{type(error).__name__}: {error}", self.response)
 
     def fail_active(self, code: str, message: str) -> None:
         """Fail the active response (if any) with an error: a stage hung, the client cannot keep up."""
@@ -350,7 +350,7 @@ class RealtimeService:
 
     def _fail(self, code: str, message: str, response: ResponseState | None) -> None:
         """Report a server-side failure and end ``response`` (if still active) with it; the session goes on."""
-        self.emit(errors.error_event(code, message, type="server_error"))
+        self.emit(errors.error_event(code, message, type=error_types.SERVER_ERROR))
         if response is None or response is not self.response:
             return
         self._finish_response("failed", error=message, report=False)
@@ -593,13 +593,13 @@ class RealtimeService:
         elif response is not None and (response.submitted or item.item_id is None
                                        or response.turn_item_id != item.item_id):
             response = None  # an input-side failure concerns only the response waiting for that turn
-        code, message = errors.stage_failed(item.stage), f"{item.stage} failed: {item.message}"
+        code, message = error_codes.stage_failed(item.stage), f"{item.stage} failed: {item.message}"
         turn = item.item_id if item.item_id in self.pending_transcriptions else None
         if turn is not None:
             self.failed_transcriptions.add(turn)
             self.emit({"type": "conversation.item.input_audio_transcription.failed", "item_id": turn,
                        "content_index": 0,
-                       "error": {"type": "server_error", "code": code, "message": message, "param": None}})
+                       "error": {"type": error_types.SERVER_ERROR, "code": code, "message": message, "param": None}})
         elif response is None and not self._stage_errors.due(item.stage):
             return  # a stage failing on every chunk (the VAD, say) is reported now and then, not each time
         self._fail(code, message, response)

@@ -16,9 +16,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from speech_to_speech import ids
 from speech_to_speech.audio.rates import WIRE_RATE
 from speech_to_speech.pipeline.session_config import RuntimeConfig, TurnDetection
+from speech_to_speech.protocol.error_codes import INVALID_REQUEST, INVALID_SESSION_TYPE
+from speech_to_speech.protocol.policies import (
+    BARGE_IN_ON_SPEECH,
+    COMMIT_ALL_ON_DONE,
+    LISTEN_ONLY,
+    OverlapPolicy,
+    PlaybackCommitPolicy,
+)
 from speech_to_speech.realtime.content_limits import VOICE_MAX_CHARS, VOICE_PATTERN, ContentLimits
-from speech_to_speech.realtime.errors import INVALID_REQUEST, INVALID_SESSION_TYPE, RealtimeError
-from speech_to_speech.realtime.overlap import LISTEN_ONLY, MAX_THRESHOLD_MS, OVERLAP_DEFAULTS, OVERLAP_FIELDS
+from speech_to_speech.realtime.errors import RealtimeError
+from speech_to_speech.realtime.overlap import MAX_THRESHOLD_MS, OVERLAP_DEFAULTS, OVERLAP_FIELDS
 from speech_to_speech.realtime.voices import VoiceCatalog, requested_voice
 
 if TYPE_CHECKING:
@@ -29,9 +37,6 @@ SETTABLE_FIELDS = frozenset({"type", "audio", "include", "instructions", "max_ou
                              "parallel_tool_calls", "prompt", "reasoning", "tool_choice", "tools", "tracing",
                              "truncation", "extensions", "playback_commit_policy"})
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
-# The policies a session may choose (docs/sessions.md); the first of each is the default.
-OverlapPolicy = Literal["barge_in_on_speech", "listen_only"]
-PlaybackCommitPolicy = Literal["commit_all_on_done", "ack_only"]
 # What speech over the assistant does: top-level fields too (docs/sessions.md, "Overlap policy").
 SETTABLE_FIELDS = SETTABLE_FIELDS | OVERLAP_FIELDS
 
@@ -101,12 +106,12 @@ class SessionModel(_Open):
     tool_choice: str | dict[str, Any] | None = None
     max_output_tokens: int | Literal["inf"] | None = None
     reasoning: Reasoning | None = None
-    overlap_policy: OverlapPolicy = "barge_in_on_speech"
+    overlap_policy: OverlapPolicy = BARGE_IN_ON_SPEECH
     overlap_short_ack_ms: int = Field(default=700, ge=0, le=MAX_THRESHOLD_MS, strict=True)
     overlap_barge_in_ms: int = Field(default=1200, ge=0, le=MAX_THRESHOLD_MS, strict=True)
     extensions: list[str] | None = None
     # How much of an answer enters the LLM's history (docs/sessions.md, "Playback truth").
-    playback_commit_policy: PlaybackCommitPolicy = "commit_all_on_done"
+    playback_commit_policy: PlaybackCommitPolicy = COMMIT_ALL_ON_DONE
 
     @field_validator("output_modalities")
     @classmethod
@@ -191,7 +196,7 @@ class SessionState:
             "prompt": None,
             "reasoning": {"effort": startup_reasoning} if startup_reasoning else None,
             "extensions": [],
-            "playback_commit_policy": "commit_all_on_done",
+            "playback_commit_policy": COMMIT_ALL_ON_DONE,
         }
         self._default_instructions = instructions
 
@@ -300,7 +305,7 @@ class SessionState:
 
     @property
     def playback_commit_policy(self) -> str:
-        return str(self.session.get("playback_commit_policy") or "commit_all_on_done")
+        return str(self.session.get("playback_commit_policy") or COMMIT_ALL_ON_DONE)
 
     @property
     def output_format(self) -> dict[str, Any]:

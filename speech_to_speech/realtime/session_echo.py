@@ -33,7 +33,6 @@ from speech_to_speech.audio.echo import EchoCanceller
 from speech_to_speech.audio.rates import PIPELINE_RATE, TTS_RATE
 from speech_to_speech.audio.resample import StreamResampler
 
-ECHO_CANCELLATION_EXTENSION = "speech_to_speech.echo_cancellation"
 # How far the reference may run ahead of what an ack says is playing before it is held back: the echo
 # comes later than its reference anyway (the room, the devices), and the canceller finds that much.
 AHEAD_TOLERANCE_MS = 120

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from speech_to_speech.realtime import errors
+from speech_to_speech.protocol import error_codes
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import ClientEvent
 
@@ -54,7 +54,7 @@ class ResumeRequest:
 def _seq(data: dict[str, Any], name: str, event_id: str | None, default: int | None = None) -> int:
     value = data.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise RealtimeError(errors.INVALID_REQUEST, f"'{name}' must be an integer >= 0", param=name,
+        raise RealtimeError(error_codes.INVALID_REQUEST, f"'{name}' must be an integer >= 0", param=name,
                             event_id=event_id)
     return value
 
@@ -62,7 +62,7 @@ def _seq(data: dict[str, Any], name: str, event_id: str | None, default: int | N
 def _string(data: dict[str, Any], name: str, event_id: str | None) -> str:
     value = data.get(name)
     if not isinstance(value, str) or not value or len(value) > 256:
-        raise RealtimeError(errors.INVALID_REQUEST, f"'{name}' must be a non-empty string", param=name,
+        raise RealtimeError(error_codes.INVALID_REQUEST, f"'{name}' must be a non-empty string", param=name,
                             event_id=event_id)
     return value
 
@@ -70,7 +70,7 @@ def _string(data: dict[str, Any], name: str, event_id: str | None) -> str:
 def resume_request(event: ClientEvent) -> ResumeRequest:
     """The checked fields of a ``session.resume`` (raises RealtimeError for anything else)."""
     if event.type != RESUME:
-        raise RealtimeError(errors.SESSION_RESUME_REQUIRED,
+        raise RealtimeError(error_codes.SESSION_RESUME_REQUIRED,
                             f"A socket opened with ?autostart=0 must start with {RESUME}, not {event.type}",
                             param="type", event_id=event.event_id)
     data, event_id = event.data, event.event_id
@@ -81,7 +81,7 @@ def resume_request(event: ClientEvent) -> ResumeRequest:
 def _control(service: ControlledService, event: ClientEvent) -> SessionControl:
     control = service.session_control
     if control is None:
-        raise RealtimeError(errors.INVALID_EVENT_FOR_TRANSPORT, f"{event.type} is not served here")
+        raise RealtimeError(error_codes.INVALID_EVENT_FOR_TRANSPORT, f"{event.type} is not served here")
     return control
 
 
@@ -99,7 +99,7 @@ def session_close(service: ControlledService, event: ClientEvent) -> None:
 
 
 def session_resume(service: ControlledService, event: ClientEvent) -> None:
-    raise RealtimeError(errors.INVALID_REQUEST,
+    raise RealtimeError(error_codes.INVALID_REQUEST,
                         f"{RESUME} is only accepted as the first event of a socket opened with ?autostart=0",
                         param="type")
 

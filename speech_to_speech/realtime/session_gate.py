@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.protocol import error_codes, error_types
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.admission import WINDOW_S, ClientAdmission
 from speech_to_speech.units.pool import PipelinePool
@@ -49,7 +50,7 @@ class Refusal:
     code: str
     why: str
     retry_after_s: int
-    type: str = "invalid_request_error"
+    type: str = error_types.INVALID_REQUEST_ERROR
 
     @property
     def message(self) -> str:
@@ -87,7 +88,8 @@ class SessionGate:
         refusal = self._clients.admit(address)
         if refusal is None:
             return None
-        return Refusal(429, errors.TOO_MANY_SESSIONS, refusal, TOO_MANY_RETRY_AFTER_S, type="rate_limit_error")
+        return Refusal(429, error_codes.TOO_MANY_SESSIONS, refusal, TOO_MANY_RETRY_AFTER_S,
+                       type=error_types.RATE_LIMIT_ERROR)
 
     def leave(self, address: str) -> None:
         self._clients.leave(address)
@@ -137,4 +139,4 @@ class SessionGate:
         slots = self._pool.status()
         in_use = sum(1 for slot in slots if slot.state != "idle" or not slot.healthy)
         why = f"busy: {in_use} of {len(slots)} sessions in use"
-        return Refusal(503, errors.SESSION_LIMIT_REACHED, why, BUSY_RETRY_AFTER_S)
+        return Refusal(503, error_codes.SESSION_LIMIT_REACHED, why, BUSY_RETRY_AFTER_S)

@@ -16,11 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.protocol import NORMAL_CLOSURE
-from speech_to_speech.realtime import errors
+from speech_to_speech.protocol import NORMAL_CLOSURE, error_codes, error_types
 from speech_to_speech.realtime.service import RealtimeService
 
-RESPONSE_STALLED = "response_stalled"
 # Never look less often than this (the timeouts may be long): a watchdog, not the audio path.
 MAX_NAP_S = 1.0
 
@@ -33,7 +31,7 @@ class Closing:
     reason: str
     error_code: str
     message: str
-    error_type: str = "server_error"
+    error_type: str = error_types.SERVER_ERROR
     reported: bool = False  # the client was told already (with the failed response)
 
 
@@ -50,11 +48,11 @@ async def guard(service: RealtimeService, settings: ServerSettings,
             service.last_activity = now  # a response under way is not idleness
             waited = now - max(service.last_output, response.marks.get("created", now))
             if stall and waited > stall:  # a hung LLM/TTS, or an STT that never transcribes the turn
-                service.fail_active(RESPONSE_STALLED, f"The pipeline produced nothing for {stall:g} s")
+                service.fail_active(error_codes.RESPONSE_STALLED, f"The pipeline produced nothing for {stall:g} s")
         elif idle and now - service.last_activity > idle:
             message = f"The session sent nothing for {idle:g} s and is closed"
-            return Closing(NORMAL_CLOSURE, "idle timeout", errors.SESSION_IDLE_TIMEOUT, message,
-                           "invalid_request_error")
+            return Closing(NORMAL_CLOSURE, "idle timeout", error_codes.SESSION_IDLE_TIMEOUT, message,
+                           error_types.INVALID_REQUEST_ERROR)
         waits = [MAX_NAP_S]
         if idle:
             waits.append(service.last_activity + idle - now)

@@ -14,7 +14,7 @@ import hmac
 import secrets
 from typing import Generic, Protocol, TypeVar
 
-from speech_to_speech.realtime import errors
+from speech_to_speech.protocol import error_codes
 from speech_to_speech.realtime.errors import RealtimeError
 
 TOKEN_PREFIX = "rt_"
@@ -65,12 +65,12 @@ class SessionRegistry(Generic[S]):
         """The session ``token`` opens, and its new token; raises the protocol error a client gets."""
         session = self._sessions.get(session_id) if isinstance(session_id, str) else None
         if session is None or not isinstance(session_id, str):
-            raise RealtimeError(errors.SESSION_RESUME_EXPIRED,
+            raise RealtimeError(error_codes.SESSION_RESUME_EXPIRED,
                                 f"Unknown, expired or ended session: {session_id!r}",
                                 param="session_id", event_id=event_id)
         presented = _digest(token) if isinstance(token, str) else b""
         if not hmac.compare_digest(presented, self._digests[session_id]):
-            raise RealtimeError(errors.SESSION_RESUME_INVALID_TOKEN,
+            raise RealtimeError(error_codes.SESSION_RESUME_INVALID_TOKEN,
                                 "The resume token does not open this session",
                                 param="resume_token", event_id=event_id)
         rotated = new_token()

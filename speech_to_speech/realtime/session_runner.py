@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.protocol import GOING_AWAY, POLICY_VIOLATION
+from speech_to_speech.protocol import GOING_AWAY, POLICY_VIOLATION, error_codes, error_types
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.client_events import CLIENT_EVENTS
 from speech_to_speech.realtime.errors import RealtimeError
@@ -39,8 +39,8 @@ log = logging.getLogger(__name__)
 # How long a socket opened with ?autostart=0 may take to send its session.resume.
 RESUME_HANDSHAKE_TIMEOUT_S = 10.0
 
-SHUTDOWN = Closing(GOING_AWAY, "server shutting down", errors.SERVER_SHUTTING_DOWN,
-                   "The server is shutting down; reconnect later", "server_error")
+SHUTDOWN = Closing(GOING_AWAY, "server shutting down", error_codes.SERVER_SHUTTING_DOWN,
+                   "The server is shutting down; reconnect later", error_types.SERVER_ERROR)
 
 
 class LiveSessions:
@@ -126,7 +126,7 @@ async def resume_session(
         return
     except TimeoutError:
         message = f"No {RESUME} within {RESUME_HANDSHAKE_TIMEOUT_S:g} s of opening the socket"
-        await refuse(transport, errors.error_event(errors.SESSION_RESUME_REQUIRED, message),
+        await refuse(transport, errors.error_event(error_codes.SESSION_RESUME_REQUIRED, message),
                       POLICY_VIOLATION, "no session.resume", metrics)
         return
     try:
@@ -135,7 +135,7 @@ async def resume_session(
         request = resume_request(event)
         session, token = registry.resume(request.session_id, request.resume_token, request.event_id)
         if session.closer.done():  # ending (closed, expired, evicted) but not yet out of the registry
-            raise RealtimeError(errors.SESSION_RESUME_EXPIRED, f"Session {request.session_id} has ended",
+            raise RealtimeError(error_codes.SESSION_RESUME_EXPIRED, f"Session {request.session_id} has ended",
                                 param="session_id", event_id=request.event_id)
     except RealtimeError as error:
         await refuse(transport, error.to_event(), POLICY_VIOLATION, "session not resumed", metrics)

@@ -1,23 +1,26 @@
-"""The duplicate tool follow-up extension.
+"""The server's half of the duplicate tool follow-up extension.
 
-A client that runs tools sends one automatic ``response.create`` after the
-results, marked with ``s2s_tool_followup_call_ids``. If a completed answer's
-model input already held those results, that follow-up would repeat it: the
-server reports what each completed answer consumed (``s2s_tool_input_call_ids``
-on ``response.done``) and remembers the last 1,024 consumed ids per
-connection, independently of the chat history, to reject late duplicates.
+The server remembers the last 1,024 tool call ids that completed answers
+consumed per connection, independently of the chat history, to reject late
+duplicate follow-ups. The metadata keys and their encoding are part of the
+wire contract, in :mod:`speech_to_speech.protocol.metadata`.
 """
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
-from typing import Any
 
-FOLLOWUP_CALL_IDS_KEY = "s2s_tool_followup_call_ids"
-INPUT_CALL_IDS_KEY = "s2s_tool_input_call_ids"
+# The keys' and the encoding's old home: importing them from here keeps working for one release.
+from speech_to_speech.protocol.metadata import (  # noqa: F401
+    FOLLOWUP_CALL_IDS_KEY,
+    INPUT_CALL_IDS_KEY,
+    METADATA_VALUE_LIMIT,
+    decode_call_ids,
+    encode_call_ids,
+    followup_call_ids,
+)
+
 MAX_REMEMBERED = 1024
-METADATA_VALUE_LIMIT = 512
 
 
 class ToolResultLedger:
@@ -34,27 +37,3 @@ class ToolResultLedger:
 
     def all_answered(self, call_ids: list[str]) -> bool:
         return bool(call_ids) and all(call_id in self._answered for call_id in call_ids)
-
-
-def encode_call_ids(call_ids: tuple[str, ...] | list[str]) -> str:
-    """A JSON list that fits the metadata value limit, keeping the most recent ids."""
-    kept = list(call_ids)
-    while kept and len(json.dumps(kept)) > METADATA_VALUE_LIMIT:
-        kept.pop(0)
-    return json.dumps(kept)
-
-
-def followup_call_ids(metadata: dict[str, Any] | None) -> list[str]:
-    """The call ids an automatic follow-up create names, or [] for an ordinary create."""
-    return decode_call_ids((metadata or {}).get(FOLLOWUP_CALL_IDS_KEY))
-
-
-def decode_call_ids(raw: Any) -> list[str]:
-    """A metadata value written by ``encode_call_ids`` (anything else reads as no ids)."""
-    if not isinstance(raw, str):
-        return []
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return []
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []

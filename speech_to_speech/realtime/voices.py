@@ -18,8 +18,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from speech_to_speech.protocol.error_codes import INVALID_REQUEST, INVALID_VALUE
 from speech_to_speech.realtime.content_limits import VOICE_MAX_CHARS, VOICE_PATTERN
-from speech_to_speech.realtime.errors import INVALID_REQUEST, INVALID_VALUE, RealtimeError
+from speech_to_speech.realtime.errors import RealtimeError
 
 # OpenAI's documented voice names: the Realtime API's built-in voices and those of its speech endpoint.
 OPENAI_VOICES = ("alloy", "ash", "ballad", "cedar", "coral", "echo", "fable", "marin", "nova", "onyx", "sage",

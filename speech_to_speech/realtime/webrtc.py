@@ -42,7 +42,7 @@ from starlette.datastructures import UploadFile
 
 from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.realtime import errors
+from speech_to_speech.protocol import error_codes, error_types
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.languages import LanguageService
 from speech_to_speech.realtime.metrics import ServerMetrics
@@ -65,7 +65,7 @@ CONNECT_TIMEOUT_S = 30.0
 HANGUP_TIMEOUT_S = 10.0
 
 
-def error_response(status: int, code: str, message: str, *, type: str = "invalid_request_error",
+def error_response(status: int, code: str, message: str, *, type: str = error_types.INVALID_REQUEST_ERROR,
                    param: str | None = None, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": {"type": type, "code": code, "message": message, "param": param}},
                         status_code=status, headers=dict(headers or {}))
@@ -139,8 +139,8 @@ async def read_offer(request: Request) -> tuple[str, dict[str, Any] | None]:
     if kind == "application/sdp":
         body = await request.body()
         if len(body) > MAX_OFFER_BYTES:
-            raise OfferRejected(error_response(413, errors.INVALID_SDP, f"An SDP offer is at most {MAX_OFFER_BYTES} "
-                                               "bytes"))
+            raise OfferRejected(error_response(413, error_codes.INVALID_SDP,
+                                               f"An SDP offer is at most {MAX_OFFER_BYTES} bytes"))
         sdp: str | None = body.decode("utf-8", errors="replace")
     elif kind == "multipart/form-data":
         async with request.form(max_files=2, max_fields=8, max_part_size=MAX_OFFER_BYTES) as form:
@@ -152,15 +152,15 @@ async def read_offer(request: Request) -> tuple[str, dict[str, Any] | None]:
             except ValueError:
                 session = None
             if not isinstance(session, dict):
-                raise OfferRejected(error_response(400, errors.INVALID_REQUEST,
+                raise OfferRejected(error_response(400, error_codes.INVALID_REQUEST,
                                                    "The 'session' field must be a JSON object", param="session"))
     else:
         raise OfferRejected(error_response(
-            415, errors.INVALID_REQUEST,
+            415, error_codes.INVALID_REQUEST,
             "Send the SDP offer as Content-Type: application/sdp, or as the 'sdp' field of multipart/form-data",
         ))
     if not sdp or not sdp.lstrip().startswith("v=0") or "\nm=" not in sdp:
-        raise OfferRejected(error_response(400, errors.INVALID_SDP,
+        raise OfferRejected(error_response(400, error_codes.INVALID_SDP,
                                            "The body is not an SDP offer (v=0 and at least one m= section)",
                                            param="sdp"))
     return sdp, session
@@ -186,9 +186,9 @@ def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings
     async def create_call(request: Request) -> Response:
         call_module = _load_call_module()
         if call_module is None:
-            return error_response(501, errors.WEBRTC_UNAVAILABLE,
+            return error_response(501, error_codes.WEBRTC_UNAVAILABLE,
                                   f"WebRTC needs the webrtc extra, which is not installed: {INSTALL_HINT}",
-                                  type="server_error")
+                                  type=error_types.SERVER_ERROR)
         try:
             offer, session = await read_offer(request)
             if session is not None:
@@ -211,7 +211,7 @@ def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings
             pool.release(unit)
             gate.leave(address)
             await call.close()
-            return error_response(400, errors.INVALID_SDP, f"The SDP offer cannot be answered: {error}",
+            return error_response(400, error_codes.INVALID_SDP, f"The SDP offer cannot be answered: {error}",
                                   param="sdp")
 
         async def run(transport: Transport, incoming: AsyncIterator[str | bytes],
@@ -233,7 +233,7 @@ def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings
     async def end_call(call_id: str) -> Response:
         call = calls.get(call_id)
         if call is None:
-            return error_response(404, errors.CALL_NOT_FOUND, f"No active call {call_id!r}", param="call_id")
+            return error_response(404, error_codes.CALL_NOT_FOUND, f"No active call {call_id!r}", param="call_id")
         await call.hangup(HANGUP_TIMEOUT_S)
         return Response(status_code=204)
 

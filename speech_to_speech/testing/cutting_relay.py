@@ -22,7 +22,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from speech_to_speech.protocol import Event
+from speech_to_speech.protocol import ABNORMAL_CLOSURE, NO_STATUS_RECEIVED, Event
 
 
 class CuttingRelay:
@@ -172,7 +172,7 @@ def _finish(future: asyncio.Future[None]) -> None:
 
 async def _pass_close(closed: ServerConnection | ClientConnection, other: ServerConnection | ClientConnection) -> None:
     """Close ``other`` as ``closed`` was: with its close frame's code, or abruptly if it had none."""
-    if closed.close_code in (None, 1005, 1006):
+    if closed.close_code in (None, NO_STATUS_RECEIVED, ABNORMAL_CLOSURE):
         if other.transport is not None:
             other.transport.abort()
     else:

@@ -1,4 +1,4 @@
-"""Names of our extensions to the Realtime protocol, shared by the server, the client and the benches.
+"""Names of our extensions to the Realtime protocol.
 
 A client opts in with ``session.update``'s ``session.extensions``:
 
@@ -11,29 +11,18 @@ A client opts in with ``session.update``'s ``session.extensions``:
   ended also carries its decision under ``s2s_turn_detection`` (detector,
   outcome, probability, inference_ms, the pause's words and the STT's
   ``continuation``: its doubt that they end there), and the marks ``turn_asked`` and
-  ``turn_decided``.
+  ``turn_decided``. The metadata keys are in :mod:`speech_to_speech.protocol.metadata`.
 - ``speech_to_speech.output_audio.visemes``: with ``--enable_visemes`` on the
   server, an event of that type before each ``response.output_audio.delta``
   with the mouth shapes of that chunk (docs/visemes.md).
+- ``speech_to_speech.echo_cancellation``: the server takes the audio it sent
+  this session out of the session's microphone audio (docs/echo.md); the
+  default of every WebSocket session under ``--echo_cancellation server``.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-Event = dict[str, Any]  # one Realtime event, as its JSON object
-
 SNAPSHOT_EXTENSION = "speech_to_speech.input_audio_transcription.snapshot"
 TIMINGS_EXTENSION = "speech_to_speech.timings"
-TIMINGS_KEY = "s2s_timings"
-TURN_DETECTION_KEY = "s2s_turn_detection"
 VISEMES_EXTENSION = "speech_to_speech.output_audio.visemes"
-
-# WebSocket close codes (RFC 6455) that the server sends and the client reads.
-NORMAL_CLOSURE = 1000
-GOING_AWAY = 1001
-NO_STATUS_RECEIVED = 1005  # a close frame without a code
-ABNORMAL_CLOSURE = 1006  # the connection lost without a close frame
-POLICY_VIOLATION = 1008
-INTERNAL_ERROR = 1011
-TRY_AGAIN_LATER = 1013  # what a browser refused by the session gate gets
+ECHO_CANCELLATION_EXTENSION = "speech_to_speech.echo_cancellation"
