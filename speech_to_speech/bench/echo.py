@@ -59,17 +59,19 @@ class EchoConfig:
     timeout_s: float = 60.0
 
 
-async def _trial(target: Target, question: audio.Speech, room: Room, config: EchoConfig, *, cancel: bool,
-                 interruption: Interruption | None = None) -> EchoRun:
+async def _speak(target: Target, question: audio.Speech, room: Room, config: EchoConfig, *, cancel: bool,
+                 instructions: str | None, interruption: Interruption | None = None) -> tuple[EchoRun, list[float]]:
+    """One fresh session through the rig; the run and when each of its events was read."""
     await target.wait_idle()
     async with RealtimeTestClient.connect(target.ws_url, timeout=config.timeout_s, validate=False) as client:
         await client.wait_for("session.created")
         fields: dict[str, Any] = {"extensions": [ECHO_CANCELLATION_EXTENSION] if cancel else []}
-        if config.instructions:
-            fields["instructions"] = config.instructions
+        if instructions:
+            fields["instructions"] = instructions
         await client.update_session(fields)
-        return await speak_beside_speaker(client, question.samples, question.rate, room,
-                                          listen_s=config.timeout_s, interruption=interruption)
+        run = await speak_beside_speaker(client, question.samples, question.rate, room,
+                                         listen_s=config.timeout_s, interruption=interruption)
+        return run, [r.at for r in client.received]
 
 
 def _outcome(run: EchoRun) -> dict[str, Any]:
@@ -95,17 +97,9 @@ def _barge_in_ms(run: EchoRun, received_at: list[float]) -> dict[str, Any]:
 
 async def _barge_in(target: Target, question: audio.Speech, interruption: audio.Speech, room: Room,
                     config: EchoConfig) -> dict[str, Any]:
-    await target.wait_idle()
     said = Interruption(config.barge_in_after_ms, interruption.samples, interruption.start)
-    async with RealtimeTestClient.connect(target.ws_url, timeout=config.timeout_s, validate=False) as client:
-        await client.wait_for("session.created")
-        fields: dict[str, Any] = {"extensions": [ECHO_CANCELLATION_EXTENSION]}
-        if config.instructions:
-            fields["instructions"] = LONGER_ANSWER
-        await client.update_session(fields)
-        run = await speak_beside_speaker(client, question.samples, question.rate, room,
-                                         listen_s=config.timeout_s, interruption=said)
-        received_at = [r.at for r in client.received]
+    run, received_at = await _speak(target, question, room, config, cancel=True,
+                                    instructions=LONGER_ANSWER if config.instructions else None, interruption=said)
     return _barge_in_ms(run, received_at)
 
 
@@ -156,7 +150,8 @@ async def run(target: Target, config: EchoConfig) -> tuple[dict[str, Any], list[
             for delay in config.delays_ms:
                 room = Room(delay_ms=delay, rate=question.rate)
                 for mode in MODES:
-                    run_ = await _trial(target, question, room, config, cancel=mode == "on")
+                    run_, _ = await _speak(target, question, room, config, cancel=mode == "on",
+                                           instructions=config.instructions)
                     samples.append({"kind": "echo", "repeat": repeat, "question": question.name,
                                     "delay_ms": delay, "mode": mode, **_outcome(run_)})
     summary: dict[str, Any] = {}
