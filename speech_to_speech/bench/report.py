@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from speech_to_speech.bench.echo_report import echo_counts, echo_figures
 from speech_to_speech.bench.load_report import load_counts, load_figures
 from speech_to_speech.bench.quality_report import HEADER as QUALITY_HEADER
 from speech_to_speech.bench.quality_report import quality_row, quality_section
@@ -21,7 +22,7 @@ from speech_to_speech.bench.resume_report import LABELS as RESUME_LABELS
 from speech_to_speech.bench.resume_report import resume_rows
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-ORDER = ("latency", "turns", "load", "quality", "bargein", "overhead", "resume", "capacity", "startup")
+ORDER = ("latency", "turns", "load", "quality", "bargein", "echo", "overhead", "resume", "capacity", "startup")
 TABLED = ("capacity", "startup")  # their own tables, not figure rows (and every quality* result)
 PLOT_NAME = "benchmarks.png"
 # Labels of the figures a reader looks for; others show under their key.
@@ -101,6 +102,11 @@ def load_rows(summary: dict[str, Any]) -> list[str]:
     return figure_rows("load", load_figures(summary)) + load_counts(summary)
 
 
+def echo_rows(summary: dict[str, Any]) -> list[str]:
+    """A real barge-in over the echo and without it, then what the echo did with cancellation off and on."""
+    return figure_rows("echo", echo_figures(summary)) + echo_counts(summary)
+
+
 def capacity_rows(summary: dict[str, Any]) -> list[str]:
     rows = []
     for level, stats in sorted(summary["sessions"].items(), key=lambda item: int(item[0])):
@@ -152,7 +158,8 @@ def markdown(results: dict[str, dict[str, Any]], image: str | None = None) -> st
         lines += ["| benchmark | figure | p50 (ms) | p95 (ms) | n |", "|---|---|---:|---:|---:|"]
         for name in spoken:
             summary = results[name]["summary"]
-            lines += load_rows(summary) if name == "load" else figure_rows(name, summary)
+            lines += load_rows(summary) if name == "load" else echo_rows(summary) if name == "echo" else (
+                figure_rows(name, summary))
             if name == "turns":
                 lines += turns_rows(summary)
             if name == "bargein":
@@ -291,7 +298,7 @@ def print_summary(result: dict[str, Any]) -> None:
         print(QUALITY_HEADER)
         print(quality_row(result))
         return
-    if result["benchmark"] in ("soak", "echo"):
+    if result["benchmark"] == "soak":
         print(json.dumps(result["summary"], indent=2))
         return
     if result["benchmark"] == "capacity":
@@ -302,8 +309,8 @@ def print_summary(result: dict[str, Any]) -> None:
               f"{summary['max_sessions_within_budget']}")
         return
     print("| benchmark | figure | p50 (ms) | p95 (ms) | n |")
-    if result["benchmark"] == "load":
-        print("\n".join(load_rows(result["summary"])))
+    if result["benchmark"] in ("load", "echo"):
+        print("\n".join((load_rows if result["benchmark"] == "load" else echo_rows)(result["summary"])))
         return
     print("\n".join(figure_rows(result["benchmark"], result["summary"])))
     if result["benchmark"] == "turns":
