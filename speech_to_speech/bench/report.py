@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +107,28 @@ def echo_rows(summary: dict[str, Any]) -> list[str]:
     return figure_rows("echo", echo_figures(summary)) + echo_counts(summary)
 
 
+def bargein_rows(summary: dict[str, Any]) -> list[str]:
+    """The barge-in latency, then the trials the answer outran."""
+    missed = f"| | trials missed (the answer ended first) | {summary['missed']} of {summary['trials']} | | |"
+    return [*figure_rows("bargein", summary), missed]
+
+
+# A spoken benchmark's rows in the figures table; one not named here has only its latency rows.
+SPOKEN_ROWS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "turns": lambda summary: figure_rows("turns", summary) + turns_rows(summary),
+    "load": load_rows,
+    "echo": echo_rows,
+    "bargein": bargein_rows,
+    "resume": lambda summary: figure_rows("resume", summary) + resume_rows(summary),
+}
+
+
+def spoken_rows(name: str, summary: dict[str, Any]) -> list[str]:
+    """The figures-table rows of one spoken benchmark, for the README and the terminal alike."""
+    build = SPOKEN_ROWS.get(name)
+    return build(summary) if build else figure_rows(name, summary)
+
+
 def capacity_rows(summary: dict[str, Any]) -> list[str]:
     rows = []
     for level, stats in sorted(summary["sessions"].items(), key=lambda item: int(item[0])):
@@ -157,16 +179,7 @@ def markdown(results: dict[str, dict[str, Any]], image: str | None = None) -> st
     if spoken:
         lines += ["| benchmark | figure | p50 (ms) | p95 (ms) | n |", "|---|---|---:|---:|---:|"]
         for name in spoken:
-            summary = results[name]["summary"]
-            lines += load_rows(summary) if name == "load" else echo_rows(summary) if name == "echo" else (
-                figure_rows(name, summary))
-            if name == "turns":
-                lines += turns_rows(summary)
-            if name == "bargein":
-                lines.append(f"| | trials missed (the answer ended first) | {summary['missed']} of "
-                             f"{summary['trials']} | | |")
-            if name == "resume":
-                lines += resume_rows(summary)
+            lines += spoken_rows(name, results[name]["summary"])
         lines += ["", "Models: " + "; ".join(f"{name}: {_backends(results[name]['environment']['server']['models'])}"
                                              for name in results) + ".", ""]
     lines += quality_section(results)
@@ -309,11 +322,4 @@ def print_summary(result: dict[str, Any]) -> None:
               f"{summary['max_sessions_within_budget']}")
         return
     print("| benchmark | figure | p50 (ms) | p95 (ms) | n |")
-    if result["benchmark"] in ("load", "echo"):
-        print("\n".join((load_rows if result["benchmark"] == "load" else echo_rows)(result["summary"])))
-        return
-    print("\n".join(figure_rows(result["benchmark"], result["summary"])))
-    if result["benchmark"] == "turns":
-        print("\n".join(turns_rows(result["summary"])))
-    if result["benchmark"] == "resume":
-        print("\n".join(resume_rows(result["summary"])))
+    print("\n".join(spoken_rows(result["benchmark"], result["summary"])))
