@@ -36,12 +36,16 @@ class Speaker:
     buffer_ms: int = 0
     timeline: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
     cursor: int = 0  # where the queued audio ends
-    items: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # (response, item): start, length
+    # (response, item): where each run of its audio plays, (start, length); a run ends where the speaker ran dry
+    items: dict[tuple[str, str], list[tuple[int, int]]] = field(default_factory=dict)
 
     def queue(self, samples: npt.NDArray[np.float32], now: int, item: tuple[str, str] = ("", "")) -> None:
         start = max(self.cursor, now if self.cursor > now else now + self.buffer_ms * self.rate // 1000)
-        begun, length = self.items.get(item, (start, 0))
-        self.items[item] = (begun, length + len(samples))
+        runs = self.items.setdefault(item, [])
+        if runs and sum(runs[-1]) == start:
+            runs[-1] = (runs[-1][0], runs[-1][1] + len(samples))
+        else:
+            runs.append((start, len(samples)))  # after a gap: the silence played is not the item's audio
         end = start + len(samples)
         if end > len(self.timeline):
             self.timeline = np.concatenate([self.timeline, np.zeros(end - len(self.timeline), np.float32)])
@@ -52,12 +56,15 @@ class Speaker:
         """Playback cleared: nothing past ``now`` plays."""
         self.timeline[now:] = 0.0
         self.cursor = min(self.cursor, now)
-        self.items = {key: (start, min(length, max(0, now - start))) for key, (start, length) in self.items.items()}
+        self.items = {key: [(start, min(length, now - start)) for start, length in runs if start < now]
+                      for key, runs in self.items.items()}
 
     def played_ms(self, now: int) -> list[tuple[str, str, int]]:
-        """(response, item, ms played) of every item begun by ``now``: what ``playback.ack`` says."""
-        return [(response, item, min(length, now - start) * 1000 // self.rate)
-                for (response, item), (start, length) in self.items.items() if start <= now]
+        """(response, item, ms of its audio played) of every item begun by ``now``: what ``playback.ack``
+        says (the packaged client counts the samples it played, not the time since an item began)."""
+        return [(response, item, sum(min(length, now - start) for start, length in runs if start <= now)
+                 * 1000 // self.rate)
+                for (response, item), runs in self.items.items() if runs and runs[0][0] <= now]
 
 
 @dataclass(frozen=True)
