@@ -151,6 +151,9 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     parsers["echo"].add_argument("--instructions", default=None,
                                  help="Session instructions (default: answers of a few sentences; '' keeps the "
                                       "server's).")
+    parsers["echo"].add_argument("--ack-every-ms", type=int, default=100,
+                                 help="Send playback.ack this often, as the packaged client does (default 100; "
+                                      "0: never, the server places the echo by its send clock alone).")
     _add_turn_flags(parsers["turns"])
     _add_turn_flags(parsers["load"])
     parsers["load"].add_argument("--phases", type=_phases, default=None,
@@ -260,7 +263,7 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
 
         instructions = FEW_SENTENCES if args.instructions is None else (args.instructions or None)
         return EchoConfig(**asked, **timeout, delays_ms=args.delays_ms, barge_in_after_ms=args.barge_in_after_ms,
-                          instructions=instructions)
+                          instructions=instructions, ack_every_ms=args.ack_every_ms or None)
     if name == "overhead":
         from speech_to_speech.bench.overhead import OverheadConfig
 

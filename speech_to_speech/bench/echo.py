@@ -7,8 +7,10 @@ session's echo cancellation off or on (the ``speech_to_speech.echo_cancellation`
 extension). Figures per mode: answers that played out (the first response
 completed or incomplete), self-interruptions (``input_audio_buffer.speech_started`` while
 the answer plays, which a client that clears its playback on it turns into a
-cut-off answer), echo turns (user transcripts after the question's: the
-assistant's own words, heard as the user's) and extra responses.
+cut-off answer) and how far into the answer each came, echo turns (user
+transcripts after the question's: the assistant's own words, heard as the
+user's) and extra responses. The rig acks what it played every
+``ack_every_ms``, as the packaged client does, unless that is None.
 
 Then the user really talks over the answer (the next question,
 ``barge_in_after_ms`` into it), with cancellation on, once with the echo and
@@ -57,6 +59,7 @@ class EchoConfig:
     barge_in_after_ms: float = 300.0
     instructions: str | None = LONG_ANSWER
     timeout_s: float = 60.0
+    ack_every_ms: int | None = 100  # the packaged client's playback.ack interval
 
 
 async def _speak(target: Target, question: audio.Speech, room: Room, config: EchoConfig, *, cancel: bool,
@@ -70,15 +73,22 @@ async def _speak(target: Target, question: audio.Speech, room: Room, config: Ech
             fields["instructions"] = instructions
         await client.update_session(fields)
         run = await speak_beside_speaker(client, question.samples, question.rate, room,
-                                         listen_s=config.timeout_s, interruption=interruption)
+                                         listen_s=config.timeout_s, interruption=interruption,
+                                         ack_every_ms=config.ack_every_ms)
         return run, [r.at for r in client.received]
 
 
-def _outcome(run: EchoRun) -> dict[str, Any]:
+def _outcome(run: EchoRun, received_at: list[float]) -> dict[str, Any]:
     statuses = run.response_statuses
+    started = run.answer_started_at
+    into_answer = [] if started is None else [
+        round((at - received_at[started]) * 1000.0) for event, at in zip(run.events[started:], received_at[started:],
+                                                                         strict=True)
+        if event.get("type") == "input_audio_buffer.speech_started"]
     return {
-        "answered": bool(statuses) and statuses[0] in ANSWERED and run.answer_started_at is not None,
-        "self_interruptions": len(run.of_type("input_audio_buffer.speech_started", after_answer=True)),
+        "answered": bool(statuses) and statuses[0] in ANSWERED and started is not None,
+        "self_interruptions": len(into_answer),
+        "self_interruption_ms_into_answer": into_answer,  # from the first audio delta read
         "echo_turns": max(0, len(run.user_transcripts) - 1),
         "extra_responses": max(0, len(statuses) - 1),
         "user_transcripts": run.user_transcripts,
@@ -150,16 +160,18 @@ async def run(target: Target, config: EchoConfig) -> tuple[dict[str, Any], list[
             for delay in config.delays_ms:
                 room = Room(delay_ms=delay, rate=question.rate)
                 for mode in MODES:
-                    run_, _ = await _speak(target, question, room, config, cancel=mode == "on",
-                                           instructions=config.instructions)
+                    run_, received_at = await _speak(target, question, room, config, cancel=mode == "on",
+                                                     instructions=config.instructions)
                     samples.append({"kind": "echo", "repeat": repeat, "question": question.name,
-                                    "delay_ms": delay, "mode": mode, **_outcome(run_)})
+                                    "delay_ms": delay, "mode": mode, **_outcome(run_, received_at)})
     summary: dict[str, Any] = {}
     for mode in MODES:
         runs = [s for s in samples if s["kind"] == "echo" and s["mode"] == mode]
         summary[mode] = {"trials": len(runs), "answered": sum(s["answered"] for s in runs),
                          "self_interruptions": sum(s["self_interruptions"] for s in runs),
                          "runs_with_self_interruption": sum(bool(s["self_interruptions"]) for s in runs),
+                         "self_interruption_ms_into_answer": summarize(
+                             [float(ms) for s in runs for ms in s["self_interruption_ms_into_answer"]]),
                          "echo_turns": sum(s["echo_turns"] for s in runs),
                          "extra_responses": sum(s["extra_responses"] for s in runs)}
     barge: dict[str, list[float]] = {"with_echo": [], "without_echo": []}

@@ -246,10 +246,16 @@ def test_bench_needs_a_benchmark(capsys: Any) -> None:
 
 def test_bench_echo_runs_every_mode_and_room_and_the_offline_figures(questions: Path, tmp_path: Path) -> None:
     result = run(["bench", "echo", *IN_PROCESS, *SCRIPTED, "--scripted_token_delay_ms", "20", "--questions-dir",
-                  str(questions), "--delays-ms", "150", "--repeat", "1", "--timeout", "8"], tmp_path / "echo.json")
+                  str(questions), "--delays-ms", "150", "--repeat", "1", "--timeout", "8", "--ack-every-ms", "50"],
+                 tmp_path / "echo.json")
     assert_common_shape(result, "echo")
+    assert result["config"]["ack_every_ms"] == 50
     summary = result["summary"]
     assert {summary[mode]["trials"] for mode in ("off", "on")} == {1}
+    for sample in (s for s in result["samples"] if s["kind"] == "echo"):  # when each self-interruption came
+        assert len(sample["self_interruption_ms_into_answer"]) == sample["self_interruptions"]
+        assert all(ms >= 0 for ms in sample["self_interruption_ms_into_answer"])
+    assert summary["off"]["self_interruption_ms_into_answer"]["n"] == summary["off"]["self_interruptions"]
     kinds = sorted((s["kind"], s.get("mode") or s.get("echo")) for s in result["samples"])
     assert kinds == [("barge_in", "with_echo"), ("barge_in", "without_echo"), ("echo", "off"), ("echo", "on")]
     offline = summary["offline"]
