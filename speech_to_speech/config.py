@@ -43,7 +43,8 @@ class ServerSettings(BaseModel):
     # ------------------------------------------------------------ access control (see docs/security.md)
     api_key: str | None = Field(
         None, repr=False,
-        description="Require 'Authorization: Bearer KEY' on every route but /health (env SPEECH_TO_SPEECH_API_KEY).",
+        description="Require 'Authorization: Bearer KEY' on every route but /health and /ready "
+        "(env SPEECH_TO_SPEECH_API_KEY).",
     )
     allow_unauthenticated: bool = Field(False, description="Allow a non-loopback --host without --api_key.")
     allowed_origins: list[str] | None = Field(

@@ -6,8 +6,9 @@ same checks before any handler runs:
 
 - with an API key, a request must carry ``Authorization: Bearer KEY``; a
   WebSocket may carry it instead as the ``openai-insecure-api-key.KEY``
-  subprotocol browsers use. ``/health`` is open (load balancers), and so are
-  the demo page's static files (they hold no secret; the page asks for the key);
+  subprotocol browsers use. ``/health`` and ``/ready`` are open (probes and
+  load balancers carry no key), and so are the demo page's static files
+  (they hold no secret; the page asks for the key);
 - a request that carries an ``Origin`` (a browser) must come from the server's
   own origin, an allowed one, or, when the server listens on loopback and no
   list was given, a loopback page. Any other web page in a user's browser is
@@ -36,7 +37,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 KEY_SUBPROTOCOL = "openai-insecure-api-key."
-OPEN_PATHS = ("/health",)
+OPEN_PATHS = ("/health", "/ready")
 OPEN_PREFIXES = ("/demo",)
 LOOPBACK_NAMES = ("localhost",)
 

@@ -18,6 +18,7 @@ from speech_to_speech.realtime.demo import mount_demo
 from speech_to_speech.realtime.languages import LanguageService
 from speech_to_speech.realtime.live_session import LiveSession, evict_oldest
 from speech_to_speech.realtime.metrics import CONTENT_TYPE, ServerMetrics
+from speech_to_speech.realtime.readiness import Readiness, admission_check, free_unit_check
 from speech_to_speech.realtime.session_gate import Refusal, SessionGate
 from speech_to_speech.realtime.session_registry import SessionRegistry
 from speech_to_speech.realtime.session_runner import (
@@ -92,6 +93,9 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
     app.state.registry = registry = SessionRegistry[LiveSession]()
     # Who gets a unit, for WebSocket and WebRTC alike (session_gate.py).
     app.state.gate = gate = SessionGate(pool, settings, evict=lambda: evict_oldest(registry))
+    # What GET /ready asks; app.state.readiness.register(check) adds a check (readiness.py).
+    app.state.readiness = readiness = Readiness([
+        admission_check(gate), free_unit_check(pool, lambda: registry.oldest_detached() is not None)])
     app.add_middleware(AccessPolicy, api_key=settings.api_key, allowed_origins=settings.allowed_origins,
                        loopback_bind=is_loopback(settings.host))
 
@@ -100,6 +104,13 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
         slots = pool.status()
         healthy = any(slot.healthy for slot in slots)
         return JSONResponse({"status": "ok" if healthy else "degraded"}, status_code=200 if healthy else 503)
+
+    @app.get("/ready")
+    async def ready() -> JSONResponse:
+        reasons = await readiness.reasons()
+        if reasons:
+            return JSONResponse({"status": "unavailable", "reasons": reasons}, status_code=503)
+        return JSONResponse({"status": "ready"})
 
     @app.get("/v1/pool")
     def pool_status() -> dict[str, Any]:

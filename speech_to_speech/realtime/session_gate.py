@@ -15,6 +15,9 @@ when to try again; each transport only chooses how to say it (HTTP status and
   up to ``release_timeout_s``. Waiting requests are served in the order they
   came. With every unit taken, a session whose socket dropped is ended
   first: detached sessions never lock a new client out.
+- Shutting down (``stop``): 503 ``server_shutting_down``, try again in a
+  second (on another replica, through a balancer), for new sessions,
+  resumes and requests still waiting for a unit alike.
 """
 
 from __future__ import annotations
@@ -82,9 +85,17 @@ class SessionGate:
         self._evict = evict
         self._clients = ClientAdmission(settings.max_sessions_per_client, settings.max_sessions_per_minute)
         self._waiting: deque[object] = deque()
+        self.stopped: str | None = None  # why no session is let in any more (a shutdown began)
+
+    def stop(self, why: str) -> None:
+        """Let no new session in from now on; safe from a signal handler (it only sets a field)."""
+        if self.stopped is None:
+            self.stopped = why
 
     def admit(self, address: str) -> Refusal | None:
         """Count a new session of ``address`` (``leave`` uncounts it); a Refusal over its limits."""
+        if self.stopped is not None:
+            return self._stopping()
         refusal = self._clients.admit(address)
         if refusal is None:
             return None
@@ -120,6 +131,8 @@ class SessionGate:
             deadline = started + self._wait_s
             while True:
                 now = time.monotonic()
+                if self.stopped is not None:
+                    return self._stopping()
                 draining = any(slot.state == "draining" for slot in self._pool.status())
                 if self._waiting[0] is ticket:
                     unit = self._pool.claim()
@@ -134,6 +147,11 @@ class SessionGate:
                 await asyncio.sleep(POLL_S)
         finally:
             self._waiting.remove(ticket)
+
+    def _stopping(self) -> Refusal:
+        assert self.stopped is not None
+        return Refusal(503, error_codes.SERVER_SHUTTING_DOWN, self.stopped, BUSY_RETRY_AFTER_S,
+                       type=error_types.SERVER_ERROR)
 
     def _busy(self) -> Refusal:
         slots = self._pool.status()
