@@ -38,6 +38,11 @@ class ServerSettings(BaseModel):
     log_level: str = Field("info", description="Logging level.")
     device: Device = Field("cpu", description="Device of the models that can use one (torch, CTranslate2).")
     release_timeout_s: float = Field(5.0, description="How long a released unit may take to drain.")
+    shutdown_drain_s: float = Field(
+        10.0, ge=0.0, le=300.0, description="On SIGTERM (an orchestrator's restart): how long sessions, closed "
+        "with 1012 so their clients resume elsewhere, get to flush and connections to close before the process "
+        "exits (keep the grace period of the orchestrator above it).",
+    )
     demo: bool = Field(True, description="Serve the browser demo page at /demo.")
 
     # ------------------------------------------------------------ access control (see docs/security.md)

@@ -69,7 +69,9 @@ from speech_to_speech.protocol.error_codes import CLIENT_CLOSE, SESSION_LIMIT_RE
 log = logging.getLogger(__name__)
 
 # Close codes after which there is no session to resume: a goodbye (1000), the server going away (1001),
-# a policy close (1008: output limit, refused resume), "try again later" (1013).
+# a policy close (1008: output limit, refused resume), "try again later" (1013). Any other close is resumed,
+# 1012 (service restart) above all: a replica restarting under an orchestrator, whose balancer sends the
+# resume to another replica (docs/deployment.md).
 FINAL_CLOSE_CODES = frozenset({NORMAL_CLOSURE, GOING_AWAY, POLICY_VIOLATION, TRY_AGAIN_LATER})
 
 

@@ -25,6 +25,7 @@ from speech_to_speech.protocol.close_codes import (
     NO_STATUS_RECEIVED,
     NORMAL_CLOSURE,
     POLICY_VIOLATION,
+    SERVICE_RESTART,
     TRY_AGAIN_LATER,
 )
 from speech_to_speech.protocol.event import Event
@@ -44,6 +45,7 @@ __all__ = [
     "NORMAL_CLOSURE",
     "NO_STATUS_RECEIVED",
     "POLICY_VIOLATION",
+    "SERVICE_RESTART",
     "SNAPSHOT_EXTENSION",
     "TIMINGS_EXTENSION",
     "TIMINGS_KEY",

@@ -51,7 +51,7 @@ def run(settings: ServerSettings) -> None:
         log.info("demo:  http://%s:%d/demo", host, settings.port)
     try:
         RealtimeServer(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-                       max_event_bytes=settings.max_event_bytes).run()
+                       max_event_bytes=settings.max_event_bytes, drain_s=settings.shutdown_drain_s).run()
     finally:
         pool.close()
     log.info("stopped")

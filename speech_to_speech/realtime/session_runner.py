@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.protocol import GOING_AWAY, POLICY_VIOLATION, error_codes, error_types
+from speech_to_speech.protocol import GOING_AWAY, POLICY_VIOLATION, SERVICE_RESTART, error_codes, error_types
 from speech_to_speech.realtime import errors
 from speech_to_speech.realtime.client_events import CLIENT_EVENTS
 from speech_to_speech.realtime.errors import RealtimeError
@@ -41,6 +41,10 @@ RESUME_HANDSHAKE_TIMEOUT_S = 10.0
 
 SHUTDOWN = Closing(GOING_AWAY, "server shutting down", error_codes.SERVER_SHUTTING_DOWN,
                    "The server is shutting down; reconnect later", error_types.SERVER_ERROR)
+# SIGTERM, an orchestrator's restart: the session is not over, only this replica's part in it (docs/deployment.md).
+RESTART = Closing(SERVICE_RESTART, "server restarting: reconnect and resume", error_codes.SERVER_SHUTTING_DOWN,
+                  "The server is restarting; reconnect (and resume, where replicas share a session store)",
+                  error_types.SERVER_ERROR)
 
 
 class LiveSessions:

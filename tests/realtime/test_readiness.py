@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +15,8 @@ from fastapi import FastAPI
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.realtime.readiness import Readiness
 from speech_to_speech.realtime.server import build_app
+from speech_to_speech.realtime.serving import RealtimeServer
+from speech_to_speech.realtime.session_gate import Refusal
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.server import free_port, serving
 
@@ -108,3 +111,21 @@ async def test_a_check_that_raises_or_hangs_is_a_reason_and_the_others_still_ans
     reasons = await readiness.reasons()
     assert reasons == ["broken: ConnectionRefusedError('redis:6379')", "hung: no answer within 0.1 s"]
     assert time.monotonic() - started < 1.0  # the checks run side by side, each bounded
+
+
+async def test_sigterm_stops_admitting_before_the_server_loop_notices(app: FastAPI) -> None:
+    """The signal handler itself closes the gate: /ready is 503 and a new session refused at once."""
+    server = RealtimeServer(app, host="127.0.0.1", port=free_port(), log_level="warning", max_event_bytes=1 << 20)
+    server.handle_exit(signal.SIGTERM, None)
+    assert server.restarting and server.should_exit
+    assert await app.state.readiness.reasons() == ["the server is restarting"]
+    refused = await app.state.gate.enter("127.0.0.1")
+    assert isinstance(refused, Refusal)
+    assert (refused.status, refused.code) == (503, "server_shutting_down")
+
+
+async def test_sigint_is_a_shutdown_not_a_restart(app: FastAPI) -> None:
+    server = RealtimeServer(app, host="127.0.0.1", port=free_port(), log_level="warning", max_event_bytes=1 << 20)
+    server.handle_exit(signal.SIGINT, None)
+    assert not server.restarting
+    assert await app.state.readiness.reasons() == ["the server is shutting down"]
