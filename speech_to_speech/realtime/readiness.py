@@ -50,6 +50,21 @@ class Readiness:
             return f"{name}: {error!r}"
 
 
+def reachability_check(what: str, reachable: Callable[[], Awaitable[bool]]) -> ReadinessCheck:
+    """A check of a dependency that says whether it answers: ``"<what> unreachable"`` when it does not.
+
+    ``readiness.register(reachability_check("session store", store.reachable))``.
+    """
+
+    async def check() -> str | None:
+        try:
+            return None if await reachable() else f"{what} unreachable"
+        except Exception as error:  # noqa: BLE001 - the reason names the failure
+            return f"{what} unreachable: {error!r}"
+
+    return check
+
+
 def admission_check(gate: SessionGate) -> ReadinessCheck:
     """Not ready once the gate stopped admitting (a shutdown began)."""
 

@@ -13,7 +13,7 @@ import pytest
 from fastapi import FastAPI
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.realtime.readiness import Readiness
+from speech_to_speech.realtime.readiness import Readiness, reachability_check
 from speech_to_speech.realtime.server import build_app
 from speech_to_speech.realtime.serving import RealtimeServer
 from speech_to_speech.realtime.session_gate import Refusal
@@ -74,10 +74,10 @@ async def test_a_unit_held_by_a_session_whose_socket_dropped_counts_as_free(make
 async def test_a_registered_check_that_fails_makes_the_replica_unavailable_and_says_why(app: FastAPI) -> None:
     store_up = True
 
-    async def session_store() -> str | None:
-        return None if store_up else "session store unreachable"
+    async def reachable() -> bool:  # what the session store offers
+        return store_up
 
-    app.state.readiness.register(session_store)
+    app.state.readiness.register(reachability_check("session store", reachable))
     port = free_port()
     with serving(app, port):
         base_url = f"http://127.0.0.1:{port}"
@@ -106,10 +106,14 @@ async def test_a_check_that_raises_or_hangs_is_a_reason_and_the_others_still_ans
         await asyncio.sleep(60)
         return None
 
-    readiness = Readiness([fine, broken, hung], timeout_s=0.1)
+    async def refused() -> bool:
+        raise ConnectionRefusedError("redis:6379")
+
+    readiness = Readiness([fine, broken, hung, reachability_check("session store", refused)], timeout_s=0.1)
     started = time.monotonic()
     reasons = await readiness.reasons()
-    assert reasons == ["broken: ConnectionRefusedError('redis:6379')", "hung: no answer within 0.1 s"]
+    assert reasons == ["broken: ConnectionRefusedError('redis:6379')", "hung: no answer within 0.1 s",
+                       "session store unreachable: ConnectionRefusedError('redis:6379')"]
     assert time.monotonic() - started < 1.0  # the checks run side by side, each bounded
 
 
