@@ -99,6 +99,11 @@ class ServerSettings(BaseModel):
     replay_journal_ttl_s: float = Field(
         120.0, ge=0.0, description="How long a session keeps a server event for a resume, in seconds."
     )
+    session_store: str = Field(
+        "memory", pattern=r"^(memory|(redis|rediss|unix)://.+)$",
+        description="Where resumable sessions are kept: memory (this process only) or redis://host:port/db "
+        "(shared by replicas: a session resumes on any of them and outlives its server).",
+    )
 
     # ------------------------------------------------------------ VAD
     vad: str = Field("silero", description="VAD backend.")

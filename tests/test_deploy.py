@@ -20,9 +20,6 @@ from speech_to_speech.config import ServerSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
-# Flags of issue 29 built on another branch (the Redis session store): allowed only while `serve` lacks them,
-# so the check holds them to the real flag the moment it exists.
-PENDING_FLAGS = {"--session_store"}
 INTERPOLATION = re.compile(r"\$\{(\w+)(?::?-([^}]*)|:?\?[^}]*)?\}")
 
 
@@ -94,19 +91,9 @@ def test_every_serve_flag_in_deploy_exists_and_parses(source: str, serve_help: s
     assert argv[0] == "serve"
     flags = [arg for arg in argv if arg.startswith("--")]
     known = set(re.findall(r"--[a-z][a-z0-9_-]*", serve_help))
-    unknown = [flag for flag in flags if flag not in known and flag not in PENDING_FLAGS]
+    unknown = [flag for flag in flags if flag not in known]
     assert unknown == [], f"{source}: not flags of `serve --help`: {unknown}"
-    # The values too: parse the command as `serve` would, leaving out what this branch cannot know yet.
-    runnable = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in PENDING_FLAGS and arg not in known:
-            skip = True  # and its value
-        else:
-            runnable.append(arg)
-    assert cli.main(runnable) == 0, source
+    assert cli.main(argv) == 0, source  # the values too: parsed as `serve` would
     settings = serve_settings[-1]
     assert settings.host == "0.0.0.0" and settings.port == 8765
 

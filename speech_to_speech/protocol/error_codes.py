@@ -40,6 +40,11 @@ CALL_NOT_FOUND = "call_not_found"
 SESSION_RESUME_EXPIRED = "session_resume_expired"
 SESSION_RESUME_INVALID_TOKEN = "session_resume_invalid_token"
 SESSION_RESUME_REQUIRED = "session_resume_required"
+# Sessions shared by replicas (--session_store redis): a response cut by the loss of its server, by the
+# session moving to another replica, or a resume the store could not serve now.
+SERVER_LOST = "server_lost"
+SESSION_MOVED = "session_moved"
+SESSION_STORE_UNAVAILABLE = "session_store_unavailable"
 
 
 def stage_failed(stage: str) -> str:

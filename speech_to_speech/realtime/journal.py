@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -86,6 +86,14 @@ class MemoryJournal:
         self._entries.append(_Entry(seq, frame, self._clock()))
         self._bytes += frame.size
         self._trim()
+
+    def restore(self, frames: Iterable[Frame], floor: int) -> None:
+        """Start from another replica's journal: ``frames`` (in seq order), none lost above ``floor``."""
+        for frame in frames:
+            if frame.seq is not None and frame.seq > self._last:
+                self.append(frame.seq, frame)
+        self._floor = max(self._floor, floor)
+        self._last = max(self._last, floor)
 
     def after(self, seq: int) -> Replay:
         self._trim()

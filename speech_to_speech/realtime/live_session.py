@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.messages import ChatMessage
 from speech_to_speech.protocol import (
     GOING_AWAY,
     INTERNAL_ERROR,
@@ -47,6 +48,8 @@ from speech_to_speech.realtime.service import RealtimeService
 from speech_to_speech.realtime.session_events import ResumeRequest
 from speech_to_speech.realtime.session_guard import Closing, guard
 from speech_to_speech.realtime.session_registry import SessionRegistry
+from speech_to_speech.realtime.session_restore import lost_response_done, restore_service
+from speech_to_speech.realtime.store import SessionLink, SessionStore, StoredSession
 from speech_to_speech.realtime.transport import Transport
 from speech_to_speech.units.pool import PipelinePool
 from speech_to_speech.units.unit import PipelineUnit
@@ -61,6 +64,9 @@ GOODBYE_CODES = frozenset({NORMAL_CLOSURE, GOING_AWAY, NO_STATUS_RECEIVED})
 OFF_LOOP_BYTES = 64 * 1024
 # How long the last events may take to reach a client the server is closing.
 FLUSH_TIMEOUT_S = 2.0
+# Events after which the store's copy of the session object or history is out of date.
+STATE_EVENTS = frozenset({"session.created", "session.updated", "conversation.item.added", "conversation.item.done",
+                          "conversation.item.deleted", "conversation.item.truncated", "response.done"})
 
 Incoming = AsyncIterator[str | bytes]
 
@@ -90,13 +96,15 @@ class LiveSession:
                  validate_language: Callable[[str | None, str | None], str | None] | None = None,
                  metrics: ServerMetrics | None = None,
                  registry: SessionRegistry[LiveSession] | None = None,
-                 journal: ReplayJournal | None = None) -> None:
+                 journal: ReplayJournal | None = None, store: SessionStore | None = None,
+                 restored: StoredSession | None = None) -> None:
         self.unit = unit
         self.pool = pool
         self.settings = settings
         self.metrics = metrics
         self.registry = registry  # None: the session cannot be resumed (WebRTC: it dies with its call)
-        self.journal = journal or MemoryJournal(settings.replay_journal_max_bytes, settings.replay_journal_ttl_s)
+        local = MemoryJournal(settings.replay_journal_max_bytes, settings.replay_journal_ttl_s)
+        self.journal = journal or local
         loop = asyncio.get_running_loop()
         self.closer: asyncio.Future[Closing | None] = loop.create_future()  # None: the client went
         self.finished: asyncio.Future[None] = loop.create_future()
@@ -111,7 +119,17 @@ class LiveSession:
         if metrics is not None:
             self.service.on_response_finished = metrics.response_finished
             self.service.on_turn_decision = metrics.turn_decided
+        if restored is not None:  # taken over from another replica (session_move.py)
+            restore_service(self.service, restored)
+            local.restore(restored.frames, restored.floor)
+            self._seq, self.generation = restored.last_seq, 1
         self.id: str = self.service.state.session["id"]
+        # Where another replica finds this session (None: this process only); moved: it was handed over.
+        self.link: SessionLink | None = None
+        if store is not None and registry is not None and journal is None:
+            self.link = store.link(self.id, local, self._snapshot)
+            self.journal = self.link.journal
+        self.moved = False
 
     @property
     def resumable(self) -> bool:
@@ -127,6 +145,8 @@ class LiveSession:
         self._seq += 1
         frame = to_frame(event, self._seq)
         self.journal.append(self._seq, frame)
+        if self.link is not None and frame.type in STATE_EVENTS:
+            self.link.changed()
         if self.metrics is not None:
             self.metrics.event_sent(event)
         if self.attachment is not None:
@@ -146,15 +166,52 @@ class LiveSession:
         fields: dict[str, Any] = {"session_id": self.id, "attachment_generation": attachment.generation}
         if token is not None:
             fields["resume_token"] = token
+            if self.link is not None:
+                self.link.token(token)
         wake = attach_wakeup(self.unit, asyncio.get_running_loop())
         self.service.start(fields, {"capabilities": self.capabilities()})
+        self._start_tasks(wake)
+        return attachment
+
+    def adopt(self, transport: Transport, request: ResumeRequest, token: str, stored: StoredSession) -> Attachment:
+        """Serve a session taken over from another replica: resumed as :meth:`resume` does, then its
+        interrupted response (if any) ended as failed, since its server was lost."""
+        assert self.registry is not None
+        self.registry.adopt(self.id, self, token)
+        self._seq = max(self._seq, request.last_received_server_event_seq)  # what the client got past the store
+        wake = attach_wakeup(self.unit, asyncio.get_running_loop())
+        attachment = self.resume(transport, request, token)
+        lost = lost_response_done(stored)
+        if lost is not None:
+            self.emit(lost)
+        self._start_tasks(wake)
+        return attachment
+
+    def move_out(self) -> None:
+        """Another replica takes this session: fail its response, replace its socket, end it here (the
+        store keeps it). Its last events reach the store before the lease goes (``_stop``)."""
+        if self.closer.done():
+            return
+        self.moved = True
+        if self.registry is not None:
+            self.registry.remove(self.id)
+        if self.service.response is not None:
+            self.service.fail_active(error_codes.SESSION_MOVED, "The session moved to another server")
+        if self.attachment is not None:
+            self.attachment.release("replaced")
+            self._count("replaced")
+        self.end(None)
+
+    def _snapshot(self) -> tuple[dict[str, Any], tuple[ChatMessage, ...]]:
+        return self.service.state.session, self.service.conversation.history(self.settings.chat_size)
+
+    def _start_tasks(self, wake: Any) -> None:
         name = f"unit{self.unit.index}"
         self._tasks = [
             asyncio.create_task(send_loop(self.unit, self.service, wake), name=f"{name}-send-loop"),
             asyncio.create_task(self._guard(), name=f"{name}-guard"),
         ]
         self._tasks.append(asyncio.create_task(self._run(), name=f"{name}-session"))
-        return attachment
 
     async def _guard(self) -> None:
         closing = await guard(self.service, self.settings, lambda: self.attachment is None)
@@ -214,6 +271,10 @@ class LiveSession:
         detach_wakeup(self.unit)
         self.pool.release(self.unit)
         self.journal.close()
+        if self.link is not None:
+            closing = self.closer.result() if self.closer.done() else None
+            shutdown = closing is not None and closing.error_code == error_codes.SERVER_SHUTTING_DOWN
+            await self.link.finish(keep=self.moved or shutdown)  # kept: it resumes on another replica
         log.info("session %s on unit %d closed", self.id, self.unit.index)
         if not self.finished.done():
             self.finished.set_result(None)
@@ -254,6 +315,8 @@ class LiveSession:
 
         Runs without awaiting, so no event can fall between the journal read and the new socket's queue.
         """
+        if self.link is not None:
+            self.link.token(token)
         old, self.attachment = self.attachment, None  # a resync below is journaled, not queued to the old socket
         replay = self.journal.after(request.last_received_server_event_seq)
         resumed = to_frame({"type": "session.resumed", "session_id": self.id,

@@ -31,6 +31,8 @@ BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75,
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # What can happen to a session's socket (docs/sessions.md, "Resume and replay").
 LIFECYCLE_EVENTS = ("detached", "resumed", "replaced", "disconnect_grace_expired", "evicted")
+# What became of a write to the session store (realtime/store/writer.py).
+STORE_OUTCOMES = ("ok", "dropped", "failed")
 
 
 class ServerMetrics:
@@ -64,6 +66,12 @@ class ServerMetrics:
                                        registry=self.registry)
         for event in LIFECYCLE_EVENTS:
             self.session_lifecycle.labels(event)
+        self.store_writes = Counter(
+            "s2s_session_store_writes", "Writes to the session store (--session_store redis): ok, dropped (the "
+            "queue was full: Redis slow or down) or failed (Redis refused or timed out).", ["outcome"],
+            registry=self.registry)
+        for outcome in STORE_OUTCOMES:
+            self.store_writes.labels(outcome)
 
     def response_finished(self, status: str, marks: Mapping[str, float]) -> None:
         self.responses.labels(status).inc()
@@ -84,6 +92,9 @@ class ServerMetrics:
         self.session_lifecycle.labels(event).inc()
         if detached_change:
             self.detached_sessions.inc(detached_change)
+
+    def store_wrote(self, outcome: str, count: int) -> None:
+        self.store_writes.labels(outcome).inc(count)
 
     def event_sent(self, event: Mapping[str, Any]) -> None:
         if event.get("type") == "error":

@@ -16,18 +16,22 @@ from speech_to_speech.realtime.access import AccessPolicy, deny, is_loopback
 from speech_to_speech.realtime.capabilities import session_capabilities
 from speech_to_speech.realtime.demo import mount_demo
 from speech_to_speech.realtime.languages import LanguageService
-from speech_to_speech.realtime.live_session import LiveSession, evict_oldest
+from speech_to_speech.realtime.live_session import Attachment, LiveSession, evict_oldest
 from speech_to_speech.realtime.metrics import CONTENT_TYPE, ServerMetrics
-from speech_to_speech.realtime.readiness import Readiness, admission_check, free_unit_check
+from speech_to_speech.realtime.readiness import Readiness, admission_check, free_unit_check, reachability_check
+from speech_to_speech.realtime.session_events import ResumeRequest
 from speech_to_speech.realtime.session_gate import Refusal, SessionGate
+from speech_to_speech.realtime.session_move import hand_over, take_over
 from speech_to_speech.realtime.session_registry import SessionRegistry
 from speech_to_speech.realtime.session_runner import (
     LiveSessions,
+    TakeOver,
     refuse,
     resume_session,
     serve_session,
 )
-from speech_to_speech.realtime.transport import WebSocketTransport
+from speech_to_speech.realtime.store import SessionStore, open_store
+from speech_to_speech.realtime.transport import Transport, WebSocketTransport
 from speech_to_speech.realtime.webrtc import add_webrtc_routes
 from speech_to_speech.units.pool import PipelinePool
 
@@ -82,6 +86,25 @@ def client_address(scope: Any) -> str:
     return str(client[0]) if client else "unknown"
 
 
+def shared_sessions(app: FastAPI, store: SessionStore, registry: SessionRegistry[LiveSession],
+                    sessions: LiveSessions, metrics: ServerMetrics) -> TakeOver:
+    """Serve sessions with other replicas: hand ours over when asked, take theirs over on a resume."""
+    app.router.add_event_handler("startup", lambda: store.start(hand_over(registry, store)))
+    app.router.add_event_handler("shutdown", store.close)  # the sessions' keys stay: they resume elsewhere
+
+    def started(session: LiveSession) -> None:
+        sessions.add(session.closer)
+        session.finished.add_done_callback(lambda _: sessions.discard(session.closer))
+
+    async def take(transport: Transport, request: ResumeRequest) -> tuple[LiveSession, Attachment]:
+        state = app.state
+        return await take_over(transport, request, store=store, registry=registry, pool=state.pool,
+                               settings=state.settings, claim_unit=state.gate.claim, metrics=metrics,
+                               on_session=started)
+
+    return take
+
+
 def create_app(pool: PipelinePool, settings: ServerSettings, languages: LanguageService) -> FastAPI:
     app = FastAPI(title="speech-to-speech", version=__version__)
     app.state.pool = pool
@@ -93,9 +116,14 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
     app.state.registry = registry = SessionRegistry[LiveSession]()
     # Who gets a unit, for WebSocket and WebRTC alike (session_gate.py).
     app.state.gate = gate = SessionGate(pool, settings, evict=lambda: evict_oldest(registry))
+    # Where other replicas find these sessions (--session_store; memory: nowhere), realtime/store/.
+    app.state.store = store = open_store(settings, on_write=metrics.store_wrote)
+    take_over = shared_sessions(app, store, registry, sessions, metrics) if store.shared else None
     # What GET /ready asks; app.state.readiness.register(check) adds a check (readiness.py).
     app.state.readiness = readiness = Readiness([
         admission_check(gate), free_unit_check(pool, lambda: registry.oldest_detached() is not None)])
+    if store.shared:  # a replica cut off from the shared sessions would take ones it cannot hand on
+        readiness.register(reachability_check("session store", store.reachable))
     app.add_middleware(AccessPolicy, api_key=settings.api_key, allowed_origins=settings.allowed_origins,
                        loopback_bind=is_loopback(settings.host))
 
@@ -168,7 +196,7 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
             try:
                 await websocket.accept(subprotocol=subprotocol)
                 await resume_session(transport, _websocket_messages(websocket, transport), registry, settings,
-                                     metrics=metrics)
+                                     metrics=metrics, take_over=take_over)
             finally:
                 gate.leave(address)
             return
@@ -192,6 +220,7 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
                 metrics=metrics,
                 sessions=sessions,
                 registry=registry,
+                store=store if store.shared else None,
             )
         finally:
             gate.leave(address)

@@ -122,6 +122,10 @@ class SessionGate:
             self.leave(address)
         return claimed
 
+    async def claim(self) -> PipelineUnit | Refusal:
+        """A unit for a session admitted already (one resumed from the shared store), or the busy Refusal."""
+        return await self._claim()
+
     async def _claim(self) -> PipelineUnit | Refusal:
         """A unit for a new session, waited for in turn; the busy Refusal when none came free in time."""
         ticket = object()

@@ -33,7 +33,8 @@ def new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(24)
 
 
-def _digest(token: str) -> bytes:
+def digest(token: str) -> bytes:
+    """What is kept of a resume token: its SHA-256 (a store shared by replicas keeps the same)."""
     return hashlib.sha256(token.encode()).digest()
 
 
@@ -54,8 +55,16 @@ class SessionRegistry(Generic[S]):
             raise ValueError(f"session {session_id} is registered already")
         self._sessions[session_id] = session
         token = new_token()
-        self._digests[session_id] = _digest(token)
+        self._digests[session_id] = digest(token)
         return token
+
+    def get(self, session_id: str) -> S | None:
+        return self._sessions.get(session_id)
+
+    def adopt(self, session_id: str, session: S, token: str) -> None:
+        """Register a session taken over from another replica, with the token it was resumed to."""
+        self._sessions[session_id] = session
+        self._digests[session_id] = digest(token)
 
     def remove(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
@@ -68,13 +77,13 @@ class SessionRegistry(Generic[S]):
             raise RealtimeError(error_codes.SESSION_RESUME_EXPIRED,
                                 f"Unknown, expired or ended session: {session_id!r}",
                                 param="session_id", event_id=event_id)
-        presented = _digest(token) if isinstance(token, str) else b""
+        presented = digest(token) if isinstance(token, str) else b""
         if not hmac.compare_digest(presented, self._digests[session_id]):
             raise RealtimeError(error_codes.SESSION_RESUME_INVALID_TOKEN,
                                 "The resume token does not open this session",
                                 param="resume_token", event_id=event_id)
         rotated = new_token()
-        self._digests[session_id] = _digest(rotated)
+        self._digests[session_id] = digest(rotated)
         return session, rotated
 
     def oldest_detached(self) -> S | None:

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
@@ -24,12 +24,13 @@ from speech_to_speech.realtime.client_events import CLIENT_EVENTS
 from speech_to_speech.realtime.errors import RealtimeError
 from speech_to_speech.realtime.events import EventLimits, parse_client_event
 from speech_to_speech.realtime.frames import to_frame
-from speech_to_speech.realtime.live_session import LiveSession
+from speech_to_speech.realtime.live_session import Attachment, LiveSession
 from speech_to_speech.realtime.metrics import ServerMetrics
 from speech_to_speech.realtime.service import RealtimeService
-from speech_to_speech.realtime.session_events import RESUME, resume_request
+from speech_to_speech.realtime.session_events import RESUME, ResumeRequest, resume_request
 from speech_to_speech.realtime.session_guard import Closing
 from speech_to_speech.realtime.session_registry import SessionRegistry
+from speech_to_speech.realtime.store import SessionStore
 from speech_to_speech.realtime.transport import Transport
 from speech_to_speech.units.pool import PipelinePool
 from speech_to_speech.units.unit import PipelineUnit
@@ -38,6 +39,9 @@ log = logging.getLogger(__name__)
 
 # How long a socket opened with ?autostart=0 may take to send its session.resume.
 RESUME_HANDSHAKE_TIMEOUT_S = 10.0
+
+# Builds, from the shared store, a session this replica does not hold, attached to the socket.
+TakeOver = Callable[[Transport, ResumeRequest], Awaitable[tuple[LiveSession, Attachment]]]
 
 SHUTDOWN = Closing(GOING_AWAY, "server shutting down", error_codes.SERVER_SHUTTING_DOWN,
                    "The server is shutting down; reconnect later", error_types.SERVER_ERROR)
@@ -85,6 +89,7 @@ async def serve_session(
     metrics: ServerMetrics | None = None,
     sessions: LiveSessions | None = None,
     registry: SessionRegistry[LiveSession] | None = None,
+    store: SessionStore | None = None,
 ) -> None:
     """Start a session on ``unit`` and serve it over ``transport`` until the socket goes or the session ends.
 
@@ -96,7 +101,7 @@ async def serve_session(
     """
     try:
         session = LiveSession(unit, pool, settings, media=transport.media, validate_language=validate_language,
-                              metrics=metrics, registry=registry)
+                              metrics=metrics, registry=registry, store=store)
     except BaseException:
         pool.release(unit)
         raise
@@ -116,8 +121,11 @@ async def resume_session(
     settings: ServerSettings,
     *,
     metrics: ServerMetrics | None = None,
+    take_over: TakeOver | None = None,
 ) -> None:
     """Serve a socket opened with ``?autostart=0``: its first event must resume a live session.
+
+    ``take_over``: builds a session this replica does not hold from the shared store (session_move.py).
 
     A refused resume (unknown, expired or ended session; a wrong token; anything
     but a valid ``session.resume``) gets an ``error`` naming the client's event_id,
@@ -137,14 +145,17 @@ async def resume_session(
         event = parse_client_event(raw, CLIENT_EVENTS, EventLimits(settings.max_event_bytes,
                                                                    settings.max_event_depth))
         request = resume_request(event)
-        session, token = registry.resume(request.session_id, request.resume_token, request.event_id)
-        if session.closer.done():  # ending (closed, expired, evicted) but not yet out of the registry
-            raise RealtimeError(error_codes.SESSION_RESUME_EXPIRED, f"Session {request.session_id} has ended",
-                                param="session_id", event_id=request.event_id)
+        if take_over is not None and request.session_id not in registry:
+            session, attachment = await take_over(transport, request)
+        else:
+            session, token = registry.resume(request.session_id, request.resume_token, request.event_id)
+            if session.closer.done():  # ending (closed, expired, evicted) but not yet out of the registry
+                raise RealtimeError(error_codes.SESSION_RESUME_EXPIRED, f"Session {request.session_id} has ended",
+                                    param="session_id", event_id=request.event_id)
+            attachment = session.resume(transport, request, token)
     except RealtimeError as error:
         await refuse(transport, error.to_event(), POLICY_VIOLATION, "session not resumed", metrics)
         return
-    attachment = session.resume(transport, request, token)
     await session.serve(attachment, messages)
 
 

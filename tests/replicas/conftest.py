@@ -1,0 +1,42 @@
+"""A real redis-server for the replica tests: skipped where none is installed, except in CI, where it fails."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from speech_to_speech.testing.redis_server import INSTALL_HINT, RedisServer, find_redis_server
+
+
+def _binary() -> str:
+    binary = find_redis_server()
+    if binary is None:
+        message = f"no redis-server found ({INSTALL_HINT}; .ci/run installs it)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)  # CI must run these, not skip them
+        pytest.skip(message)
+    return binary
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    """A fresh redis-server on a free loopback port, no persistence, stopped after the test."""
+    server = RedisServer(_binary())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_redis() -> Iterator[RedisServer]:
+    """One redis-server for a module's tests (each uses keys of its own)."""
+    server = RedisServer(_binary())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
