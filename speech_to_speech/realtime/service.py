@@ -75,11 +75,6 @@ log = logging.getLogger(__name__)
 
 
 class RealtimeService:
-    # Told of every finished response (status, its monotonic stage marks): the server's metrics.
-    on_response_finished: Callable[[str, dict[str, float]], None] | None = None
-    # Told of every decision of the turn detector: the server's metrics.
-    on_turn_decision: Callable[[TurnDecision], None] | None = None
-
     def __init__(
         self,
         unit: PipelineUnit,
@@ -88,7 +83,13 @@ class RealtimeService:
         *,
         media: MediaTrack | None = None,
         validate_language: Callable[[str | None, str | None], str | None] | None = None,
+        session_control: SessionControl | None = None,
+        on_response_finished: Callable[[str, dict[str, float]], None] | None = None,
+        on_turn_decision: Callable[[TurnDecision], None] | None = None,
     ) -> None:
+        """``session_control``: the live session around this service (heartbeat, event_ack, close); None: not
+        served. ``on_response_finished`` (status, its monotonic stage marks) and ``on_turn_decision`` (each
+        decision of the turn detector): the server's metrics."""
         self.unit = unit
         self.settings = settings
         self._send = send
@@ -122,8 +123,9 @@ class RealtimeService:
         self.overlap = OverlapGate(self)  # what speech over the assistant does (overlap_policy)
         self.tool_results = ToolResultLedger()
         self.uncommitted_samples = 0
-        # The live session around this service (heartbeat, event_ack, close); None: not served.
-        self.session_control: SessionControl | None = None
+        self.session_control = session_control
+        self.on_response_finished = on_response_finished
+        self.on_turn_decision = on_turn_decision
 
     @property
     def config(self) -> RuntimeConfig:
