@@ -114,11 +114,10 @@ class LiveSession:
         self._seq = 0
         self._tasks: list[asyncio.Task[Any]] = []
         self._grace: asyncio.Task[None] | None = None
-        self.service = RealtimeService(unit, settings, self.emit, media=media, validate_language=validate_language)
-        self.service.session_control = self
-        if metrics is not None:
-            self.service.on_response_finished = metrics.response_finished
-            self.service.on_turn_decision = metrics.turn_decided
+        self.service = RealtimeService(
+            unit, settings, self.emit, media=media, validate_language=validate_language, session_control=self,
+            on_response_finished=metrics.response_finished if metrics is not None else None,
+            on_turn_decision=metrics.turn_decided if metrics is not None else None)
         if restored is not None:  # taken over from another replica (session_move.py)
             restore_service(self.service, restored)
             local.restore(restored.frames, restored.floor)

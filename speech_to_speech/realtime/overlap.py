@@ -29,6 +29,7 @@ are tested exhaustively; :class:`OverlapGate` applies them to a session.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -151,31 +152,17 @@ class _Conversation(Protocol):
     def __contains__(self, item_id: object) -> bool: ...
 
 
-class OverlapHost(Protocol):
-    """What the gate needs of a session (RealtimeService)."""
+class _Responses(Protocol):
+    """What the gate needs of the session's responses (realtime/responses.py)."""
 
     @property
-    def response(self) -> Any: ...  # the active ResponseState, or None
+    def active(self) -> Any: ...  # the active ResponseState, or None
 
-    @property
-    def config(self) -> RuntimeConfig: ...
+    def start(self, options: dict[str, Any], turn_item_id: str | None = None) -> None: ...
 
-    @property
-    def state(self) -> _SessionState: ...
-
-    @property
-    def playback(self) -> _Playback: ...
-
-    @property
-    def conversation(self) -> _Conversation: ...
-
-    def emit(self, event: Event) -> None: ...
-
-    def cancel_response(self, reason: str, *, requested: bool = False) -> None: ...
+    def cancel(self, reason: str, *, requested: bool = False) -> None: ...
 
     def clear_playback(self, *, requested: bool = False) -> None: ...
-
-    def start_response(self, options: dict[str, Any], turn_item_id: str | None = None) -> None: ...
 
 
 @dataclass
@@ -188,28 +175,35 @@ class _Deferral:
 class OverlapGate:
     """Applies the session's overlap policy to the VAD's speech events (runs on the event loop).
 
-    The service calls :meth:`speech_started`, :meth:`speech_ongoing` and
-    :meth:`speech_stopped` as those items arrive, then :meth:`settle` once it
-    has committed the turn; and :meth:`response_ended` when a response ends by
-    itself (not cancelled).
+    The turn translator (turn_events.py) calls :meth:`speech_started`,
+    :meth:`speech_ongoing` and :meth:`speech_stopped` as those items arrive,
+    then :meth:`settle` once it has committed the turn; the response translator
+    (response_events.py) calls :meth:`response_ended` when a response ends by
+    itself (not cancelled). What it decides, it asks of the session's
+    responses (responses.py), given to it at construction.
     """
 
-    def __init__(self, host: OverlapHost) -> None:
-        self._host = host
+    def __init__(self, responses: _Responses, state: _SessionState, config: Callable[[], RuntimeConfig], *,
+                 playback: _Playback, conversation: _Conversation, emit: Callable[[Event], None]) -> None:
+        self._responses = responses
+        self._state = state
+        self._config = config
+        self._playback = playback
+        self._conversation = conversation
+        self._emit = emit
         self._open: Overlap | None = None  # the listen_only utterance being judged
         self._deferred: _Deferral | None = None
 
     # ------------------------------------------------------------ VAD events
 
     def speech_started(self, item: SpeechStarted) -> None:
-        host = self._host
-        response = host.response
-        overlapping = response is not None or host.playback.audible
+        response = self._responses.active
+        overlapping = response is not None or self._playback.audible
         # Speech over an answer that has not said a word yet is the user going on with their turn.
-        speaking = host.playback.audible or (response is not None and response.message is not None)
-        listen_only = host.state.session.get("overlap_policy") == LISTEN_ONLY
+        speaking = self._playback.audible or (response is not None and response.message is not None)
+        listen_only = self._state.session.get("overlap_policy") == LISTEN_ONLY
         self._open = None
-        interrupt = item.interrupt_response and host.config.interrupt_response_enabled
+        interrupt = item.interrupt_response and self._config().interrupt_response_enabled
         if listen_only and overlapping and (speaking or not interrupt):
             self._open = Overlap(item.item_id, response.id if response is not None else None)
             return
@@ -221,9 +215,9 @@ class OverlapGate:
                          response.id if response is not None else None)
         # Today's rule, unchanged: cancel the response; a finished one may still play on the media track.
         if response is not None and interrupt:
-            host.cancel_response("turn_detected")
+            self._responses.cancel("turn_detected")
         elif interrupt:
-            host.clear_playback()
+            self._responses.clear_playback()
 
     def speech_ongoing(self, item: SpeechOngoing) -> None:
         overlap = self._open
@@ -245,7 +239,7 @@ class OverlapGate:
         assert decision is not None
         if decision.action == ACKNOWLEDGE:
             return False
-        response = self._host.response
+        response = self._responses.active
         if decision.action == DEFER and response is not None and item.item_id is not None:
             self._deferred = _Deferral(item.item_id, response.id)
             return False
@@ -269,39 +263,37 @@ class OverlapGate:
 
     def settle(self) -> None:
         """Answer the deferred turn if its response has ended and nothing else is answering or being said."""
-        deferred, host = self._deferred, self._host
-        if deferred is None or not deferred.due or self._open is not None or host.response is not None:
+        deferred = self._deferred
+        if deferred is None or not deferred.due or self._open is not None or self._responses.active is not None:
             return
         self._deferred = None
-        td = host.config.turn_detection
-        if td is not None and td.create_response and deferred.item_id in host.conversation:
-            host.start_response({}, turn_item_id=deferred.item_id)
+        td = self._config().turn_detection
+        if td is not None and td.create_response and deferred.item_id in self._conversation:
+            self._responses.start({}, turn_item_id=deferred.item_id)
 
     # ------------------------------------------------------------ decisions
 
     def _thresholds(self) -> Thresholds:
-        return thresholds_of(self._host.state.session, self._host.config)
+        return thresholds_of(self._state.session, self._config())
 
     def _act(self, overlap: Overlap, decision: Decision) -> None:
-        host = self._host
-        response = host.response
+        response = self._responses.active
         self._report(LISTEN_ONLY, decision, overlap.item_id, overlap.response_id)
         if decision.action != BARGE_IN:
             return
         self._deferred = None  # the barging turn is answered next, with the deferred one in its history
         if response is not None:
-            host.cancel_response("turn_detected")
+            self._responses.cancel("turn_detected")
         else:
-            host.clear_playback()
+            self._responses.clear_playback()
 
     def _report(self, policy: str, decision: Decision, item_id: str | None, response_id: str | None) -> None:
-        host = self._host
-        if not host.state.reports_overlap:
+        if not self._state.reports_overlap:
             return
-        session = host.state.session
+        session = self._state.session
         short_ack, barge_in = (session.get(k, OVERLAP_DEFAULTS[k]) for k in ("overlap_short_ack_ms",
                                                                              "overlap_barge_in_ms"))
-        host.emit({
+        self._emit({
             "type": "overlap.decision",
             "session_id": session.get("id"),
             "policy": policy,

@@ -38,9 +38,10 @@ class SessionControl(Protocol):
 
 
 class ControlledService(Protocol):
-    """The one thing these events need of the service: the session around it, if any."""
+    """The one thing these events need of what they act on: the session around it, if any."""
 
-    session_control: SessionControl | None
+    @property
+    def session_control(self) -> SessionControl | None: ...
 
 
 @dataclass(frozen=True)
