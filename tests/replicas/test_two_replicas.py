@@ -107,3 +107,28 @@ async def test_a_session_whose_replica_was_killed_resumes_on_the_other_with_its_
             await _ask(second, "Then a short one.")
             done = await second.wait_for("response.done")
             assert done["response"]["status"] == "completed"
+
+
+def _metric(text: str, name: str) -> float:
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+
+
+async def test_with_redis_gone_the_session_keeps_answering_and_the_replica_says_what_it_lost(
+        redis_server: RedisServer) -> None:
+    import httpx
+
+    with running_server(_settings(redis_server)) as server:
+        async with RealtimeTestClient.connect(server.ws_url, timeout=20) as client:
+            await client.wait_for("session.created")
+            assert httpx.get(f"{server.http_url}/ready").status_code == 200
+            redis_server.stop()
+            await _ask(client, "Are you still there?")
+            done = await client.wait_for("response.done")
+            assert done["response"]["status"] == "completed"  # Redis is off the audio path
+            await asyncio.sleep(1.5)  # the writer gives up on what it could not write
+            ready = httpx.get(f"{server.http_url}/ready")
+            assert ready.status_code == 503 and any("session store unreachable" in r for r in ready.json()["reasons"])
+            metrics = httpx.get(f"{server.http_url}/metrics").text
+            lost = (_metric(metrics, 's2s_session_store_writes_total{outcome="dropped"}')
+                    + _metric(metrics, 's2s_session_store_writes_total{outcome="failed"}'))
+            assert lost > 0
