@@ -88,7 +88,10 @@ def client_address(scope: Any) -> str:
 def shared_sessions(app: FastAPI, store: SessionStore, registry: SessionRegistry[LiveSession],
                     sessions: LiveSessions, metrics: ServerMetrics) -> TakeOver:
     """Serve sessions with other replicas: hand ours over when asked, take theirs over on a resume."""
-    app.router.add_event_handler("startup", lambda: store.start(hand_over(registry, store)))
+    async def start() -> None:
+        await store.start(hand_over(registry, store))
+
+    app.router.add_event_handler("startup", start)
     app.router.add_event_handler("shutdown", store.close)  # the sessions' keys stay: they resume elsewhere
 
     def started(session: LiveSession) -> None:
