@@ -24,7 +24,10 @@ SERVER_LOST_MESSAGE = "The server generating this response was lost; the session
 def restore_service(service: RealtimeService, stored: StoredSession) -> None:
     service.state.session = copy.deepcopy(stored.session)
     service.unit.config.replace(service.state.runtime_config())
-    for message in stored.history:
+    history = list(stored.history)
+    while stored.response is not None and history and history[-1].role == "assistant":
+        history.pop()  # what the lost response had said so far leaves the history, as a failed one's does
+    for message in history:
         for item in history_items(message):
             service.conversation.add(item)
 

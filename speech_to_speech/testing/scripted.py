@@ -146,6 +146,8 @@ def _load_replies(settings: ServerSettings) -> _Script:
 
 # In a scripted reply, stands for the last user message: the reply shows what the LLM was asked.
 HEARD = "{heard}"
+# Stands for every message of the request ("role: text | …"): the reply shows the whole history asked.
+HISTORY = "{history}"
 _TOOL_CALL = re.compile(r"<tool_call>\s*([\w.-]+)\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 _TERMINAL = re.compile(r"\[\[(incomplete|failed):([^\]]*)\]\]")
 _TOKEN = re.compile(r"\S+\s*|\s+")
@@ -155,7 +157,8 @@ _TOKEN = re.compile(r"\S+\s*|\s+")
 class ScriptedLLM(LLMHandler):
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         heard = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
-        reply = self.model.next().replace(HEARD, heard)
+        asked = " | ".join(f"{m.role}: {m.content}" for m in request.messages)
+        reply = self.model.next().replace(HEARD, heard).replace(HISTORY, asked)
         delay = self.settings.scripted_token_delay_ms / 1000.0
         terminal: Terminal | None = None
         found = _TERMINAL.search(reply)

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 # After a batch failed, wait this long before the next (Redis down: do not spin).
 RETRY_S = 0.5
+# Operations in one pipelined round trip: small enough to be written well within the timeout.
+MAX_BATCH = 256
 # What a store that is down or slow raises.
 STORE_ERRORS = (RedisError, OSError, TimeoutError)
 
@@ -123,8 +125,12 @@ class StoreWriter:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            flushes, self._flushes = self._flushes, []
-            batch = [self._ops.popleft() for _ in range(len(self._ops))]
+            batch = [self._ops.popleft() for _ in range(min(len(self._ops), MAX_BATCH))]
+            flushes: list[asyncio.Future[None]] = []
+            if not self._ops:  # a flush is done once everything queued before it is written
+                flushes, self._flushes = self._flushes, []
+            else:
+                self._wake.set()
             try:
                 await self._write(batch)
             finally:
