@@ -76,6 +76,10 @@ class SpeechStarted:
     item_id: str | None = None
     # Audio ms from the first voiced chunk to the end of the last one so far (no padding).
     speech_ms: int = 0
+    # The turn before this speech, when the VAD ended it itself, and the silence between that turn's last
+    # voiced chunk and this speech's first (audio ms): speech soon after a turn may take its reply back.
+    after_item_id: str | None = None
+    after_silence_ms: int | None = None
 
 
 @dataclass(frozen=True)

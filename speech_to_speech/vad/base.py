@@ -123,6 +123,7 @@ class VADHandler(BackendHandler):
         self._manual_buffer: list[AudioChunk] = []
         self._interim_at_ms = 0  # the voiced ms of this turn at its last interim utterance
         self.turns = TurnController()  # this turn's pauses, and when one ends it
+        self._last_turn: tuple[str, int] | None = None  # the turn the VAD last ended: its item, its voice's end
 
     def _reset_voice(self) -> None:
         # The voiced span of the current turn, in input samples (its first voiced chunk to its last):
@@ -199,8 +200,12 @@ class VADHandler(BackendHandler):
                 self._silence_run_ms = 0  # hysteresis band: neither speech nor silence
         if not self._started_sent and self._voiced_ms >= self.settings.min_speech_ms:
             self._started_sent = True
+            after_item_id, after_end = self._last_turn or (None, 0)
             self.emit_event(SpeechStarted(_ms(self._speech[0].offset), interrupt_response=interrupt,
-                                          item_id=self._item_id, speech_ms=self._speech_ms()))
+                                          item_id=self._item_id, speech_ms=self._speech_ms(),
+                                          after_item_id=after_item_id,
+                                          after_silence_ms=_ms(self._voice_start - after_end) if after_item_id
+                                          else None))
         if voiced and self._started_sent:
             self._note_ongoing()
             yield from self._interim()
@@ -322,7 +327,7 @@ class VADHandler(BackendHandler):
 
     def _end_turn(self, manual: bool, decision: TurnDecision | None = None) -> Iterator[Any]:
         speech, started, item_id = self._speech, self._started_sent, self._item_id
-        speech_ms = self._speech_ms()
+        speech_ms, voice_end = self._speech_ms(), self._voice_end
         reuses = self.turns.speculation if self.turns.speculation_stands else 0
         # Keep only a pad's worth of the trailing silence, so the last word stays whole.
         trailing = max(0, self._silence_run_ms - self._pad_ms()) // CHUNK_MS
@@ -336,6 +341,7 @@ class VADHandler(BackendHandler):
         self.turns = TurnController()
         if not started:
             return  # too short to be a turn: a click or a cough
+        self._last_turn = None if manual or item_id is None else (item_id, voice_end)
         kept = speech[: max(len(speech) - trailing, 1)]
         end_ms = _ms(kept[-1].offset + VAD_CHUNK)
         if decision is not None:
