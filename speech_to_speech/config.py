@@ -141,9 +141,14 @@ class ServerSettings(BaseModel):
     )
     finished_pause_ms: int = Field(
         448, ge=32, description="The shortest silence that ends a turn judged finished, once its reply is "
-        "ready (eagerness high: --turn_pause_ms): a pause between two sentences of one request (up to ~400 ms, "
-        "which Silero hears as up to 384 ms of silence, a frame or two more live) keeps the turn whole instead "
-        "of answering its first sentence."
+        "ready (eagerness high: --turn_pause_ms). People pause up to ~400 ms between two sentences of one "
+        "request: 448 waits such a pause out; 200 with --take_back_within_ms 600 answers ~250 ms sooner and "
+        "takes the reply back when speech resumes."
+    )
+    take_back_within_ms: int = Field(
+        0, ge=0, description="Speech that resumes within this silence after a turn the detector ended early "
+        "(semantic_vad, judged finished) takes its reply back: cancelled if still being made, its items deleted, "
+        "and the next turn answers both utterances as one request (0: never; pair with --finished_pause_ms 200)."
     )
     max_turn_silence_ms: int = Field(
         2000, ge=100, description="Longest silence an unfinished turn waits (semantic_vad, eagerness medium)."

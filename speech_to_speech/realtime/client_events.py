@@ -118,6 +118,8 @@ def conversation_item_retrieve(target: EventTarget, event: ClientEvent) -> None:
 
 
 def conversation_item_truncate(target: EventTarget, event: ClientEvent) -> None:
+    if target.conversation.withdrawn(event.data.get("item_id")):
+        return  # the server took that reply back (conversation.item.deleted crossed this event)
     item_id = _existing_item(target, event)
     target.playback.truncate(item_id, event.data.get("content_index"), event.data.get("audio_end_ms"))
     target.echo.stopped()  # the client stopped playing there

@@ -5,15 +5,22 @@ returns them as delivered). Items of a response that ended ``incomplete`` or
 ``failed`` stay retrievable but leave the model's history (rolled back). An
 assistant answer may enter the history only as far as it was heard
 (``history_text``, set by the playback ledger for ``ack_only`` sessions).
+An item the server withdrew (a reply taken back, take_back.py) is deleted,
+and its id remembered for a while: a client's truncate or ack of it that
+crossed the deletion is not the client's mistake.
 """
 
 from __future__ import annotations
 
 import copy
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from speech_to_speech.pipeline.messages import ChatMessage
+
+# Ids of withdrawn items kept, for the client events about them still on their way.
+WITHDRAWN_REMEMBERED = 16
 
 
 class Conversation:
@@ -23,6 +30,7 @@ class Conversation:
         self._items: dict[str, dict[str, Any]] = {}
         self._excluded: set[str] = set()  # rolled back: not part of the model's history
         self.max_items = max_items
+        self._withdrawn: deque[str] = deque(maxlen=WITHDRAWN_REMEMBERED)
         # The text an item has in the model's history when not its own (None: its own).
         self.history_text: Callable[[str, dict[str, Any]], str | None] = lambda item_id, item: None
 
@@ -61,6 +69,17 @@ class Conversation:
     def delete(self, item_id: str) -> None:
         self._items.pop(item_id, None)
         self._excluded.discard(item_id)
+
+    def withdraw(self, item_id: str) -> bool:
+        """Delete an item the server takes back; False if it is not here."""
+        if item_id not in self._items:
+            return False
+        self.delete(item_id)
+        self._withdrawn.append(item_id)
+        return True
+
+    def withdrawn(self, item_id: object) -> bool:
+        return item_id in self._withdrawn
 
     def exclude(self, item_ids: list[str]) -> None:
         self._excluded.update(item_ids)

@@ -55,6 +55,9 @@ class ServerMetrics:
         self.turn_decisions = Counter(
             "s2s_turn_decisions", "Pauses judged by the turn detector, by outcome (finished, unfinished, "
             "timed_out, disputed, no_answer).", ["detector", "outcome"], registry=self.registry)
+        self.replies_taken_back = Counter(
+            "s2s_replies_taken_back", "Replies withdrawn because the user went on with the request right after "
+            "the turn ended (--take_back_within_ms).", registry=self.registry)
         self.turn_decision_seconds = Histogram(
             "s2s_turn_decision_seconds", "Time the turn detector took to judge a pause.",
             buckets=BUCKETS, registry=self.registry)
@@ -86,6 +89,9 @@ class ServerMetrics:
         self.turn_decisions.labels(decision.detector, decision.outcome).inc()
         if decision.inference_ms:
             self.turn_decision_seconds.observe(decision.inference_ms / 1000.0)
+
+    def reply_taken_back(self) -> None:
+        self.replies_taken_back.inc()
 
     def session_event(self, event: str, detached_change: int = 0) -> None:
         """A session detached, was resumed, … (LIFECYCLE_EVENTS); ``detached_change`` moves the gauge."""

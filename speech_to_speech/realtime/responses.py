@@ -61,6 +61,7 @@ class Responses:
         self._on_finished = on_finished
         self.conversation_id = ids.new_id("conv")
         self.active: ResponseState | None = None
+        self.last: ResponseState | None = None  # the last to finish, unless it failed
 
     def history(self, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
         """The LLM's view of the conversation (``heard``: a user turn whose transcript is not in yet)."""
@@ -157,6 +158,7 @@ class Responses:
         response, self.active = self.active, None
         if response is None:
             return
+        self.last = response if status != "failed" else None
         self._speculations.cancel(self._speculations.take(response.id))
         if status == "failed" and report:
             self._emit(errors.error_event(error_codes.RESPONSE_FAILED, error or "the response failed",
@@ -188,6 +190,17 @@ class Responses:
         self.finish("cancelled", reason)
         self._unit.cancel_scope.cancel()
         self.clear_playback(requested=requested)
+
+    def take_back(self, response: ResponseState) -> None:
+        """Withdraw ``response`` (active or the last): cancelled as speech over it would cancel it, and its
+        items deleted, so the model never said it (take_back.py)."""
+        if response is self.active:
+            self.cancel("turn_detected")
+        if response is self.last:
+            self.last = None
+        for item in response.output:
+            if self._conversation.withdraw(item["id"]):
+                self._emit({"type": "conversation.item.deleted", "item_id": item["id"]})
 
     def clear_playback(self, *, requested: bool = False) -> None:
         """Drop unplayed audio from the media track (if any); its items are cut at what was played."""

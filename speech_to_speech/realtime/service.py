@@ -43,6 +43,7 @@ from speech_to_speech.realtime.session_echo import SessionEcho, echo_cancellatio
 from speech_to_speech.realtime.session_events import SessionControl
 from speech_to_speech.realtime.session_updates import SessionUpdates
 from speech_to_speech.realtime.speculation import SpeculationSlot
+from speech_to_speech.realtime.take_back import TakeBack
 from speech_to_speech.realtime.tool_results import ToolResultLedger
 from speech_to_speech.realtime.transport import MediaTrack
 from speech_to_speech.realtime.turn_events import TurnEvents
@@ -75,10 +76,11 @@ class RealtimeService:
         session_control: SessionControl | None = None,
         on_response_finished: Callable[[str, dict[str, float]], None] | None = None,
         on_turn_decision: Callable[[TurnDecision], None] | None = None,
+        on_reply_taken_back: Callable[[], None] | None = None,
     ) -> None:
         """``session_control``: the live session around this service (heartbeat, event_ack, close); None: not
-        served. ``on_response_finished`` (status, its monotonic stage marks) and ``on_turn_decision`` (each
-        decision of the turn detector): the server's metrics."""
+        served. ``on_response_finished`` (status, its monotonic stage marks), ``on_turn_decision`` (each
+        decision of the turn detector) and ``on_reply_taken_back``: the server's metrics."""
         self.unit = unit
         self.settings = settings
         self.emit = emit = stamping(send)
@@ -120,7 +122,9 @@ class RealtimeService:
         self.updates = SessionUpdates(unit, state, responses=responses, speculations=speculations,
                                       validate_language=validate_language)
         turns = TurnEvents(unit, settings, config, conversation=conversation, user_input=user_input,
-                           responses=responses, speculations=speculations, overlap=overlap, emit=emit,
+                           responses=responses, speculations=speculations, overlap=overlap,
+                           take_back=TakeBack(responses, settings.take_back_within_ms, on_reply_taken_back),
+                           emit=emit,
                            on_turn_decision=on_turn_decision)
         output = ResponseEvents(responses, config, conversation=conversation, user_input=user_input,
                                 playback=playback, audio=audio, echo=echo, media=media, overlap=overlap, emit=emit,

@@ -7,8 +7,9 @@ sends the ``input_audio_buffer.*`` and ``conversation.item.input_audio_transcrip
 events for them. Around those events it applies the session's rules: speech
 over the assistant goes through the overlap gate, a turn the VAD ends opens
 the automatic response, a finished transcript lets a waiting response be
-submitted, a pause's words start a speculative reply (speculation.py), and
-the words heard so far let the LLM read ahead (prefill).
+submitted, a pause's words start a speculative reply (speculation.py), speech
+right after a turn may take its reply back (take_back.py), and the words heard
+so far let the LLM read ahead (prefill).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from speech_to_speech.realtime.conversation import Conversation
 from speech_to_speech.realtime.overlap import OverlapGate
 from speech_to_speech.realtime.responses import Responses
 from speech_to_speech.realtime.speculation import Speculation, SpeculationSlot, same_words
+from speech_to_speech.realtime.take_back import TakeBack
 from speech_to_speech.realtime.user_input import UserInput
 from speech_to_speech.units.unit import PipelineUnit
 
@@ -44,7 +46,8 @@ class TurnEvents:
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, config: Callable[[], RuntimeConfig], *,
                  conversation: Conversation, user_input: UserInput, responses: Responses,
-                 speculations: SpeculationSlot, overlap: OverlapGate, emit: Callable[[Event], None],
+                 speculations: SpeculationSlot, overlap: OverlapGate, take_back: TakeBack,
+                 emit: Callable[[Event], None],
                  on_turn_decision: Callable[[TurnDecision], None] | None = None) -> None:
         self._unit = unit
         self._settings = settings
@@ -54,6 +57,7 @@ class TurnEvents:
         self._responses = responses
         self._speculations = speculations
         self._overlap = overlap
+        self._take_back = take_back
         self._emit = emit
         self._on_turn_decision = on_turn_decision
         self._turn_decision: TurnDecision | None = None  # how the detector ended the last turn
@@ -62,6 +66,7 @@ class TurnEvents:
 
     def speech_started(self, item: SpeechStarted) -> None:
         self._input.user_speaking = True
+        self._take_back.speech_started(item)  # the user went on with the request just answered
         self._overlap.speech_started(item)  # barge-in now, or listen (overlap_policy)
         self._emit({"type": "input_audio_buffer.speech_started", "audio_start_ms": item.audio_start_ms,
                     "item_id": item.item_id})
