@@ -4,7 +4,11 @@ A request is *answered* when a response ended ``completed`` or
 ``incomplete`` and the client read audio of it: a response that is cancelled,
 fails, or completes without a sound leaves the user waiting. It is a *double
 answer* when more than one response produced audio for it: the user hears
-two replies (or a false start and a reply) to one thing they said.
+two replies (or a false start and a reply) to one thing they said. A reply
+the server *took back* (the user went on with the request right after the
+turn ended: its items deleted by the server, ``conversation.item.deleted``)
+is a false start the server owned up to: counted apart, not as a double
+answer.
 
 The bench also has to know when to stop listening: :func:`quiet` says the
 turn has run its course (the user's speech closed, every response closed,
@@ -40,6 +44,7 @@ class Response:
     # What the turn detector decided when it ended the turn this response answers (the timings
     # extension's metadata, decoded): only the response a turn's end opens carries it.
     turn_detection: dict[str, Any] | None = None
+    taken_back: bool = False  # the server took it back: the user went on with the request
 
     @property
     def answered(self) -> bool:
@@ -94,17 +99,27 @@ class Outcome:
         return sum(1 for r in self.responses if r.first_audio_at is not None)
 
     @property
+    def taken_back(self) -> int:
+        """Replies with audio that the server took back (see the module's docstring)."""
+        return sum(1 for r in self.responses if r.first_audio_at is not None and r.taken_back)
+
+    @property
     def double(self) -> bool:
-        return self.audio_responses > 1
+        return self.audio_responses - self.taken_back > 1
 
 
 def outcome(log: Sequence[Received]) -> Outcome:
     """Every response in ``log`` (by id: created, audio, transcript, done) and what the user was heard say."""
     found: dict[str, dict[str, Any]] = {}
     heard: list[str] = []
+    items_of: dict[str, str] = {}  # output item id -> its response id
+    deleted: set[str] = set()
     for entry in log:
         event = entry.event
         kind = event.get("type")
+        if kind == "conversation.item.deleted":  # the bench never deletes: the server took a reply back
+            deleted.add(str(event.get("item_id")))
+            continue
         if kind == USER_TRANSCRIPT:
             heard.append(str(event.get("transcript") or ""))
             continue
@@ -122,6 +137,9 @@ def outcome(log: Sequence[Received]) -> Outcome:
             fields["status"] = str(response.get("status"))
             fields["status_details"] = response.get("status_details")
             fields["turn_detection"] = turn_detection_of(response)
+            items_of.update({str(item.get("id")): str(rid) for item in response.get("output") or []})
+    for item_id in deleted & items_of.keys():
+        found[items_of[item_id]]["taken_back"] = True
     return Outcome(tuple(Response(**fields) for fields in found.values()), tuple(heard))
 
 

@@ -85,6 +85,8 @@ def turns_rows(summary: dict[str, Any]) -> list[str]:
     and how the turn detector ended the turns."""
     rows = [f"| | requests answered | {summary['answered']} of {summary['requests']} | | |",
             f"| | double answers (two responses with audio) | {summary['double_answers']} | | |"]
+    if "taken_back" in summary:
+        rows.append(f"| | replies taken back (the user went on with the request) | {summary['taken_back']} | | |")
     if "split_requests" in summary:
         rows.append(f"| | requests heard as more than one turn | {summary['split_requests']} | | |")
     ended = summary.get("not_completed") or {}

@@ -138,10 +138,12 @@ def turn_sample(clip: audio.Speech, said: Said, result: Outcome, problem: str | 
         "speech_ms": round(clip.voiced_ms, 1),
         "answered": result.answered,
         "double": result.double,
+        "taken_back": result.taken_back,
         "audio_responses": result.audio_responses,
         "responses": [{"id": r.id, "status": r.status, "status_details": r.status_details, "ending": r.ending,
                        "audio_ms": round(r.audio_ms, 1), "reply": r.transcript,
-                       "turn_detection": r.turn_detection} for r in result.responses],
+                       "turn_detection": r.turn_detection, "taken_back": r.taken_back}
+                      for r in result.responses],
         "heard": list(result.heard),
     }
     if said.first_voiced_sent is not None:  # when (epoch ms) the chunk holding the first word left
@@ -168,6 +170,8 @@ def summarize_turns(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "answered": answered,
         "answered_rate": round(answered / len(samples), 3) if samples else None,
         "double_answers": sum(1 for s in samples if s["double"]),
+        # Replies taken back because the user went on (a request answered after its first sentence).
+        "taken_back": sum(s.get("taken_back", 0) for s in samples),
         # Requests the server heard as more than one turn (a pause taken for the end of the turn).
         "split_requests": sum(1 for s in samples if len(s["heard"]) > 1),
         "unanswered": [f"{s['request']} (repeat {s['repeat']})" for s in samples if not s["answered"]],
