@@ -71,11 +71,13 @@ async def test_a_resume_on_b_takes_the_session_from_a_live_a_and_nothing_is_lost
                 assert replaced["session_id"] == created["session_id"]
                 assert await first.wait_closed() is not None
                 assert resumed["session_id"] == created["session_id"]
-                await asyncio.sleep(0.3)
+                await second.barrier()  # the replay (which holds A's response.done) read before B is asked
                 replayed = _seqs(second)
                 assert replayed[:3] == [last - 2, last - 1, last]  # after the cursor, once each, in order
                 await _ask(second, "And of Italy?")
+                created_on_b = await second.wait_for("response.created")
                 done = await second.wait_for("response.done")
+                assert done["response"]["id"] == created_on_b["response"]["id"]
                 assert done["response"]["status"] == "completed"
         seqs = [seq for seq in _seqs(first) if seq <= last - 3] + _seqs(second)  # what the client kept
         assert seqs == list(range(1, len(seqs) + 1))  # every event once, in order, across the two replicas
