@@ -8,7 +8,9 @@ two replies (or a false start and a reply) to one thing they said. A reply
 the server *took back* (the user went on with the request right after the
 turn ended: its items deleted by the server, ``conversation.item.deleted``)
 is a false start the server owned up to: counted apart, not as a double
-answer.
+answer, and never the answer itself (the request is answered by the reply
+that follows). How much of it the user heard is bounded by
+:attr:`Response.heard_ms`: its audio read before the deletion.
 
 The bench also has to know when to stop listening: :func:`quiet` says the
 turn has run its course (the user's speech closed, every response closed,
@@ -44,11 +46,25 @@ class Response:
     # What the turn detector decided when it ended the turn this response answers (the timings
     # extension's metadata, decoded): only the response a turn's end opens carries it.
     turn_detection: dict[str, Any] | None = None
-    taken_back: bool = False  # the server took it back: the user went on with the request
+    taken_back_at: float | None = None  # monotonic time its deletion was read: the user went on with the request
+
+    @property
+    def taken_back(self) -> bool:
+        return self.taken_back_at is not None
 
     @property
     def answered(self) -> bool:
-        return self.status in ANSWERING and self.first_audio_at is not None
+        return self.status in ANSWERING and self.first_audio_at is not None and not self.taken_back
+
+    @property
+    def heard_ms(self) -> float | None:
+        """Of a taken-back reply, the most of it a client playing as it reads could have played: its audio,
+        up to the time between its first delta and its deletion. None for a reply not taken back."""
+        if self.taken_back_at is None:
+            return None
+        if self.first_audio_at is None:
+            return 0.0
+        return max(0.0, min(self.audio_ms, (self.taken_back_at - self.first_audio_at) * 1000.0))
 
     @property
     def ending(self) -> str:
@@ -113,12 +129,12 @@ def outcome(log: Sequence[Received]) -> Outcome:
     found: dict[str, dict[str, Any]] = {}
     heard: list[str] = []
     items_of: dict[str, str] = {}  # output item id -> its response id
-    deleted: set[str] = set()
+    deleted: dict[str, float] = {}  # item id -> when its deletion was read
     for entry in log:
         event = entry.event
         kind = event.get("type")
         if kind == "conversation.item.deleted":  # the bench never deletes: the server took a reply back
-            deleted.add(str(event.get("item_id")))
+            deleted.setdefault(str(event.get("item_id")), entry.at)
             continue
         if kind == USER_TRANSCRIPT:
             heard.append(str(event.get("transcript") or ""))
@@ -138,8 +154,9 @@ def outcome(log: Sequence[Received]) -> Outcome:
             fields["status_details"] = response.get("status_details")
             fields["turn_detection"] = turn_detection_of(response)
             items_of.update({str(item.get("id")): str(rid) for item in response.get("output") or []})
-    for item_id in deleted & items_of.keys():
-        found[items_of[item_id]]["taken_back"] = True
+    for item_id in deleted.keys() & items_of.keys():
+        fields = found[items_of[item_id]]
+        fields["taken_back_at"] = min(fields.get("taken_back_at", deleted[item_id]), deleted[item_id])
     return Outcome(tuple(Response(**fields) for fields in found.values()), tuple(heard))
 
 

@@ -40,6 +40,7 @@ LABELS = {
     "speech_to_speech_started_ms": "start of speech → speech_started",
     "speech_started_to_cancelled_ms": "speech_started → response cancelled",
     "stale_audio_ms": "old audio after the cancellation (ms of audio)",
+    "taken_back_heard_ms": "of a reply taken back, audio read before it stopped (ms of audio)",
     "append_to_speech_started_ms": "append → speech_started",
     "vad_to_speech_stopped_ms": "VAD end of turn → speech_stopped",
     "stt_to_transcript_ms": "STT done → transcription.completed",

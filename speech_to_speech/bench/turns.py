@@ -34,7 +34,7 @@ from speech_to_speech.bench import audio, corpus
 from speech_to_speech.bench.events import FIRST_SOUND, TURN_HOPS, Clock, first_sound, hops, turn
 from speech_to_speech.bench.mic import FINISHED, Said, live_mic
 from speech_to_speech.bench.outcome import Outcome, outcome, quiet
-from speech_to_speech.bench.stats import summarize_fields
+from speech_to_speech.bench.stats import summarize, summarize_fields
 from speech_to_speech.bench.target import Target
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, ServerClosed
 
@@ -142,7 +142,8 @@ def turn_sample(clip: audio.Speech, said: Said, result: Outcome, problem: str | 
         "audio_responses": result.audio_responses,
         "responses": [{"id": r.id, "status": r.status, "status_details": r.status_details, "ending": r.ending,
                        "audio_ms": round(r.audio_ms, 1), "reply": r.transcript,
-                       "turn_detection": r.turn_detection, "taken_back": r.taken_back}
+                       "turn_detection": r.turn_detection, "taken_back": r.taken_back,
+                       **({"heard_ms": round(r.heard_ms, 1)} if r.heard_ms is not None else {})}
                       for r in result.responses],
         "heard": list(result.heard),
     }
@@ -172,6 +173,8 @@ def summarize_turns(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "double_answers": sum(1 for s in samples if s["double"]),
         # Replies taken back because the user went on (a request answered after its first sentence).
         "taken_back": sum(s.get("taken_back", 0) for s in samples),
+        # How much of each taken-back reply the user could have heard before it stopped (ms).
+        "taken_back_heard_ms": summarize(r["heard_ms"] for s in samples for r in s["responses"] if "heard_ms" in r),
         # Requests the server heard as more than one turn (a pause taken for the end of the turn).
         "split_requests": sum(1 for s in samples if len(s["heard"]) > 1),
         "unanswered": [f"{s['request']} (repeat {s['repeat']})" for s in samples if not s["answered"]],

@@ -6,6 +6,7 @@ import base64
 from typing import Any
 
 import numpy as np
+import pytest
 
 from speech_to_speech.bench.audio import Speech
 from speech_to_speech.bench.mic import Said
@@ -86,6 +87,48 @@ def test_two_responses_with_audio_are_a_double_answer() -> None:
                          created("r2"), delta("r2"), done("r2")))
     assert result.double and result.audio_responses == 2
     assert result.answer is not None and result.answer.id == "r2"  # the cancelled one did not answer
+
+
+def with_output(event: dict[str, Any], *item_ids: str) -> dict[str, Any]:
+    event["response"]["output"] = [{"id": item_id, "type": "message"} for item_id in item_ids]
+    return event
+
+
+def deleted(item_id: str) -> dict[str, Any]:
+    return {"type": "conversation.item.deleted", "item_id": item_id}
+
+
+def test_a_reply_the_server_took_back_is_no_double_answer_and_no_answer_and_says_what_was_heard() -> None:
+    # r1 started on the first sentence (audio read at 10.3 and 10.4, 60 ms of it), was cancelled when the
+    # user went on and its item deleted at 10.7; r2 answered the whole request.
+    result = outcome(log(created("r1"), delta("r1"), delta("r1", 40), {"type": "input_audio_buffer.speech_started"},
+                         with_output(done("r1", "cancelled", CANCELLED), "item_r1"), deleted("item_r1"),
+                         created("r2"), delta("r2"), with_output(done("r2"), "item_r2")))
+    first, second = result.responses
+    assert first.taken_back and not second.taken_back
+    assert result.taken_back == 1 and result.audio_responses == 2 and not result.double
+    assert result.answer is not None and result.answer.id == "r2"
+    assert first.heard_ms == 60.0 and second.heard_ms is None  # all its audio was read before the deletion
+    # Deleted 0.1 s after its first delta: no more than 100 ms of its 1 s could have played.
+    long = outcome(log(created("r1"), delta("r1", 1000), deleted("item_r1"), with_output(done("r1"), "item_r1")))
+    assert long.responses[0].heard_ms == pytest.approx(100.0)
+
+
+def test_a_completed_reply_taken_back_is_not_the_answer_and_a_deletion_of_another_item_takes_nothing() -> None:
+    taken = outcome(log(created("r1"), delta("r1"), with_output(done("r1"), "item_r1"), deleted("item_r1")))
+    assert not taken.answered and taken.taken_back == 1
+    other = outcome(log(created("r1"), delta("r1"), with_output(done("r1"), "item_r1"), deleted("item_user")))
+    assert other.answered and other.taken_back == 0 and other.responses[0].heard_ms is None
+    # Two taken back and the answer: one sample; the summary counts them and how much of each was heard.
+    three = outcome(log(created("r1"), delta("r1"), with_output(done("r1", "cancelled", CANCELLED), "i1"),
+                        deleted("i1"), created("r2"), delta("r2", 40), with_output(done("r2"), "i2"), deleted("i2"),
+                        created("r3"), delta("r3"), with_output(done("r3"), "i3")))
+    sample = turn_sample(clip(), Said(clip(), sent={"last_voiced": 10.05}), three, None)
+    assert sample["answered"] and not sample["double"] and sample["taken_back"] == 2
+    assert [r.get("heard_ms") for r in sample["responses"]] == [20.0, 40.0, None]
+    summary = summarize_turns([{"repeat": 0, **sample}])
+    assert summary["taken_back"] == 2 and summary["taken_back_heard_ms"]["n"] == 2
+    assert summary["taken_back_heard_ms"]["max"] == 40.0
 
 
 def test_a_turn_is_quiet_once_speech_and_responses_closed_and_nothing_came_for_the_settle_time() -> None:
