@@ -106,6 +106,16 @@ class Outcome:
         """The first response that answered, if any."""
         return next((r for r in self.responses if r.answered), None)
 
+    def answer_after(self, end_of_speech: float | None) -> Response | None:
+        """The answer the user waited for: the first that answered with audio read after ``end_of_speech``
+        (a reply begun on a pause inside the request is a false start); else :attr:`answer`."""
+        if end_of_speech is not None:
+            found = next((r for r in self.responses if r.answered and (r.first_audio_at or 0.0) >= end_of_speech),
+                         None)
+            if found is not None:
+                return found
+        return self.answer
+
     @property
     def answered(self) -> bool:
         return self.answer is not None

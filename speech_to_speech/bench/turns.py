@@ -12,7 +12,9 @@ Per request: answered or not, every response's status and
 double answer), what the turn detector decided when it ended each turn (on
 the response that turn opened), what the server heard and replied, and end
 of speech (the chunk holding the last voiced sample sent) -> the answer's
-first audio delta read. The summary counts answered and double-answered
+first audio delta read (of the first answer begun after the end of speech:
+a reply begun on a pause inside the request is a false start, counted as a
+double answer or a reply taken back, not timed). The summary counts answered and double-answered
 requests, the responses that ended otherwise with their reasons, the turn
 ends by the detector's outcome (why a request was split), and the latency's
 p50/p95 over the answered turns.
@@ -123,11 +125,12 @@ async def _speak(target: Target, clip: audio.Speech, config: TurnsConfig,
         log_of_turn = client.received[start:]
     result = outcome(log_of_turn)
     sample = turn_sample(clip, said, result, problem)
-    if result.answer is not None and said.last_voiced_sent is not None:
-        answered = turn(log_of_turn, result.answer.id)
+    answer = result.answer_after(said.last_voiced_sent)
+    if answer is not None and said.last_voiced_sent is not None:
+        answered = turn(log_of_turn, answer.id)
         sample.update(first_sound(sample.get(LATENCY), answered.lead_silence_ms))
         sample.update(hops({**answered.marks, "end_of_speech": Clock.now().epoch_ms(said.last_voiced_sent),
-                            "first_audio_received": Clock.now().epoch_ms(result.answer.first_audio_at or 0.0)}))
+                            "first_audio_received": Clock.now().epoch_ms(answer.first_audio_at or 0.0)}))
     return sample
 
 
@@ -149,7 +152,8 @@ def turn_sample(clip: audio.Speech, said: Said, result: Outcome, problem: str | 
     }
     if said.first_voiced_sent is not None:  # when (epoch ms) the chunk holding the first word left
         sample["speech_sent_at_ms"] = round(Clock.now().epoch_ms(said.first_voiced_sent), 1)
-    answer, end_of_speech = result.answer, said.last_voiced_sent
+    end_of_speech = said.last_voiced_sent
+    answer = result.answer_after(end_of_speech)
     if answer is not None and answer.first_audio_at is not None and end_of_speech is not None:
         sample[LATENCY] = round((answer.first_audio_at - end_of_speech) * 1000.0, 2)
     if problem is not None:

@@ -89,6 +89,16 @@ def test_two_responses_with_audio_are_a_double_answer() -> None:
     assert result.answer is not None and result.answer.id == "r2"  # the cancelled one did not answer
 
 
+def test_the_answer_timed_is_the_first_begun_after_the_end_of_speech() -> None:
+    # r1 answered the first sentence (its audio read at 10.1) and was not cut; r2 (10.4) answered the whole.
+    result = outcome(log(created("r1"), delta("r1"), done("r1"), created("r2"), delta("r2"), done("r2")))
+    assert result.double
+    assert [r.id for r in (result.answer, result.answer_after(10.2), result.answer_after(None),
+                           result.answer_after(11.0))] == ["r1", "r2", "r1", "r1"]  # none after 11.0: the first
+    sample = turn_sample(clip(), Said(clip(), sent={"last_voiced": 10.2}), result, None)
+    assert sample[LATENCY] == pytest.approx(200.0)  # not -100 ms, from the false start
+
+
 def with_output(event: dict[str, Any], *item_ids: str) -> dict[str, Any]:
     event["response"]["output"] = [{"id": item_id, "type": "message"} for item_id in item_ids]
     return event
