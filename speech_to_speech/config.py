@@ -140,15 +140,15 @@ class ServerSettings(BaseModel):
         "the pause padded to this); no turn is decided on a shorter one."
     )
     finished_pause_ms: int = Field(
-        448, ge=32, description="The shortest silence that ends a turn judged finished, once its reply is "
+        200, ge=32, description="The shortest silence that ends a turn judged finished, once its reply is "
         "ready (eagerness high: --turn_pause_ms). People pause up to ~400 ms between two sentences of one "
-        "request: 448 waits such a pause out; 200 with --take_back_within_ms 600 answers ~250 ms sooner and "
-        "takes the reply back when speech resumes."
+        "request: where the reply cannot be taken back (--take_back_within_ms 0, or a session with "
+        "interrupt_response false) the turn waits at least 448 ms."
     )
     take_back_within_ms: int = Field(
-        0, ge=0, description="Speech that resumes within this silence after a turn the detector ended early "
-        "(semantic_vad, judged finished) takes its reply back: cancelled if still being made, its items deleted, "
-        "and the next turn answers both utterances as one request (0: never; pair with --finished_pause_ms 200)."
+        600, ge=0, description="Speech that resumes within this silence after a turn the detector ended as "
+        "finished takes its reply back: cancelled if still being made, its items deleted, and the next turn "
+        "answers both utterances as one request (0: never, and finished turns wait out a pause of 448 ms)."
     )
     max_turn_silence_ms: int = Field(
         2000, ge=100, description="Longest silence an unfinished turn waits (semantic_vad, eagerness medium)."

@@ -26,6 +26,10 @@ class Eagerness:
     waits_between_sentences: bool = True
 
 
+# People pause up to ~400 ms between two sentences of one request ("I'm going camping." … "What should I
+# pack?"): a finished turn whose reply cannot be taken back waits this long (14 VAD chunks of 32 ms).
+SENTENCE_PAUSE_MS = 448
+
 # OpenAI's semantic_vad eagerness: "low" lets the user take their time, "high" answers sooner.
 EAGERNESS: dict[str, Eagerness] = {
     "low": Eagerness(finished_at=0.8, max_silence_scale=1.5, unread_finished_at=0.99),

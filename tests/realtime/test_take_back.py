@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -84,6 +85,25 @@ async def test_speech_after_the_window_keeps_the_reply_and_the_next_answer_follo
     asked = replies(events)[-1]
     assert asked.startswith(f"user: {QUESTION} | assistant: user: {QUESTION} and so on")
     assert 's2s_replies_taken_back_total 0.0' in (await metrics(server))
+
+
+@pytest.mark.parametrize(("window_ms", "interrupt_response"), [(0, True), (600, False)])
+async def test_a_reply_that_cannot_be_taken_back_waits_out_a_pause_between_sentences(
+        make_server: ServerFactory, window_ms: int, interrupt_response: bool) -> None:
+    # Without take-back (off on the server, or the session does not let speech interrupt), a finished
+    # turn waits 448 ms: a 420 ms pause inside the request ends no turn, and one reply answers the whole.
+    server = make_server(vad="silero", min_silence_ms=SLOW_SILENCE_MS, max_turn_silence_ms=MAX_TURN_SILENCE_MS,
+                         take_back_within_ms=window_ms, scripted_transcripts=[QUESTION],
+                         scripted_replies=["{history}"])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.update_session(semantic(interrupt_response=interrupt_response))
+        clip = speech("finished_twelve_fifteen")
+        await client.append_audio(np.concatenate([clip, silence(0.42, RATE), clip, silence(1.2, RATE)]), RATE,
+                                  pace=1.0)
+        events = await until_quiet(client)
+    kinds = [e["type"] for e in events]
+    assert kinds.count("input_audio_buffer.speech_stopped") == 1, kinds
+    assert len(done(events)) == 1 and "conversation.item.deleted" not in kinds
 
 
 async def metrics(server: Any) -> str:
