@@ -169,8 +169,14 @@ def machine_line(results: dict[str, dict[str, Any]]) -> str:
     packages = env.get("packages") or {}
     versions = ", ".join(f"{name} {packages[name]}" for name in ("torch", "onnxruntime", "ctranslate2",
                                                                  "transformers") if packages.get(name))
-    return (f"Machine: {env['cpu']}, {env['cores']} cores, {env['ram_gib']} GiB RAM; Python {env['python']}"
+    line = (f"Machine: {env['cpu']}, {env['cores']} cores, {env['ram_gib']} GiB RAM; Python {env['python']}"
             f" ({versions}); commit `{env.get('git')}`.")
+    by_cpu: dict[str, list[str]] = {}
+    for name, result in results.items():
+        by_cpu.setdefault(str(result["environment"].get("cpu")), []).append(name)
+    if len(by_cpu) > 1:  # rounds measured on different machines: say which figure came from which
+        line += " Measured on " + "; ".join(f"{cpu}: {', '.join(names)}" for cpu, names in by_cpu.items()) + "."
+    return line
 
 
 def markdown(results: dict[str, dict[str, Any]], image: str | None = None) -> str:

@@ -57,6 +57,15 @@ def test_the_table_has_every_figure_the_machine_and_the_commands() -> None:
     assert "speech-to-speech bench capacity --llm scripted" in text and "speech-to-speech bench report" in text
 
 
+def test_results_from_different_machines_say_which_came_from_which() -> None:
+    found = results()
+    assert "Measured on" not in report.machine_line(found)  # one machine: the line says it once
+    found["bargein"] = {**found["bargein"], "environment": {**ENVIRONMENT, "cpu": "Other CPU"}}
+    line = report.machine_line(found)
+    assert line.startswith("Machine: Test CPU, 2 cores")
+    assert line.endswith(" Measured on Test CPU: latency, capacity; Other CPU: bargein.")
+
+
 def test_no_results_say_how_to_get_them() -> None:
     assert "speech-to-speech bench" in report.markdown({})
 
