@@ -141,13 +141,14 @@ class ServerSettings(BaseModel):
     )
     finished_pause_ms: int = Field(
         200, ge=32, description="The shortest silence that ends a turn judged finished, once its reply is "
-        "ready (eagerness high: --turn_pause_ms). People pause up to ~400 ms between two sentences of one "
-        "request: where the reply cannot be taken back (--take_back_within_ms 0, or a session with "
-        "interrupt_response false) the turn waits at least 448 ms."
+        "ready (eagerness high: --turn_pause_ms); so does one whose words read as a whole sentence though it "
+        "sounded unfinished. People pause up to ~400 ms between two sentences of one request: where the reply "
+        "cannot be taken back (--take_back_within_ms 0, or a session with interrupt_response false) a finished "
+        "turn waits at least 448 ms, and the other one the silence window (--min_silence_ms)."
     )
     take_back_within_ms: int = Field(
-        600, ge=0, description="Speech that resumes within this silence after a turn the detector ended as "
-        "finished takes its reply back: cancelled if still being made, its items deleted, and the next turn "
+        600, ge=0, description="Speech that resumes within this silence after a turn the detector ended at its "
+        "first pause (finished, or words read whole against the score) takes its reply back: cancelled if still being made, its items deleted, and the next turn "
         "answers both utterances as one request (0: never, and finished turns wait out a pause of 448 ms)."
     )
     max_turn_silence_ms: int = Field(

@@ -18,8 +18,11 @@ turn takes its reply back, whether it is still being made or was all sent
   ``conversation.item.truncate`` of such an item that crossed its deletion
   is accepted and does nothing.
 
-Never taken back: the reply to a turn the detector did not end as finished
-(the silence rules waited long enough), one that called a tool (the tool
+A turn whose words read as a whole sentence but that sounded unfinished
+(``disputed``) ends the same way, and is taken back the same way.
+
+Never taken back: the reply to a turn the detector did not end at its first
+pause (the silence rules waited long enough), one that called a tool (the tool
 may have acted), one that failed, one another response followed, and any in
 a session that turned interruptions off.
 """
@@ -32,6 +35,10 @@ from speech_to_speech.pipeline.messages import SpeechStarted
 from speech_to_speech.realtime.response import ResponseState
 from speech_to_speech.realtime.responses import Responses
 
+# The decisions that end a turn at its first pause where a reply can be taken back: it sounded
+# finished, or its words read as a whole sentence against the detector (turns.controller).
+EARLY_OUTCOMES = frozenset({"finished", "disputed"})
+
 
 def may_take_back(speech: SpeechStarted, response: ResponseState | None, within_ms: int) -> bool:
     """Whether ``speech`` goes on with the request ``response`` (the active or last one) answered."""
@@ -41,7 +48,7 @@ def may_take_back(speech: SpeechStarted, response: ResponseState | None, within_
         return False
     decision = response.turn_decision
     return (response.turn_item_id == speech.after_item_id and decision is not None
-            and decision.outcome == "finished"
+            and decision.outcome in EARLY_OUTCOMES
             and not any(item.get("type") == "function_call" for item in response.output))
 
 

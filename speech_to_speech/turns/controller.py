@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from speech_to_speech.pipeline.messages import TurnVerdict
-from speech_to_speech.turns.rules import Eagerness, judged_finished, reads_finished
+from speech_to_speech.turns.rules import SENTENCE_PAUSE_MS, Eagerness, judged_finished, reads_finished
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class TurnRules:
     finished_pause_ms: int  # a pause between two sentences of one request (--finished_pause_ms)
     max_turn_silence_ms: int  # the longest an unfinished turn waits, before eagerness (--max_turn_silence_ms)
     level: Eagerness
+    # A reply begun now is taken back if the user goes on (--take_back_within_ms, interrupt_response).
+    takes_back: bool
 
     @property
     def max_silence_ms(self) -> int:
@@ -44,8 +46,13 @@ class TurnRules:
 
     @property
     def finished_floor_ms(self) -> int:
-        """The pause a finished turn waits out: one between two sentences, or at eagerness high the judged one."""
-        return self.finished_pause_ms if self.level.waits_between_sentences else self.turn_pause_ms
+        """The pause a finished turn waits out: one between two sentences, or at eagerness high the judged one.
+
+        A reply that cannot be taken back must not start on a pause between two sentences of one
+        request, so then that pause is at least :data:`SENTENCE_PAUSE_MS`."""
+        if not self.level.waits_between_sentences:
+            return self.turn_pause_ms
+        return self.finished_pause_ms if self.takes_back else max(self.finished_pause_ms, SENTENCE_PAUSE_MS)
 
 
 @dataclass(frozen=True)
@@ -195,9 +202,10 @@ class TurnController:
         - sounds unfinished, words unfinished or unknown: unfinished, the turn
           waits up to the longest silence allowed;
         - sounds unfinished, but the words are a whole sentence ("… on Friday
-          afternoon."): ``disputed``, the silence rule's window ends the turn,
-          as it would without a detector. Some voices (synthetic ones above
-          all) sound unfinished at the end of every question.
+          afternoon."): ``disputed``. Some voices (synthetic ones above all)
+          sound unfinished at the end of every question. Where its reply can be
+          taken back should the user go on, it ends as a finished turn does;
+          else the silence rule's window ends it, as it would without a detector.
 
         A shorter dip than ``--turn_pause_ms`` is never decided on, whatever the verdict.
         """
@@ -216,16 +224,18 @@ class TurnController:
         if judged_finished(verdict.probability, words, rules.level, self._continuation):
             return self._end_finished(rules, now)
         if verdict.probability < rules.level.finished_at and reads_finished(words, self._continuation):
+            if rules.takes_back:
+                return replace(self._end_finished(rules, now, "disputed"), report=self._judge("unfinished", now))
             self._fall_back_to_silence("disputed", rules)
             unfinished = self._judge("unfinished", now)
             return replace(self._end_if_silent_enough(now), report=unfinished)
         self._turn_silence_ms = None
         return Answer(report=self._judge("unfinished", now))
 
-    def _end_finished(self, rules: TurnRules, now: float) -> Answer:
+    def _end_finished(self, rules: TurnRules, now: float, outcome: str = "finished") -> Answer:
         """A finished turn ends once its reply can play: sooner gains no time, and speech that resumes
         in between (a second sentence of the same request) keeps the turn whole."""
-        finished = self._judge("finished", now)
+        finished = self._judge(outcome, now)
         if self._may_end_finished(rules):
             return self._end(finished)
         self._finished = finished

@@ -48,7 +48,7 @@ from speech_to_speech.pipeline.messages import (
     Utterance,
 )
 from speech_to_speech.turns.controller import Answer, Judgement, TurnController, TurnRules
-from speech_to_speech.turns.rules import SENTENCE_PAUSE_MS, eagerness
+from speech_to_speech.turns.rules import eagerness
 from speech_to_speech.vad.smart_turn import WINDOW_SAMPLES
 from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector
 
@@ -255,13 +255,12 @@ class VADHandler(BackendHandler):
 
     def _turn_rules(self) -> TurnRules:
         td = self.context.config.current.turn_detection
-        finished_pause_ms = self.settings.finished_pause_ms
-        if self.settings.take_back_within_ms <= 0 or (td is not None and not td.interrupt_response):
-            # A reply that cannot be taken back must not start on a pause between two sentences.
-            finished_pause_ms = max(finished_pause_ms, SENTENCE_PAUSE_MS)
+        takes_back = self.settings.take_back_within_ms > 0 and (td is None or td.interrupt_response)
         return TurnRules(judges=self._detects_turns(), silence_ms=self._silence_ms(),
-                         turn_pause_ms=self.settings.turn_pause_ms, finished_pause_ms=finished_pause_ms,
-                         max_turn_silence_ms=self.settings.max_turn_silence_ms, level=eagerness(td))
+                         turn_pause_ms=self.settings.turn_pause_ms,
+                         finished_pause_ms=self.settings.finished_pause_ms,
+                         max_turn_silence_ms=self.settings.max_turn_silence_ms, level=eagerness(td),
+                         takes_back=takes_back)
 
     def _carry_out(self, answer: Answer) -> Iterator[Any]:
         """Do what the turn controller answered."""

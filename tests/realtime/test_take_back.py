@@ -134,6 +134,6 @@ def test_a_reply_is_taken_back_exactly_when_every_condition_holds(silence_ms: in
                                    after_silence_ms=silence_ms)
     response = answer("item_turn" if same_turn else "item_other", outcome, tool_call)
     expected = (silence_ms is not None and within_ms > 0 and silence_ms <= within_ms and interrupt and same_turn
-                and outcome == "finished" and not tool_call)
+                and outcome in ("finished", "disputed") and not tool_call)
     assert may_take_back(speech_started, response, within_ms) is expected
     assert may_take_back(speech_started, None, within_ms) is False

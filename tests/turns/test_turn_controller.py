@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from speech_to_speech.pipeline.messages import TurnVerdict
 from speech_to_speech.turns.controller import NOTHING, Answer, TurnController, TurnRules
-from speech_to_speech.turns.rules import EAGERNESS
+from speech_to_speech.turns.rules import EAGERNESS, SENTENCE_PAUSE_MS
 
 CHUNK_MS = 32
 PAUSE_MS, FINISHED_PAUSE_MS, SILENCE_MS, MAX_SILENCE_MS = 192, 320, 480, 1920
@@ -16,18 +16,18 @@ SPECULATE_AT_MS = 64
 WORDS = "Well, let me think."
 
 
-def rules(eagerness: str = "auto", judges: bool = True) -> TurnRules:
+def rules(eagerness: str = "auto", judges: bool = True, takes_back: bool = True) -> TurnRules:
     return TurnRules(judges=judges, silence_ms=SILENCE_MS, turn_pause_ms=PAUSE_MS,
                      finished_pause_ms=FINISHED_PAUSE_MS, max_turn_silence_ms=MAX_SILENCE_MS,
-                     level=EAGERNESS[eagerness])
+                     level=EAGERNESS[eagerness], takes_back=takes_back)
 
 
 class Story:
     """One turn's controller, and the silence the VAD has measured so far."""
 
-    def __init__(self, eagerness: str = "auto", judges: bool = True) -> None:
+    def __init__(self, eagerness: str = "auto", judges: bool = True, takes_back: bool = True) -> None:
         self.turns = TurnController()
-        self.rules = rules(eagerness, judges)
+        self.rules = rules(eagerness, judges, takes_back)
         self.silent_ms = 0
         self.asked: list[int] = []  # the pauses sent to the detector
 
@@ -139,13 +139,34 @@ def test_low_eagerness_waits_longer_for_an_unfinished_turn() -> None:
     assert ended(story.silence(2 * MAX_SILENCE_MS)) == (int(MAX_SILENCE_MS * 1.5), "timed_out")
 
 
-def test_disputed_falls_back_to_the_silence_window() -> None:
-    story = Story()
+def test_disputed_falls_back_to_the_silence_window_where_its_reply_cannot_be_taken_back() -> None:
+    story = Story(takes_back=False)
     story.silence(PAUSE_MS)
     story.words("It is on Friday afternoon.")
+    story.ready()
     answer = story.verdict(0.1)  # sounds unfinished, reads as a whole sentence
     assert answer.report is not None and answer.report.outcome == "unfinished" and not answer.end
     assert ended(story.silence(MAX_SILENCE_MS)) == (SILENCE_MS, "disputed")
+
+
+def test_disputed_ends_as_a_finished_turn_does_where_its_reply_can_be_taken_back() -> None:
+    story = Story()
+    story.silence(PAUSE_MS)
+    story.words("It is on Friday afternoon.")
+    answer = story.verdict(0.1)
+    assert answer.report is not None and answer.report.outcome == "unfinished" and not answer.end
+    assert story.silence(CHUNK_MS) == []  # its reply is not ready yet
+    assert story.ready() == NOTHING  # ready, but the pause is short of the floor
+    assert ended(story.silence(MAX_SILENCE_MS)) == (FINISHED_PAUSE_MS, "disputed")
+
+
+def test_a_finished_turn_that_cannot_be_taken_back_waits_out_a_pause_between_sentences() -> None:
+    story = Story(takes_back=False)
+    story.silence(PAUSE_MS)
+    story.words()
+    story.ready()
+    assert story.verdict(0.9) == NOTHING
+    assert ended(story.silence(MAX_SILENCE_MS)) == (SENTENCE_PAUSE_MS, "finished")
 
 
 def test_no_verdict_leaves_the_turn_to_the_silence_rule() -> None:

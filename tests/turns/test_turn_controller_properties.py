@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from speech_to_speech.pipeline.messages import TurnVerdict
 from speech_to_speech.turns.controller import NOTHING, Answer, TurnController, TurnRules
-from speech_to_speech.turns.rules import EAGERNESS
+from speech_to_speech.turns.rules import EAGERNESS, SENTENCE_PAUSE_MS
 
 CHUNK_MS = 32
 SPECULATE_AT_MS = 64
@@ -47,6 +47,7 @@ turn_rules = st.builds(
     finished_pause_ms=st.sampled_from([96, 192, 320, 416]),
     max_turn_silence_ms=st.sampled_from([960, 1920]),
     level=st.sampled_from(list(EAGERNESS.values())),
+    takes_back=st.booleans(),
 )
 
 
@@ -58,8 +59,10 @@ def check_end(answer: Answer, silent_ms: int, rules: TurnRules) -> None:
         assert silent_ms >= rules.silence_ms
         return
     assert rules.judges and silent_ms >= rules.turn_pause_ms
-    if outcome == "finished":
+    if outcome == "finished" or (outcome == "disputed" and rules.takes_back):
         assert silent_ms >= min(rules.finished_floor_ms, rules.finished_cap_ms)
+        if not rules.takes_back and rules.level.waits_between_sentences:
+            assert silent_ms >= min(SENTENCE_PAUSE_MS, rules.finished_cap_ms)
     elif outcome == "timed_out":
         assert silent_ms >= rules.max_silence_ms
     else:
