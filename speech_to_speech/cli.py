@@ -98,8 +98,8 @@ def settings_from_args(args: argparse.Namespace, fields: list[str]) -> ServerSet
 
 def _serve(settings: ServerSettings, args: argparse.Namespace) -> int:
     # Imported here: the server pulls in FastAPI/uvicorn, which no other command needs.
-    from speech_to_speech.realtime import server
-    from speech_to_speech.realtime.exposure import exposure_problem, with_env_api_key
+    from speech_to_speech.realtime.app import server
+    from speech_to_speech.realtime.app.exposure import exposure_problem, with_env_api_key
 
     settings = with_env_api_key(settings)
     problem = exposure_problem(settings)

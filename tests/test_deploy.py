@@ -65,7 +65,7 @@ def replica_commands() -> dict[str, list[str]]:
 
 @pytest.fixture
 def serve_settings(monkeypatch: pytest.MonkeyPatch) -> list[ServerSettings]:
-    from speech_to_speech.realtime import server
+    from speech_to_speech.realtime.app import server
 
     calls: list[ServerSettings] = []
     monkeypatch.setattr(server, "run", calls.append)

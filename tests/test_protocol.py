@@ -7,7 +7,9 @@ import sys
 from typing import get_args
 
 from speech_to_speech.protocol import error_codes, metadata, policies
-from speech_to_speech.realtime import capabilities, errors, overlap, playback, session, tool_results
+from speech_to_speech.realtime.conversation import overlap, playback
+from speech_to_speech.realtime.service import capabilities
+from speech_to_speech.realtime.wire import errors, session, tool_results
 
 SERVER_PACKAGES = {"realtime", "pipeline", "vad", "stt", "llm", "tts", "visemes", "registry"}
 

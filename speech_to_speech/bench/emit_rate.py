@@ -2,7 +2,7 @@
 
 Every server event leaves a session through ``LiveSession.emit``: it gets its
 ``event_id`` and ``server_event_seq``, becomes compact JSON once (a
-:class:`~speech_to_speech.realtime.frames.Frame`) and is appended to the
+:class:`~speech_to_speech.realtime.connection.frames.Frame`) and is appended to the
 replay journal. This times exactly those steps (``to_frame`` and
 ``MemoryJournal.append`` at the default bounds, so the journal trims as a
 long session's would) on the two events a spoken answer is made of: an audio
@@ -18,8 +18,8 @@ import os
 import time
 from typing import Any
 
-from speech_to_speech.realtime.frames import to_frame
-from speech_to_speech.realtime.journal import MemoryJournal
+from speech_to_speech.realtime.connection.frames import to_frame
+from speech_to_speech.realtime.sessions.journal import MemoryJournal
 
 AUDIO_100MS = base64.b64encode(os.urandom(24000 * 2 // 10)).decode()  # 4800 bytes of PCM16 mono at 24 kHz
 

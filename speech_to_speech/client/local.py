@@ -29,8 +29,8 @@ STARTUP_TIMEOUT_S = 30.0
 @contextlib.contextmanager
 def loopback_server(settings: ServerSettings, *, any_port: bool) -> Iterator[str]:
     """Serve ``settings`` on 127.0.0.1 (a free port when ``any_port``); yields the WebSocket URL."""
-    from speech_to_speech.realtime.server import build_app
-    from speech_to_speech.realtime.serving import RealtimeServer
+    from speech_to_speech.realtime.app.server import build_app
+    from speech_to_speech.realtime.app.serving import RealtimeServer
 
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

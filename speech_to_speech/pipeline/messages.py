@@ -333,7 +333,7 @@ class TranscriptText:
     The TTS sends one per clause, before that clause's audio, and the next one
     only after all of it: the audio between two of them voices the first one's
     text. The playback ledger's text marks rest on this order
-    (realtime/text_marks.py); a stage that reorders the two breaks truncation.
+    (realtime/conversation/text_marks.py); a stage that reorders the two breaks truncation.
     """
 
     response_id: str

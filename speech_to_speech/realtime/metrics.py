@@ -31,7 +31,7 @@ BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75,
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # What can happen to a session's socket (docs/sessions.md, "Resume and replay").
 LIFECYCLE_EVENTS = ("detached", "resumed", "replaced", "disconnect_grace_expired", "evicted")
-# What became of a write to the session store (realtime/store/writer.py).
+# What became of a write to the session store (realtime/sessions/store/writer.py).
 STORE_OUTCOMES = ("ok", "dropped", "failed")
 
 

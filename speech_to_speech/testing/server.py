@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.realtime.server import build_app
-from speech_to_speech.realtime.serving import RealtimeServer
+from speech_to_speech.realtime.app.server import build_app
+from speech_to_speech.realtime.app.serving import RealtimeServer
 from speech_to_speech.units.pool import PipelinePool
 
 

@@ -13,8 +13,8 @@ import queue
 from collections.abc import Iterator
 from typing import Any
 
-from speech_to_speech.realtime.send_loop import next_item
-from speech_to_speech.realtime.service import RealtimeService
+from speech_to_speech.realtime.service.realtime_service import RealtimeService
+from speech_to_speech.realtime.service.send_loop import next_item
 from speech_to_speech.units.unit import PipelineUnit, StageBuilders
 
 

@@ -34,8 +34,8 @@ from aiortc.mediastreams import MediaStreamError
 from av import AudioFrame
 
 from speech_to_speech.audio.resample import resample
-from speech_to_speech.realtime.webrtc_liveness import ice_sockets
-from speech_to_speech.realtime.webrtc_media import loopback_candidates
+from speech_to_speech.realtime.webrtc.liveness import ice_sockets
+from speech_to_speech.realtime.webrtc.media import loopback_candidates
 from speech_to_speech.testing.realtime_client import DEFAULT_TIMEOUT, RealtimeTestClient
 
 RATE = 48000

@@ -73,7 +73,7 @@ def wer(reference: str, heard: str) -> float:
 
 
 def test_the_backend_registers_and_serve_accepts_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    from speech_to_speech.realtime import server
+    from speech_to_speech.realtime.app import server
 
     assert issubclass(registry.get("stt", "moonshine").handler, MoonshineSTT)
     served: list[ServerSettings] = []

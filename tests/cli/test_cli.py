@@ -16,7 +16,7 @@ from speech_to_speech.testing.sound_devices import DEVICES, install_fake_soundde
 @pytest.fixture
 def served(monkeypatch: pytest.MonkeyPatch) -> list[ServerSettings]:
     """Capture what `serve` hands to the realtime server instead of serving."""
-    from speech_to_speech.realtime import server
+    from speech_to_speech.realtime.app import server
 
     calls: list[ServerSettings] = []
     monkeypatch.setattr(server, "run", calls.append)

@@ -18,7 +18,7 @@ def test_the_presets_exist() -> None:
 
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.name)
 def test_a_preset_loads_through_the_cli(preset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from speech_to_speech.realtime import server
+    from speech_to_speech.realtime.app import server
 
     served: list[ServerSettings] = []
     monkeypatch.setattr(server, "run", served.append)
@@ -27,7 +27,7 @@ def test_a_preset_loads_through_the_cli(preset: Path, monkeypatch: pytest.Monkey
 
 
 def test_the_default_preset_is_the_built_in_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    from speech_to_speech.realtime import server
+    from speech_to_speech.realtime.app import server
 
     served: list[ServerSettings] = []
     monkeypatch.setattr(server, "run", served.append)
@@ -37,7 +37,7 @@ def test_the_default_preset_is_the_built_in_default(monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize("name", ["fast", "quality"])
 def test_a_named_preset_and_its_yaml_file_give_the_same_settings(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from speech_to_speech.realtime import server
+    from speech_to_speech.realtime.app import server
 
     served: list[ServerSettings] = []
     monkeypatch.setattr(server, "run", served.append)
@@ -50,7 +50,7 @@ def test_a_named_preset_and_its_yaml_file_give_the_same_settings(name: str, monk
 def test_flags_override_the_config_file_which_overrides_the_preset(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from speech_to_speech.realtime import server
+    from speech_to_speech.realtime.app import server
 
     served: list[ServerSettings] = []
     monkeypatch.setattr(server, "run", served.append)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from speech_to_speech.realtime.demo import STATIC_DIR
+from speech_to_speech.realtime.app.demo import STATIC_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "demo"

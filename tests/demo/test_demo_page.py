@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from speech_to_speech.cli import build_parser, settings_from_args
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.realtime.demo import STATIC_DIR, mount_demo
+from speech_to_speech.realtime.app.demo import STATIC_DIR, mount_demo
 from speech_to_speech.testing.scripted import FAST_SCRIPTED
 from speech_to_speech.testing.server import RunningServer, running_server
 

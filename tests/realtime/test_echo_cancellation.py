@@ -13,8 +13,8 @@ import pytest
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.protocol import ECHO_CANCELLATION_EXTENSION
-from speech_to_speech.realtime.capabilities import session_capabilities
-from speech_to_speech.realtime.session_echo import SessionEcho
+from speech_to_speech.realtime.conversation.echo import SessionEcho
+from speech_to_speech.realtime.service.capabilities import session_capabilities
 from speech_to_speech.testing.echo_rig import EchoRun, speak_beside_speaker
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.room import Room

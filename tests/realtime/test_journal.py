@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from speech_to_speech.realtime.frames import Frame
-from speech_to_speech.realtime.journal import MemoryJournal
+from speech_to_speech.realtime.connection.frames import Frame
+from speech_to_speech.realtime.sessions.journal import MemoryJournal
 
 MAX_BYTES = 400
 TTL_S = 10.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from speech_to_speech.realtime.frames import Frame, to_frame
-from speech_to_speech.realtime.outbound import (
+from speech_to_speech.realtime.connection.frames import Frame, to_frame
+from speech_to_speech.realtime.connection.outbound import (
     CLOSURE_MAX_BYTES,
     COMPACTED_CLOSE_REASON,
     RESERVE_EVENTS,

@@ -22,18 +22,18 @@ from hypothesis import strategies as st
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
 from speech_to_speech.protocol import Event
-from speech_to_speech.realtime.overlap import (
+from speech_to_speech.realtime.conversation.overlap import (
     ACKNOWLEDGE,
     ACTIONS,
     BARGE_IN,
     INTERRUPT_DISABLED,
     LONG_OVERLAP,
-    MAX_THRESHOLD_MS,
     REASONS,
     Overlap,
     Thresholds,
     decide,
 )
+from speech_to_speech.realtime.wire.session import MAX_THRESHOLD_MS
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence, spoken_turn, tone, types
 
 from .conftest import ServerFactory

@@ -13,10 +13,10 @@ import pytest
 from fastapi import FastAPI
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.realtime.readiness import Readiness, reachability_check
-from speech_to_speech.realtime.server import build_app
-from speech_to_speech.realtime.serving import RealtimeServer
-from speech_to_speech.realtime.session_gate import Refusal
+from speech_to_speech.realtime.app.readiness import Readiness, reachability_check
+from speech_to_speech.realtime.app.server import build_app
+from speech_to_speech.realtime.app.serving import RealtimeServer
+from speech_to_speech.realtime.sessions.gate import Refusal
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.server import free_port, serving
 

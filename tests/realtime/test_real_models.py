@@ -89,7 +89,7 @@ def test_capabilities_of_the_default_models_are_english_only(server: RunningServ
 
 
 def test_a_declaration_that_contradicts_the_models_is_a_startup_error() -> None:
-    from speech_to_speech.realtime.server import build_app
+    from speech_to_speech.realtime.app.server import build_app
 
     with pytest.raises(ValueError, match="stt_supported_languages"):
         build_app(ServerSettings(stt_supported_languages=["fr"], log_level="warning"))

@@ -19,7 +19,7 @@ from speech_to_speech.pipeline.messages import (
     SpeculativeTranscript,
     TranscriptText,
 )
-from speech_to_speech.realtime.speculation import Speculation, SpeculationSlot
+from speech_to_speech.realtime.conversation.speculation import Speculation, SpeculationSlot
 
 WORDS = "What is the capital of Australia?"
 

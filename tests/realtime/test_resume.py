@@ -379,7 +379,7 @@ async def test_a_replay_repeats_every_event_exactly_as_it_was_first_sent(make_se
 
 async def test_a_resume_only_socket_that_says_nothing_is_closed(server: RunningServer,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from speech_to_speech.realtime import session_runner
+    from speech_to_speech.realtime.sessions import runner as session_runner
 
     monkeypatch.setattr(session_runner, "RESUME_HANDSHAKE_TIMEOUT_S", 0.3)
     async with RealtimeTestClient.connect(f"{server.ws_url}?autostart=0") as client:

@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from speech_to_speech.pipeline.messages import SpeechStarted, TurnDecision
-from speech_to_speech.realtime.response import ResponseState
-from speech_to_speech.realtime.take_back import may_take_back
+from speech_to_speech.realtime.conversation.response import ResponseState
+from speech_to_speech.realtime.conversation.take_back import may_take_back
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence
 
 from .conftest import ServerFactory

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from speech_to_speech.realtime.conversation import Conversation
-from speech_to_speech.realtime.errors import RealtimeError
-from speech_to_speech.realtime.playback import ACK_ONLY, COMMIT_ALL_ON_DONE, Playback
-from speech_to_speech.realtime.playback_ack import acknowledge
-from speech_to_speech.realtime.text_marks import TextMarks, heard_text, whole_words
+from speech_to_speech.realtime.conversation.history import Conversation
+from speech_to_speech.realtime.conversation.playback import ACK_ONLY, COMMIT_ALL_ON_DONE, Playback
+from speech_to_speech.realtime.conversation.playback_ack import acknowledge
+from speech_to_speech.realtime.conversation.text_marks import TextMarks, heard_text, whole_words
+from speech_to_speech.realtime.wire.errors import RealtimeError
 
 MS = 24  # samples per ms at 24 kHz
 

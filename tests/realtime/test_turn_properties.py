@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 from speech_to_speech.audio.chunker import VAD_CHUNK
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import FloatAudio, Utterance
-from speech_to_speech.realtime.service import RealtimeService
+from speech_to_speech.realtime.service.realtime_service import RealtimeService
 from speech_to_speech.stt.base import STTHandler
 from speech_to_speech.testing.engine import scripted_builders, speech, stage
 from speech_to_speech.testing.scripted import voiced_runs

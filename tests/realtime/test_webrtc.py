@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
-from speech_to_speech.realtime.webrtc import ICE_SERVERS_ENV, ice_servers_from_env
+from speech_to_speech.realtime.webrtc.signalling import ICE_SERVERS_ENV, ice_servers_from_env
 from speech_to_speech.testing.realtime_client import (
     Event,
     RealtimeTestClient,
@@ -170,7 +170,7 @@ async def test_a_call_says_it_cannot_be_resumed_and_takes_the_unit_of_a_detached
 
 async def test_a_call_that_never_connects_frees_its_unit(rtc: ModuleType, make_server: ServerFactory,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from speech_to_speech.realtime import webrtc
+    from speech_to_speech.realtime.webrtc import signalling as webrtc
 
     monkeypatch.setattr(webrtc, "CONNECT_TIMEOUT_S", 0.5)
     server = make_server()

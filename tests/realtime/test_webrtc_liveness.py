@@ -15,7 +15,7 @@ from types import ModuleType
 import httpx
 import pytest
 
-from speech_to_speech.realtime.webrtc_liveness import SILENCE_LIMIT_S
+from speech_to_speech.realtime.webrtc.liveness import SILENCE_LIMIT_S
 from speech_to_speech.testing.realtime_client import spoken_turn
 
 from .conftest import ServerFactory, pool_states, wait_idle

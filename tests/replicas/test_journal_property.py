@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 
-from speech_to_speech.realtime.frames import to_frame
-from speech_to_speech.realtime.journal import MemoryJournal
-from speech_to_speech.realtime.store.redis_journal import RedisJournal
+from speech_to_speech.realtime.connection.frames import to_frame
+from speech_to_speech.realtime.sessions.journal import MemoryJournal
+from speech_to_speech.realtime.sessions.store.redis_journal import RedisJournal
 from speech_to_speech.testing.redis_server import RedisServer
 
 MAX_BYTES = 400

@@ -11,15 +11,15 @@ import pytest
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import ChatMessage
-from speech_to_speech.realtime.frames import to_frame
-from speech_to_speech.realtime.journal import MemoryJournal
-from speech_to_speech.realtime.session_registry import digest
-from speech_to_speech.realtime.store import MemoryStore, open_store
-from speech_to_speech.realtime.store.redis_store import RedisStore
+from speech_to_speech.realtime.connection.frames import to_frame
+from speech_to_speech.realtime.sessions.journal import MemoryJournal
+from speech_to_speech.realtime.sessions.registry import digest
+from speech_to_speech.realtime.sessions.store import MemoryStore, open_store
+from speech_to_speech.realtime.sessions.store.redis_store import RedisStore
 from speech_to_speech.testing.redis_server import RedisServer
 
-STORE_MODULES = ("speech_to_speech.realtime.store.redis", "speech_to_speech.realtime.store.writer",
-                 "speech_to_speech.realtime.store.mirror")
+STORE_MODULES = ("speech_to_speech.realtime.sessions.store.redis", "speech_to_speech.realtime.sessions.store.writer",
+                 "speech_to_speech.realtime.sessions.store.mirror")
 HISTORY = (ChatMessage("user", "hello"), ChatMessage("assistant", "hi there"))
 
 

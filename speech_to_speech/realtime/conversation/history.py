@@ -1,0 +1,152 @@
+"""Conversation items in wire shape, and the chat history the LLM sees.
+
+Items are kept as the dicts clients were sent (``conversation.item.retrieve``
+returns them as delivered). Items of a response that ended ``incomplete`` or
+``failed`` stay retrievable but leave the model's history (rolled back). An
+assistant answer may enter the history only as far as it was heard
+(``history_text``, set by the playback ledger for ``ack_only`` sessions).
+An item the server withdrew (a reply taken back, conversation/take_back.py) is deleted,
+and its id remembered for a while: a client's truncate or ack of it that
+crossed the deletion is not the client's mistake.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from speech_to_speech.pipeline.messages import ChatMessage
+
+# Ids of withdrawn items kept, for the client events about them still on their way.
+WITHDRAWN_REMEMBERED = 16
+
+
+class Conversation:
+    """A session's items; past ``max_items`` the oldest leave it (a bound on a session's memory)."""
+
+    def __init__(self, max_items: int | None = None) -> None:
+        self._items: dict[str, dict[str, Any]] = {}
+        self._excluded: set[str] = set()  # rolled back: not part of the model's history
+        self.max_items = max_items
+        self._withdrawn: deque[str] = deque(maxlen=WITHDRAWN_REMEMBERED)
+        # The text an item has in the model's history when not its own (None: its own).
+        self.history_text: Callable[[str, dict[str, Any]], str | None] = lambda item_id, item: None
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def last_id(self) -> str | None:
+        return next(reversed(self._items), None)
+
+    def add(self, item: dict[str, Any], previous_item_id: str | None = None) -> str | None:
+        """Insert ``item`` (after ``previous_item_id`` when given); returns the id before it."""
+        item_id = item["id"]
+        if previous_item_id is None or previous_item_id == self.last_id:
+            before = self.last_id
+            self._items[item_id] = item
+        else:
+            ordered = list(self._items.items())
+            index = [key for key, _ in ordered].index(previous_item_id) + 1
+            ordered.insert(index, (item_id, item))
+            self._items = dict(ordered)
+            before = previous_item_id
+        while self.max_items is not None and len(self._items) > self.max_items:
+            self.delete(next(iter(self._items)))
+        return before
+
+    def get(self, item_id: str) -> dict[str, Any] | None:
+        return self._items.get(item_id)
+
+    def snapshot(self, item_id: str) -> dict[str, Any]:
+        return copy.deepcopy(self._items[item_id])
+
+    def delete(self, item_id: str) -> None:
+        self._items.pop(item_id, None)
+        self._excluded.discard(item_id)
+
+    def withdraw(self, item_id: str) -> bool:
+        """Delete an item the server takes back; False if it is not here."""
+        if item_id not in self._items:
+            return False
+        self.delete(item_id)
+        self._withdrawn.append(item_id)
+        return True
+
+    def withdrawn(self, item_id: object) -> bool:
+        return item_id in self._withdrawn
+
+    def exclude(self, item_ids: list[str]) -> None:
+        self._excluded.update(item_ids)
+
+    def clear(self) -> None:
+        self._items.clear()
+        self._excluded.clear()
+
+    def input_call_ids(self, history: tuple[ChatMessage, ...]) -> tuple[str, ...]:
+        return tuple(m.tool_call_id for m in history if m.role == "tool" and m.tool_call_id)
+
+    def history(self, max_turns: int, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
+        """The model's view: the last ``max_turns`` user turns and what followed them.
+
+        ``heard`` is (item id, words) of a user turn whose transcript is not in
+        yet: it takes that item's place, or comes last if the item is not
+        committed yet (a speculative request asks what the final one will).
+        """
+        items = self._items
+        if heard is not None:
+            item_id, words = heard
+            pending = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": words}]}
+            items = {**items, item_id or "": pending}
+        messages: list[ChatMessage] = []
+        for item_id, item in items.items():
+            if item_id in self._excluded:
+                continue
+            message = to_chat_message(item)
+            said = self.history_text(item_id, item) if message is not None else None
+            if said is not None:  # an unheard answer leaves no empty turn behind: nothing was said
+                message = ChatMessage("assistant", said) if said else None
+            if message is None:
+                continue
+            # An assistant turn's text and its tool calls become one message, as providers expect.
+            if message.tool_calls and messages and messages[-1].role == "assistant":
+                last = messages.pop()
+                message = ChatMessage("assistant", last.content, last.tool_calls + message.tool_calls)
+            messages.append(message)
+        user_turns = [i for i, m in enumerate(messages) if m.role == "user"]
+        if len(user_turns) > max_turns:
+            messages = messages[user_turns[-max_turns] :]
+        return tuple(messages)
+
+
+def item_text(item: dict[str, Any]) -> str:
+    """The text of a message item: typed text, or the transcript of audio."""
+    parts = []
+    for content in item.get("content") or []:
+        text = content.get("text")
+        if text is None:
+            text = content.get("transcript")
+        if text:
+            parts.append(text)
+    return "".join(parts)
+
+
+def to_chat_message(item: dict[str, Any]) -> ChatMessage | None:
+    kind = item.get("type")
+    if kind == "message":
+        role = item.get("role")
+        text = item_text(item)
+        if role in ("user", "assistant", "system") and (text or role == "assistant"):
+            return ChatMessage(role, text) if text else None
+        return None
+    if kind == "function_call":
+        call = {key: str(item.get(key, "")) for key in ("call_id", "name", "arguments")}
+        return ChatMessage("assistant", "", (call,))
+    if kind == "function_call_output":
+        return ChatMessage("tool", str(item.get("output", "")), tool_call_id=item.get("call_id"))
+    return None

@@ -1,0 +1,304 @@
+"""The overlap policy: what the user's speech over the assistant's does (docs/sessions.md, "Overlap policy").
+
+Users talk over a speaking assistant for two different reasons: to take the
+turn ("stop, that's not what I asked"), or to show they are listening
+("mm-hmm", "yeah"). Cancelling on the first voiced chunk, as OpenAI's server
+does, treats both alike. A session picks its policy with ``overlap_policy``:
+
+- ``barge_in_on_speech`` (the default): speech cancels the response as soon as
+  the VAD hears it, exactly as before this policy existed.
+- ``listen_only``: the response goes on while the user speaks over it, and the
+  utterance is judged by how long it was voiced, on the VAD's audio clock:
+  ``overlap_barge_in_ms`` or more cancels the response (the VAD says so the
+  moment the span reaches it, ``SpeechOngoing``); an utterance that ends
+  shorter than ``overlap_short_ack_ms`` is a backchannel, which is kept in the
+  conversation and never answered; anything between is deferred: it becomes
+  the user's next turn, answered when the response ends. Speech before the
+  response has said anything is no overlap but the user going on with the
+  turn: it cancels the response under either policy.
+
+``turn_detection.interrupt_response: false`` still means no barge-in at all,
+under either policy. Each decision is reported as ``overlap.decision`` to a
+client that set ``overlap_policy`` itself (either value): stock clients that
+never heard of the policy get exactly the events they got before, which
+matters because some (openai-agents) report an unknown event type as an error.
+
+:func:`decide` and :class:`Overlap` are pure (no I/O, no clock), so their rules
+are tested exhaustively; :class:`OverlapGate` applies them to a session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from speech_to_speech.pipeline.messages import SpeechOngoing, SpeechStarted, SpeechStopped
+from speech_to_speech.pipeline.session_config import RuntimeConfig
+from speech_to_speech.protocol import Event
+from speech_to_speech.protocol.policies import BARGE_IN_ON_SPEECH, LISTEN_ONLY
+from speech_to_speech.realtime.wire.session import OVERLAP_DEFAULTS
+
+# The closed set of actions ...
+BARGE_IN = "barge_in"  # the response is cancelled (and its unplayed audio dropped)
+ACKNOWLEDGE = "acknowledge"  # the response goes on; the utterance is not answered
+DEFER = "defer"  # the response goes on; the utterance is answered once it ends by itself
+IGNORE = "ignore"  # barge_in_on_speech without interruptions: the response goes on, turns as before
+ACTIONS = (BARGE_IN, ACKNOWLEDGE, DEFER, IGNORE)
+# ... and of reasons.
+SPEECH_STARTED = "speech_started"  # barge_in_on_speech: the VAD heard speech
+LONG_OVERLAP = "long_overlap_speech"  # listen_only: voiced for overlap_barge_in_ms or more
+SHORT_BACKCHANNEL = "short_backchannel"  # listen_only: ended before overlap_short_ack_ms
+OVERLAP_DEFERRED = "overlap_deferred"  # listen_only: ended between the two thresholds
+INTERRUPT_DISABLED = "interrupt_disabled"  # turn_detection.interrupt_response is false
+# listen_only: the response had said nothing yet, so the user is still taking their turn ("… in French").
+NOTHING_SAID_YET = "response_not_started"
+REASONS = (SPEECH_STARTED, LONG_OVERLAP, SHORT_BACKCHANNEL, OVERLAP_DEFERRED, INTERRUPT_DISABLED, NOTHING_SAID_YET)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """A listen_only session's thresholds (ms of voiced audio) and whether it may interrupt at all."""
+
+    short_ack_ms: int
+    barge_in_ms: int
+    interrupt: bool = True
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    reason: str
+    overlap_ms: int
+
+
+def decide(overlap_ms: int, thresholds: Thresholds, *, ended: bool) -> Decision | None:
+    """listen_only's rule for an utterance voiced for ``overlap_ms`` so far (``ended``: and no more).
+
+    Cancelling depends on the barge-in threshold alone, so an utterance
+    shorter than it never cancels, whatever the short-ack threshold is; one
+    that reaches it is decided at once, without waiting for its end. None:
+    not decided yet (it goes on, shorter than the barge-in threshold).
+    """
+    if overlap_ms >= thresholds.barge_in_ms:
+        if thresholds.interrupt:
+            return Decision(BARGE_IN, LONG_OVERLAP, overlap_ms)
+        return Decision(DEFER, INTERRUPT_DISABLED, overlap_ms)
+    if not ended:
+        return None
+    if overlap_ms < thresholds.short_ack_ms:
+        return Decision(ACKNOWLEDGE, SHORT_BACKCHANNEL, overlap_ms)
+    return Decision(DEFER, OVERLAP_DEFERRED, overlap_ms)
+
+
+class Overlap:
+    """One utterance that began while the assistant spoke (listen_only): decided exactly once.
+
+    :meth:`ongoing` (the VAD's marks) and :meth:`end` each return the decision
+    when they are the ones that make it, and None otherwise; :attr:`decision`
+    keeps it.
+    """
+
+    def __init__(self, item_id: str | None, response_id: str | None) -> None:
+        self.item_id = item_id
+        self.response_id = response_id  # the response it overlapped (None: only its audio still played)
+        self.decision: Decision | None = None
+
+    def ongoing(self, speech_ms: int, thresholds: Thresholds) -> Decision | None:
+        if self.decision is not None:
+            return None
+        self.decision = decide(speech_ms, thresholds, ended=False)
+        return self.decision
+
+    def end(self, speech_ms: int | None, thresholds: Thresholds) -> Decision | None:
+        """The utterance ended; ``speech_ms`` None: its length is unknown, so it is kept and answered."""
+        if self.decision is not None:
+            return None
+        if speech_ms is None:
+            self.decision = Decision(DEFER, OVERLAP_DEFERRED, 0)
+        else:
+            self.decision = decide(speech_ms, thresholds, ended=True)
+        return self.decision
+
+
+def thresholds_of(session: dict[str, Any], config: RuntimeConfig) -> Thresholds:
+    return Thresholds(int(session.get("overlap_short_ack_ms", OVERLAP_DEFAULTS["overlap_short_ack_ms"])),
+                      int(session.get("overlap_barge_in_ms", OVERLAP_DEFAULTS["overlap_barge_in_ms"])),
+                      config.interrupt_response_enabled)
+
+
+# ---------------------------------------------------------------- the session side
+
+
+class _SessionState(Protocol):
+    @property
+    def session(self) -> dict[str, Any]: ...  # the session object (its overlap fields, its id)
+
+    @property
+    def reports_overlap(self) -> bool: ...  # the client set overlap_policy: it is told the decisions
+
+
+class _Playback(Protocol):
+    @property
+    def audible(self) -> bool: ...  # assistant audio still queued or playing on a media track
+
+
+class _Conversation(Protocol):
+    def __contains__(self, item_id: object) -> bool: ...
+
+
+class _Responses(Protocol):
+    """What the gate needs of the session's responses (realtime/conversation/responses.py)."""
+
+    @property
+    def active(self) -> Any: ...  # the active ResponseState, or None
+
+    def start(self, options: dict[str, Any], turn_item_id: str | None = None) -> None: ...
+
+    def cancel(self, reason: str, *, requested: bool = False) -> None: ...
+
+    def clear_playback(self, *, requested: bool = False) -> None: ...
+
+
+@dataclass
+class _Deferral:
+    item_id: str
+    response_id: str  # answered when this response ends by itself
+    due: bool = False  # it ended while the user was speaking over it again
+
+
+class OverlapGate:
+    """Applies the session's overlap policy to the VAD's speech events (runs on the event loop).
+
+    The turn translator (service/turn_events.py) calls :meth:`speech_started`,
+    :meth:`speech_ongoing` and :meth:`speech_stopped` as those items arrive,
+    then :meth:`settle` once it has committed the turn; the response translator
+    (service/response_events.py) calls :meth:`response_ended` when a response ends by
+    itself (not cancelled). What it decides, it asks of the session's
+    responses (conversation/responses.py), given to it at construction.
+    """
+
+    def __init__(self, responses: _Responses, state: _SessionState, config: Callable[[], RuntimeConfig], *,
+                 playback: _Playback, conversation: _Conversation, emit: Callable[[Event], None]) -> None:
+        self._responses = responses
+        self._state = state
+        self._config = config
+        self._playback = playback
+        self._conversation = conversation
+        self._emit = emit
+        self._open: Overlap | None = None  # the listen_only utterance being judged
+        self._deferred: _Deferral | None = None
+
+    # ------------------------------------------------------------ VAD events
+
+    def speech_started(self, item: SpeechStarted) -> None:
+        response = self._responses.active
+        overlapping = response is not None or self._playback.audible
+        # Speech over an answer that has not said a word yet is the user going on with their turn.
+        speaking = self._playback.audible or (response is not None and response.message is not None)
+        listen_only = self._state.session.get("overlap_policy") == LISTEN_ONLY
+        self._open = None
+        interrupt = item.interrupt_response and self._config().interrupt_response_enabled
+        if listen_only and overlapping and (speaking or not interrupt):
+            self._open = Overlap(item.item_id, response.id if response is not None else None)
+            return
+        if overlapping:
+            reason = NOTHING_SAID_YET if listen_only else SPEECH_STARTED
+            decision = Decision(BARGE_IN, reason, item.speech_ms) if interrupt else (
+                Decision(IGNORE, INTERRUPT_DISABLED, item.speech_ms))
+            self._report(LISTEN_ONLY if listen_only else BARGE_IN_ON_SPEECH, decision, item.item_id,
+                         response.id if response is not None else None)
+        # Today's rule, unchanged: cancel the response; a finished one may still play on the media track.
+        if response is not None and interrupt:
+            self._responses.cancel("turn_detected")
+        elif interrupt:
+            self._responses.clear_playback()
+
+    def speech_ongoing(self, item: SpeechOngoing) -> None:
+        overlap = self._open
+        if overlap is None or overlap.item_id != item.item_id:
+            return
+        decision = overlap.ongoing(item.speech_ms, self._thresholds())
+        if decision is not None:
+            self._act(overlap, decision)
+
+    def speech_stopped(self, item: SpeechStopped) -> bool:
+        """Whether the turn that ended may get an automatic response now (False: a backchannel, or deferred)."""
+        overlap, self._open = self._open, None
+        if overlap is None or overlap.item_id != item.item_id:
+            return True
+        decision = overlap.end(item.speech_ms, self._thresholds())
+        if decision is not None:
+            self._act(overlap, decision)
+        decision = overlap.decision
+        assert decision is not None
+        if decision.action == ACKNOWLEDGE:
+            return False
+        response = self._responses.active
+        if decision.action == DEFER and response is not None and item.item_id is not None:
+            self._deferred = _Deferral(item.item_id, response.id)
+            return False
+        self._deferred = None  # this turn is answered now, with the deferred one in its history
+        return True
+
+    def listening(self, item_id: str | None) -> bool:
+        """The utterance is being judged: nothing may answer it yet (speculation waits)."""
+        return self._open is not None and self._open.item_id == item_id and self._open.decision is None
+
+    # ------------------------------------------------------------ responses
+
+    def response_ended(self, response_id: str) -> None:
+        """``response_id`` ended by itself: the turn deferred behind it is answered (once the user is done)."""
+        deferred = self._deferred
+        if deferred is None or deferred.response_id != response_id:
+            return
+        deferred.due = True
+        if self._open is None:
+            self.settle()
+
+    def settle(self) -> None:
+        """Answer the deferred turn if its response has ended and nothing else is answering or being said."""
+        deferred = self._deferred
+        if deferred is None or not deferred.due or self._open is not None or self._responses.active is not None:
+            return
+        self._deferred = None
+        td = self._config().turn_detection
+        if td is not None and td.create_response and deferred.item_id in self._conversation:
+            self._responses.start({}, turn_item_id=deferred.item_id)
+
+    # ------------------------------------------------------------ decisions
+
+    def _thresholds(self) -> Thresholds:
+        return thresholds_of(self._state.session, self._config())
+
+    def _act(self, overlap: Overlap, decision: Decision) -> None:
+        response = self._responses.active
+        self._report(LISTEN_ONLY, decision, overlap.item_id, overlap.response_id)
+        if decision.action != BARGE_IN:
+            return
+        self._deferred = None  # the barging turn is answered next, with the deferred one in its history
+        if response is not None:
+            self._responses.cancel("turn_detected")
+        else:
+            self._responses.clear_playback()
+
+    def _report(self, policy: str, decision: Decision, item_id: str | None, response_id: str | None) -> None:
+        if not self._state.reports_overlap:
+            return
+        session = self._state.session
+        short_ack, barge_in = (session.get(k, OVERLAP_DEFAULTS[k]) for k in ("overlap_short_ack_ms",
+                                                                             "overlap_barge_in_ms"))
+        self._emit({
+            "type": "overlap.decision",
+            "session_id": session.get("id"),
+            "policy": policy,
+            "action": decision.action,
+            "reason": decision.reason,
+            "metadata": {
+                "overlap_ms": decision.overlap_ms,
+                "item_id": item_id,
+                "response_id": response_id,
+                "short_ack_ms": short_ack,
+                "barge_in_ms": barge_in,
+            },
+        })

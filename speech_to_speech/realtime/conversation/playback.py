@@ -1,0 +1,343 @@
+"""Playback truth: how much of each assistant item the user heard, and cutting the item there.
+
+Over WebSocket the client plays the audio, so only the client knows where it
+stopped: its ``conversation.item.truncate`` cuts the item at ``audio_end_ms``.
+Over WebRTC the server's media track plays it, so this ledger also follows the
+track's play head: it sends ``output_audio_buffer.started`` / ``stopped`` /
+``cleared`` and, when unplayed audio is dropped (barge-in, cancel,
+``output_audio_buffer.clear``), cuts each item it belonged to at what was
+played and says so with ``conversation.item.truncated``.
+
+Cutting an item cuts its audio (the length later truncations are checked
+against) and its transcript, which is what the LLM's history holds. The cut
+follows the item's text marks (conversation/text_marks.py: where each clause's audio ends),
+back to the last whole word: the model is only told what the user could have
+heard. A client may also report its play head (``playback.ack``,
+conversation/playback_ack.py); with ``playback_commit_policy: ack_only`` an answer enters
+the history only as far as the client committed it, or, over WebRTC, as far
+as the server's track played it out.
+
+Everything here runs on the event loop (the track reports from its ``recv``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from speech_to_speech.audio.rates import TTS_RATE
+from speech_to_speech.protocol import Event, error_codes
+from speech_to_speech.protocol.metadata import AUDIO_DURATION_KEY, AUDIO_TEXT_MARKS_KEY, PLAYBACK_KEY
+from speech_to_speech.protocol.policies import ACK_ONLY, COMMIT_ALL_ON_DONE
+from speech_to_speech.realtime.connection.transport import MediaTrack
+from speech_to_speech.realtime.conversation.history import Conversation
+from speech_to_speech.realtime.conversation.text_marks import TextMarks
+from speech_to_speech.realtime.conversation.text_marks import heard_text as marked_text
+from speech_to_speech.realtime.wire.errors import RealtimeError
+
+# Every sample count below is at TTS_RATE (24 kHz), the pipeline's output rate.
+# Responses the ledger still answers acks for, beyond those with items in the conversation.
+MAX_KNOWN_RESPONSES = 64
+
+
+def samples_to_ms(samples: int) -> int:
+    return samples * 1000 // TTS_RATE
+
+
+def ms_to_samples(ms: int) -> int:
+    return ms * TTS_RATE // 1000
+
+
+def duration_ms(samples: int) -> int:
+    """An audio length in ms rounded up: a client adding up its chunks' lengths may round up too."""
+    return -(-samples * 1000 // TTS_RATE)
+
+
+def heard_text(transcript: str, heard: int, total: int) -> str:
+    """The part of ``transcript`` spoken in the first ``heard`` of ``total`` samples, in whole words (no marks)."""
+    return marked_text(transcript, None, heard, total)
+
+
+@dataclass
+class ItemAudio:
+    """What the ledger knows of one assistant item's audio; acked positions are in ms, as clients send them."""
+
+    response_id: str
+    policy: str = COMMIT_ALL_ON_DONE  # the session's playback_commit_policy when the item began
+    produced: int = 0  # samples the item's audio has (made by the pipeline, less what cuts removed)
+    played: int = 0  # of those, played out on the media track (WebRTC)
+    generated: int = 0  # samples the pipeline made for the item, whatever was cut later
+    dropped: int = 0  # samples cleared from the media track before they were played
+    text_chars: int = 0  # transcript characters seen so far
+    marks: TextMarks = field(default_factory=TextMarks)
+    played_ms: int = 0  # the client's cumulative play head (playback.ack)
+    committed_ms: int = 0  # how far the client committed it to the history (playback.ack)
+    done: bool = False  # its response ended: no more audio comes
+
+
+class Playback:
+    """One session's ledger of assistant audio; with a media track, also the track's play-out events."""
+
+    def __init__(self, conversation: Conversation, emit: Callable[[Event], None],
+                 media: MediaTrack | None = None, policy: Callable[[], str] = lambda: COMMIT_ALL_ON_DONE) -> None:
+        self._conversation = conversation
+        self._emit = emit
+        self._media = media
+        self._policy = policy
+        self._items: dict[str, ItemAudio] = {}
+        self._responses: dict[str, list[str]] = {}  # response id -> its items with audio, oldest first
+        conversation.history_text = self.history_text
+        # What the track holds, in its order: [item_id, samples not yet played].
+        self._queue: deque[list[Any]] = deque()
+        self._playing: str | None = None  # the response whose audio is playing (started, not stopped)
+        self._ended: set[str] = set()  # responses with queued or playing audio that will get no more
+        self._last_response: str | None = None
+        if media is not None:
+            media.set_play_listener(self._played)
+
+    @property
+    def conversation(self) -> Conversation:
+        return self._conversation
+
+    # ------------------------------------------------------------ pipeline side
+
+    def _entry(self, response_id: str, item_id: str) -> ItemAudio:
+        entry = self._items.get(item_id)
+        if entry is None:
+            self.forget_stale()
+            entry = self._items[item_id] = ItemAudio(response_id, self._policy())
+            self._responses.setdefault(response_id, []).append(item_id)
+        return entry
+
+    def forget_stale(self) -> None:
+        """Keep the ledger as small as the conversation: items that left it (and are not queued) go."""
+        queued = {item_id for item_id, _ in self._queue}
+        for item_id in [i for i in self._items if i not in self._conversation and i not in queued]:
+            entry = self._items.pop(item_id)
+            self._responses[entry.response_id].remove(item_id)
+        while len(self._responses) > MAX_KNOWN_RESPONSES:
+            stale = next((r for r, items in self._responses.items() if not items), None)
+            if stale is None:
+                break
+            del self._responses[stale]
+
+    def spoken_text(self, response_id: str, item_id: str, text_chars: int) -> None:
+        """The item's transcript grew to ``text_chars``: a clause whose audio comes next (text_marks.py)."""
+        entry = self._entry(response_id, item_id)
+        if text_chars > entry.text_chars:
+            entry.marks.clause(entry.text_chars, text_chars, entry.produced)
+            entry.text_chars = text_chars
+
+    def produced(self, response_id: str, item_id: str, samples: Any) -> None:
+        """``samples`` (24 kHz PCM16) of an item's audio: counted, and played on the track if there is one."""
+        count = len(samples)
+        if not count:
+            return
+        entry = self._entry(response_id, item_id)
+        entry.produced += count
+        entry.generated += count
+        if self._media is None:
+            return
+        if self._queue and self._queue[-1][0] == item_id:
+            self._queue[-1][1] += count
+        else:
+            self._queue.append([item_id, count])
+        self._last_response = response_id
+        self._media.play(samples)
+
+    def produced_ms(self, item_id: str) -> int:
+        """How much audio of the item was produced so far, in ms: where its next chunk starts."""
+        entry = self._items.get(item_id)
+        return samples_to_ms(entry.produced) if entry is not None else 0
+
+    def settle(self, response_id: str, status: str) -> dict[str, int]:
+        """The response ends with ``status``: its items are done (complete unless cancelled); its figures."""
+        for item_id in self._responses.setdefault(response_id, []):
+            entry = self._items[item_id]
+            entry.done = True
+            if status != "cancelled":  # a cancelled clause's audio stopped short: its end stays unknown
+                entry.marks.close(entry.produced)
+        self._responses[response_id] = self._responses.pop(response_id)  # most recent last
+        figures = self.figures(response_id)
+        self.forget_stale()  # a text-only session makes no items, but ends responses
+        return figures
+
+    def response_ended(self, response_id: str) -> None:
+        """No more audio will come for ``response_id``: ``stopped`` once the track has played what it holds."""
+        if response_id == self._playing or any(self._items[i].response_id == response_id for i, _ in self._queue):
+            self._ended.add(response_id)
+            self._stop_if_drained()
+
+    @property
+    def audible(self) -> bool:
+        """Assistant audio is queued or playing on the media track (never without one): it is still heard."""
+        return self._playing is not None or bool(self._queue)
+
+    # ------------------------------------------------------------ track side
+
+    def _played(self, count: int) -> None:
+        """The track played ``count`` more queued samples (front of the queue first)."""
+        while count > 0 and self._queue:
+            head = self._queue[0]
+            step = min(count, head[1])
+            entry = self._items[head[0]]
+            entry.played += step
+            head[1] -= step
+            count -= step
+            if head[1] == 0:
+                self._queue.popleft()
+            if entry.response_id != self._playing:
+                if self._playing is not None:
+                    self._stopped(self._playing)
+                self._playing = entry.response_id
+                self._emit({"type": "output_audio_buffer.started", "response_id": entry.response_id})
+        self._stop_if_drained()
+
+    def _stop_if_drained(self) -> None:
+        playing = self._playing
+        if playing is None or playing not in self._ended:
+            return
+        if any(self._items[i].response_id == playing for i, _ in self._queue):
+            return
+        self._stopped(playing)
+
+    def _stopped(self, response_id: str) -> None:
+        self._playing = None
+        self._ended.discard(response_id)
+        self._emit({"type": "output_audio_buffer.stopped", "response_id": response_id})
+
+    def clear(self, *, requested: bool = False) -> None:
+        """Drop what the track has not played; cut each item it belonged to at what was played.
+
+        Sends ``output_audio_buffer.cleared`` when there was audio (or always when
+        the client ``requested`` it and any response has played on the track).
+        """
+        if self._media is None:
+            return
+        unplayed = [item_id for item_id, _ in self._queue]
+        for item_id, count in self._queue:
+            self._items[item_id].dropped += count
+        affected = self._playing or (self._items[unplayed[0]].response_id if unplayed else None)
+        self._media.clear()
+        self._queue.clear()
+        self._playing = None
+        self._ended.clear()
+        response_id = affected or (self._last_response if requested else None)
+        if response_id is not None:
+            self._emit({"type": "output_audio_buffer.cleared", "response_id": response_id})
+        for item_id in dict.fromkeys(unplayed):
+            self.cut(item_id, self._items[item_id].played)
+
+    # ------------------------------------------------------------ truncation
+
+    def truncate(self, item_id: str, content_index: Any, audio_end_ms: Any) -> None:
+        """A client's ``conversation.item.truncate`` of an existing item; raises RealtimeError."""
+        item = self._conversation.get(item_id) or {}
+        content = item.get("content") or [{}]
+        if item.get("role") != "assistant" or content[0].get("type") != "output_audio":
+            raise RealtimeError(error_codes.INVALID_VALUE, "Only assistant messages with audio can be truncated",
+                                param="item_id")
+        if content_index != 0 or isinstance(content_index, bool):
+            raise RealtimeError(error_codes.INVALID_VALUE, f"Item {item_id!r} has no content part {content_index!r}",
+                                param="content_index")
+        if not isinstance(audio_end_ms, int) or isinstance(audio_end_ms, bool) or audio_end_ms < 0:
+            raise RealtimeError(error_codes.INVALID_VALUE, "'audio_end_ms' must be a non-negative integer",
+                                param="audio_end_ms")
+        entry = self._items.get(item_id)
+        produced = entry.produced if entry is not None else 0
+        if audio_end_ms > duration_ms(produced):
+            raise RealtimeError(error_codes.INVALID_VALUE,
+                                f"Audio content of {duration_ms(produced)}ms is already shorter than {audio_end_ms}ms",
+                                param="audio_end_ms")
+        self.cut(item_id, min(produced, ms_to_samples(audio_end_ms)), audio_end_ms)
+
+    def cut(self, item_id: str, samples: int, audio_end_ms: int | None = None) -> None:
+        """Cut the item's audio at ``samples`` and its transcript where that audio ends (by its marks)."""
+        item = self._conversation.get(item_id)
+        if item is None:
+            return  # deleted meanwhile
+        entry = self._items.get(item_id)
+        content = (item.get("content") or [{}])[0]
+        transcript = content.get("transcript") or ""
+        if entry is None:
+            content["transcript"] = heard_text(transcript, samples, 0) if transcript else transcript
+        else:
+            heard = marked_text(transcript, entry.marks, samples, entry.produced)
+            if transcript:
+                content["transcript"] = heard
+            entry.marks.cut(len(heard), samples)
+            entry.text_chars = len(heard)
+            entry.produced = samples
+            entry.played = min(entry.played, samples)
+            entry.played_ms = min(entry.played_ms, samples_to_ms(samples))
+            entry.committed_ms = min(entry.committed_ms, entry.played_ms)
+        self._emit({"type": "conversation.item.truncated", "item_id": item_id, "content_index": 0,
+                    "audio_end_ms": samples_to_ms(samples) if audio_end_ms is None else audio_end_ms})
+
+    # ------------------------------------------------------------ acknowledged playback
+
+    def items_of(self, response_id: str) -> list[str] | None:
+        """The response's items with audio; None for a response the ledger does not know."""
+        return self._responses.get(response_id)
+
+    def item(self, item_id: str) -> ItemAudio | None:
+        return self._items.get(item_id)
+
+    def acknowledged(self, item_id: str, played_ms: int, committed_ms: int, truncate: bool) -> None:
+        """Record a checked ``playback.ack`` (playback_ack.py) of the item; a truncating one cuts it there."""
+        entry = self._items[item_id]
+        if truncate:  # even at the end of its audio: a cancelled clause's text may run past it
+            self.cut(item_id, _samples_at(entry, played_ms), played_ms)
+        entry.played_ms = played_ms
+        entry.committed_ms = min(committed_ms, played_ms)
+
+    def figures(self, response_id: str) -> dict[str, int]:
+        """The response's ``playback``: audio generated, sent (not dropped unplayed), played, committed; in ms."""
+        totals = {"generated_ms": 0, "sent_ms": 0, "played_ms": 0, "committed_ms": 0}
+        for item_id in self._responses.get(response_id, []):
+            entry = self._items[item_id]
+            totals["generated_ms"] += samples_to_ms(entry.generated)
+            totals["sent_ms"] += samples_to_ms(entry.generated - entry.dropped)
+            totals["played_ms"] += max(entry.played_ms, samples_to_ms(entry.played))
+            totals["committed_ms"] += self.committed_ms(entry)
+        return totals
+
+    def committed_ms(self, entry: ItemAudio) -> int:
+        """How much of the item's audio its history text covers, under the policy it was made with."""
+        if entry.policy == ACK_ONLY:
+            # Over WebRTC the server's own track plays the audio: what it played out was heard.
+            return max(entry.committed_ms, samples_to_ms(entry.played))
+        return samples_to_ms(entry.produced) if entry.done else 0
+
+    def delta_metadata(self, response_id: str, item_id: str) -> dict[str, Any]:
+        """The metadata of the item's next audio delta: its audio so far, new text marks, the figures.
+
+        A mark's ``audio_end_ms`` is rounded up: by then all of its text was voiced.
+        """
+        entry = self._items.get(item_id)
+        return {
+            AUDIO_DURATION_KEY: samples_to_ms(entry.produced) if entry is not None else 0,
+            AUDIO_TEXT_MARKS_KEY: [{"text_chars": m.text_chars, "audio_end_ms": duration_ms(m.audio_end)}
+                                   for m in (entry.marks.unsent() if entry is not None else [])],
+            PLAYBACK_KEY: self.figures(response_id),
+        }
+
+    def history_text(self, item_id: str, item: dict[str, Any]) -> str | None:
+        """The text the LLM's history holds for the item; None: its whole text (not an ``ack_only`` answer)."""
+        entry = self._items.get(item_id)
+        if entry is None or entry.policy != ACK_ONLY:
+            return None
+        transcript = ((item.get("content") or [{}])[0]).get("transcript") or ""
+        return marked_text(transcript, entry.marks, _samples_at(entry, self.committed_ms(entry)), entry.produced)
+
+
+def _samples_at(entry: ItemAudio, ms: int) -> int:
+    """``ms`` into the item's audio, in samples; within a millisecond of its end counts as the end.
+
+    Clients add up their chunks' durations in whole ms, rounding either way: an
+    ack of all they received must not lose the last word to a rounding.
+    """
+    samples = ms_to_samples(ms)
+    return entry.produced if ms > 0 and samples >= entry.produced - TTS_RATE // 1000 else samples

@@ -1,0 +1,224 @@
+"""The life of a session's response: opened, submitted to the LLM, and finished exactly once.
+
+:class:`Responses` owns the active response (at most one per session): it
+opens it (``response.created``), builds the request the LLM is asked
+(:meth:`Responses.request`, also what a speculation or a prefill asks),
+submits it once every committed user turn has its transcript or adopts the
+speculation that already asked it, and finishes it (``response.done``, with
+its metadata, its audio's tail and the playback figures) when it completes,
+is cancelled or fails. Which pipeline output belongs to it is
+:meth:`Responses.current`. The output of an adopted speculation, held off the
+wire until then, goes to ``deliver``: the translation of pipeline items.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from speech_to_speech import ids
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
+from speech_to_speech.pipeline.session_config import RuntimeConfig
+from speech_to_speech.protocol import TIMINGS_EXTENSION, Event, error_codes, error_types
+from speech_to_speech.realtime.connection.wire_audio import WireAudio
+from speech_to_speech.realtime.conversation.echo import SessionEcho
+from speech_to_speech.realtime.conversation.history import Conversation, item_text
+from speech_to_speech.realtime.conversation.playback import Playback
+from speech_to_speech.realtime.conversation.response import ResponseState
+from speech_to_speech.realtime.conversation.response_metadata import finished_metadata
+from speech_to_speech.realtime.conversation.speculation import Speculation, SpeculationSlot
+from speech_to_speech.realtime.conversation.user_input import UserInput
+from speech_to_speech.realtime.wire import errors
+from speech_to_speech.realtime.wire.session import SessionState
+from speech_to_speech.realtime.wire.tool_results import ToolResultLedger
+from speech_to_speech.units.unit import PipelineUnit
+
+
+class Responses:
+    """One session's active response and the rules for opening, submitting and finishing it."""
+
+    def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
+                 config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
+                 speculations: SpeculationSlot, playback: Playback, audio: WireAudio, echo: SessionEcho,
+                 tool_results: ToolResultLedger, emit: Callable[[Event], None], deliver: Callable[[Any], None],
+                 on_finished: Callable[[str, dict[str, float]], None] | None = None) -> None:
+        self._unit = unit
+        self._settings = settings
+        self._state = state
+        self._config = config
+        self._conversation = conversation
+        self._input = user_input
+        self._speculations = speculations
+        self._playback = playback
+        self._audio = audio
+        self._echo = echo
+        self._tool_results = tool_results
+        self._emit = emit
+        self._deliver = deliver  # a held pipeline item of an adopted speculation, now the response's
+        self._on_finished = on_finished
+        self.conversation_id = ids.new_id("conv")
+        self.active: ResponseState | None = None
+        self.last: ResponseState | None = None  # the last to finish, unless it failed
+
+    def history(self, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
+        """The LLM's view of the conversation (``heard``: a user turn whose transcript is not in yet)."""
+        return self._conversation.history(self._settings.chat_size, heard=heard)
+
+    def start(self, options: dict[str, Any], turn_item_id: str | None = None) -> None:
+        """Open a response (response.created); it is submitted once its input is transcribed.
+
+        An automatic response to a user turn takes over that turn's running speculation
+        (its id and generation); any other speculation is of no use to it and stops.
+        """
+        config = self._config()
+        speculation = self._speculations.current
+        if speculation is None or turn_item_id is None or speculation.item_id != turn_item_id:
+            self._speculations.drop()
+            speculation = None
+        response = ResponseState(
+            id=speculation.response_id if speculation else ids.response_id(),
+            generation=speculation.generation if speculation else self._unit.cancel_scope.generation,
+            conversation_id=self.conversation_id,
+            modalities=tuple(options.get("output_modalities") or config.output_modalities),
+            metadata=options.get("metadata"),
+            voice=options.get("voice") or config.voice,
+            output_format=self._state.output_format,
+            max_output_tokens=options.get("max_output_tokens") or self._state.session.get("max_output_tokens", "inf"),
+            in_conversation=options.get("conversation", "auto") != "none",
+            turn_item_id=turn_item_id,
+            options=options,
+        )
+        response.marks["created"] = time.monotonic()
+        self.active = response
+        self._emit(response.created())
+        self.submit_when_ready()
+
+    def submit_when_ready(self) -> None:
+        """Send the request once every committed user turn has its transcript.
+
+        A speculation made for this response is adopted when it asked exactly
+        what the response would ask now; otherwise it stops, and the request
+        goes out in a new generation, so nothing of the speculation (output or
+        terminal) can reach the response.
+        """
+        response = self.active
+        if response is None or response.submitted or self._input.pending_transcriptions:
+            return
+        speculation = self._speculations.take(response.id)
+        turn = self._conversation.get(response.turn_item_id) if response.turn_item_id else None
+        if turn is not None and not item_text(turn).strip():
+            self._speculations.cancel(speculation)
+            self.finish("completed")  # nothing was heard: nothing to answer
+            return
+        request = self.request(response.id, response.generation, response.options, self.history())
+        if speculation is not None and speculation.answers(request):
+            self._adopt(response, speculation)
+            return
+        self._speculations.cancel(speculation)
+        request = replace(request, generation=self._unit.cancel_scope.generation)
+        response.generation = request.generation
+        response.submitted = True
+        response.input_call_ids = request.input_call_ids
+        self._unit.submit(request)
+
+    def _adopt(self, response: ResponseState, speculation: Speculation) -> None:
+        """The turn asked what the speculation asked: its (held) output is this response's."""
+        response.generation = speculation.generation
+        response.submitted = True
+        response.input_call_ids = speculation.request.input_call_ids
+        for item in speculation.held:
+            self._deliver(item)
+
+    def request(self, response_id: str, generation: int, options: dict[str, Any],
+                history: tuple[ChatMessage, ...]) -> GenerateResponseRequest:
+        config = self._config()
+        max_tokens = options.get("max_output_tokens", config.max_output_tokens)
+        return GenerateResponseRequest(
+            response_id=response_id,
+            generation=generation,
+            messages=history,
+            instructions=options.get("instructions") or config.instructions,
+            tools=tuple(options.get("tools", config.tools)),
+            tool_choice=options.get("tool_choice", config.tool_choice),
+            reasoning_effort=options.get("reasoning_effort", config.reasoning_effort),
+            max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
+            voice=options.get("voice") or config.voice,
+            language=config.language,
+            input_call_ids=self._conversation.input_call_ids(history),
+            output_modalities=tuple(options.get("output_modalities") or config.output_modalities),
+            metadata=options.get("metadata"),
+        )
+
+    def finish(self, status: str, reason: str | None = None, error: str | None = None, *,
+               report: bool = True) -> None:
+        """End the active response (if any) with ``status``: its last events, and out of the history if cut."""
+        response, self.active = self.active, None
+        if response is None:
+            return
+        self.last = response if status != "failed" else None
+        self._speculations.cancel(self._speculations.take(response.id))
+        if status == "failed" and report:
+            self._emit(errors.error_event(error_codes.RESPONSE_FAILED, error or "the response failed",
+                                          type=error_types.SERVER_ERROR))
+        answered = status == "completed" and bool(response.input_call_ids) and bool(response.output)
+        if answered:
+            self._tool_results.answered(response.input_call_ids)
+        response.metadata = finished_metadata(response, timings=self._config().has_extension(TIMINGS_EXTENSION),
+                                              answered_tool_results=answered,
+                                              playback=self._playback.settle(response.id, status))
+        self._end_output_audio(response, status)
+        for event in response.finish(status, reason, error):
+            self._emit(event)
+        self._playback.response_ended(response.id)
+        if self._on_finished is not None:
+            self._on_finished(status, response.marks)
+        if status in ("incomplete", "failed"):
+            self._conversation.exclude([item["id"] for item in response.output])
+
+    def _end_output_audio(self, response: ResponseState, status: str) -> None:
+        """The resampler's held-back tail ends this response (dropped if cancelled), never the next."""
+        tail = self._audio.end_output(keep_tail=status != "cancelled" and response.message is not None)
+        if tail is not None and response.message is not None:
+            self._emit(response.audio_delta(response.message, tail,
+                                            self._playback.delta_metadata(response.id, response.message.item["id"])))
+
+    def cancel(self, reason: str, *, requested: bool = False) -> None:
+        """Steps 3 and 7 of the interruption rules: close, cancel, flush."""
+        self.finish("cancelled", reason)
+        self._unit.cancel_scope.cancel()
+        self.clear_playback(requested=requested)
+
+    def take_back(self, response: ResponseState) -> None:
+        """Withdraw ``response`` (active or the last): cancelled as speech over it would cancel it, and its
+        items deleted, so the model never said it (conversation/take_back.py)."""
+        if response is self.active:
+            self.cancel("turn_detected")
+        if response is self.last:
+            self.last = None
+        for item in response.output:
+            if self._conversation.withdraw(item["id"]):
+                self._emit({"type": "conversation.item.deleted", "item_id": item["id"]})
+
+    def clear_playback(self, *, requested: bool = False) -> None:
+        """Drop unplayed audio from the media track (if any); its items are cut at what was played."""
+        self._playback.clear(requested=requested)
+        self._echo.stopped()
+
+    def fail(self, code: str, message: str, response: ResponseState | None) -> None:
+        """Report a server-side failure and end ``response`` (if still active) with it; the session goes on."""
+        self._emit(errors.error_event(code, message, type=error_types.SERVER_ERROR))
+        if response is None or response is not self.active:
+            return
+        self.finish("failed", error=message, report=False)
+        if response.submitted:
+            self._unit.cancel_scope.cancel()  # the rest of its output would have nowhere to go
+
+    def current(self, item: Any) -> ResponseState | None:
+        """The active response if ``item`` is output of its request and not stale."""
+        response = self.active
+        if response is None or not response.owns(item) or self._unit.cancel_scope.is_stale(item.generation):
+            return None
+        return response

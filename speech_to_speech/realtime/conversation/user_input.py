@@ -1,0 +1,102 @@
+"""The user's side of a session: the input audio buffer, and the user turns it commits.
+
+:class:`UserInput` owns what the user has sent and not yet had answered: the
+samples since the last commit (checked against the input limits), the turns
+committed but not yet transcribed, those whose transcription failed, and
+whether the user is speaking now. It pushes audio into the pipeline unit and
+adds each committed turn to the conversation (``input_audio_buffer.committed``,
+``conversation.item.added``). Runs on the event loop, like the service that
+owns it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from speech_to_speech import ids
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.session_config import RuntimeConfig
+from speech_to_speech.protocol import Event, error_codes
+from speech_to_speech.realtime.connection.transport import MediaTrack
+from speech_to_speech.realtime.connection.wire_audio import WireAudio
+from speech_to_speech.realtime.conversation.echo import SessionEcho
+from speech_to_speech.realtime.conversation.history import Conversation
+from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
+from speech_to_speech.realtime.wire import errors
+from speech_to_speech.realtime.wire.errors import RealtimeError
+from speech_to_speech.realtime.wire.input_limits import input_refusal
+from speech_to_speech.units.unit import PipelineUnit
+
+
+class UserInput:
+    """The input audio buffer of one session and the user turns it commits."""
+
+    def __init__(self, unit: PipelineUnit, settings: ServerSettings, config: Callable[[], RuntimeConfig], *,
+                 conversation: Conversation, speculations: SpeculationSlot, audio: WireAudio, echo: SessionEcho,
+                 media: MediaTrack | None, emit: Callable[[Event], None], stage_errors: errors.Throttle) -> None:
+        self._unit = unit
+        self._settings = settings
+        self._config = config
+        self._conversation = conversation
+        self._speculations = speculations
+        self._audio = audio
+        self._echo = echo
+        self._media = media
+        self._emit = emit
+        self._stage_errors = stage_errors  # a media track's refusals are reported now and then, not each time
+        self.uncommitted_samples = 0
+        self.pending_transcriptions: set[str] = set()  # committed turns whose transcript is not in yet
+        self.failed_transcriptions: set[str] = set()  # of those, the ones reported failed
+        self.user_speaking = False
+
+    def refusal(self, samples: int) -> RealtimeError | None:
+        return input_refusal(self._settings, self.uncommitted_samples, self._unit.queues.recv_audio_chunks.qsize(),
+                             samples, manual=self._config().turn_detection is None)
+
+    def push(self, samples_16k: np.ndarray) -> None:
+        """16 kHz float32 user audio from any transport (a media track's over the caps is dropped)."""
+        if self._media is not None and (refusal := self.refusal(len(samples_16k))) is not None:
+            if self._stage_errors.due(refusal.code):
+                self._emit(refusal.to_event())
+            return
+        samples_16k = self._echo.heard(samples_16k)
+        self.uncommitted_samples += len(samples_16k)
+        self._unit.push_audio(samples_16k)
+
+    def commit(self) -> str:
+        """End the user's turn with the audio sent so far (input_audio_buffer.commit): its item id."""
+        if self.uncommitted_samples == 0:
+            raise RealtimeError(error_codes.COMMIT_EMPTY, "The input audio buffer is empty: nothing to commit")
+        self.uncommitted_samples = 0
+        self._speculations.drop()
+        self._unit.push_audio(self._audio.flush_input())  # the commit's audio, not the next turn's
+        item_id = ids.item_id()
+        self._unit.commit_input(item_id)
+        self.commit_user_audio(item_id)
+        return item_id
+
+    def clear(self) -> None:
+        """Drop the audio sent since the last turn (input_audio_buffer.clear)."""
+        self.uncommitted_samples = 0
+        self._speculations.drop()
+        self._audio.reset_input()  # what it held belongs to the cleared audio
+        self._unit.clear_input()
+        self._emit({"type": "input_audio_buffer.cleared"})
+
+    def commit_user_audio(self, item_id: str) -> None:
+        """Add the user turn ``item_id`` to the conversation; it waits for its transcript."""
+        previous = self._conversation.last_id
+        user_item = {
+            "id": item_id,
+            "object": "realtime.item",
+            "type": "message",
+            "role": "user",
+            "status": "completed",
+            "content": [{"type": "input_audio", "transcript": None}],
+        }
+        self._conversation.add(user_item)
+        self.pending_transcriptions.add(item_id)
+        self._emit({"type": "input_audio_buffer.committed", "previous_item_id": previous, "item_id": item_id})
+        self._emit({"type": "conversation.item.added", "previous_item_id": previous, "item": dict(user_item)})

@@ -1,0 +1,92 @@
+"""Pipeline items into Realtime events: which translator takes each kind of item.
+
+:class:`PipelineEvents` is where the send loop hands every item the unit
+produced. A running speculation's output is held off the wire first
+(conversation/speculation.py); anything else goes to the user-side translator
+(:class:`~speech_to_speech.realtime.service.turn_events.TurnEvents`) or the
+response-side one (:class:`~speech_to_speech.realtime.service.response_events.ResponseEvents`)
+by its type. A failure while translating fails the active response, never
+the session. It keeps the clock of the pipeline's last output, which the
+stalled-response guard reads (sessions/guard.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from speech_to_speech.pipeline.messages import (
+    AssistantToolCallPart,
+    AudioOutput,
+    AudioVisemes,
+    LLMFirstToken,
+    ResponseDone,
+    SpeculationVoided,
+    SpeculativeTranscript,
+    SpeechOngoing,
+    SpeechStarted,
+    SpeechStopped,
+    StageError,
+    TokenUsage,
+    TranscriptionCompleted,
+    TranscriptionDelta,
+    TranscriptionSnapshot,
+    TranscriptText,
+    TTSFirstAudio,
+    TurnDecision,
+)
+from speech_to_speech.protocol import error_codes
+from speech_to_speech.realtime.conversation.responses import Responses
+from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
+from speech_to_speech.realtime.service.response_events import ResponseEvents
+from speech_to_speech.realtime.service.turn_events import TurnEvents
+
+log = logging.getLogger(__name__)
+
+
+class PipelineEvents:
+    """Dispatches one session's pipeline items to their translators (runs on the event loop)."""
+
+    def __init__(self, turns: TurnEvents, output: ResponseEvents, *, responses: Responses,
+                 speculations: SpeculationSlot) -> None:
+        self._responses = responses
+        self._speculations = speculations
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            SpeechStarted: turns.speech_started,
+            SpeechStopped: turns.speech_stopped,
+            SpeechOngoing: turns.speech_ongoing,
+            TurnDecision: turns.turn_decided,
+            TranscriptionDelta: turns.transcription_delta,
+            TranscriptionSnapshot: turns.transcription_snapshot,
+            TranscriptionCompleted: turns.transcription_completed,
+            TranscriptText: output.assistant_text,
+            AudioOutput: output.audio,
+            AudioVisemes: output.visemes,
+            AssistantToolCallPart: output.tool_call,
+            TokenUsage: output.usage,
+            LLMFirstToken: output.first_token,
+            TTSFirstAudio: output.first_audio,
+            ResponseDone: output.response_done,
+            StageError: output.stage_error,
+            SpeculativeTranscript: turns.speculate,
+            SpeculationVoided: turns.speculation_voided,
+        }
+        self.last_output = time.monotonic()  # when the pipeline last produced anything
+
+    def dispatch(self, item: Any) -> None:
+        """Turn one pipeline item into events; a failure here fails the response, never the session."""
+        if self._speculations.hold(item):
+            return
+        self.last_output = time.monotonic()
+        handler = self._handlers.get(type(item))
+        if handler is None:
+            log.debug("no dispatch for %s", type(item).__name__)
+            return
+        try:
+            handler(item)
+        except Exception as error:
+            log.exception("turning %s into events failed", type(item).__name__)
+            self._responses.fail(error_codes.SERVER_ERROR, f"{type(error).__name__}: {error}",
+                                 self._responses.active)

@@ -1,0 +1,195 @@
+"""RealtimeService: one session's protocol state over one pipeline unit, put together.
+
+The service builds a session's parts and gives each its collaborators once,
+at construction: the session object (wire/session.py), the conversation, the
+input buffer and user turns (conversation/user_input.py), the response's life
+(conversation/responses.py), the overlap gate (conversation/overlap.py), the playback ledger
+(conversation/playback.py), the speculation slot (conversation/speculation.py), session patches
+(service/session_updates.py), and the translation of pipeline items into events
+(service/pipeline_events.py, service/turn_events.py, service/response_events.py). Client events come
+in through :meth:`handle_client_event` (service/client_events.py, which acts on the
+parts, never on the service), pipeline output through
+:meth:`dispatch_pipeline_item`; both run on the event loop thread, so the
+state needs no locks. Every server event leaves through one ``emit``, which
+stamps it. Nothing here awaits: the transport writer drains what is emitted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from speech_to_speech import ids
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.messages import TurnDecision
+from speech_to_speech.pipeline.session_config import RuntimeConfig
+from speech_to_speech.protocol import ECHO_CANCELLATION_EXTENSION
+from speech_to_speech.realtime.connection.transport import MediaTrack
+from speech_to_speech.realtime.connection.wire_audio import WireAudio
+from speech_to_speech.realtime.conversation.echo import SessionEcho, echo_cancellation_available
+from speech_to_speech.realtime.conversation.history import Conversation
+from speech_to_speech.realtime.conversation.overlap import OverlapGate
+from speech_to_speech.realtime.conversation.playback import Playback
+from speech_to_speech.realtime.conversation.response import Event, ResponseState
+from speech_to_speech.realtime.conversation.responses import Responses
+from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
+from speech_to_speech.realtime.conversation.take_back import TakeBack
+from speech_to_speech.realtime.conversation.user_input import UserInput
+from speech_to_speech.realtime.service.client_events import EventTarget, apply_event, prepare_event
+from speech_to_speech.realtime.service.pipeline_events import PipelineEvents
+from speech_to_speech.realtime.service.response_events import ResponseEvents
+from speech_to_speech.realtime.service.session_events import SessionControl
+from speech_to_speech.realtime.service.session_updates import SessionUpdates
+from speech_to_speech.realtime.service.turn_events import TurnEvents
+from speech_to_speech.realtime.wire import errors
+from speech_to_speech.realtime.wire.errors import RealtimeError
+from speech_to_speech.realtime.wire.events import ClientEvent, EventLimits
+from speech_to_speech.realtime.wire.session import SessionState
+from speech_to_speech.realtime.wire.tool_results import ToolResultLedger
+from speech_to_speech.realtime.wire.voices import VoiceCatalog
+from speech_to_speech.units.unit import PipelineUnit
+
+
+def stamping(send: Callable[[Event], None]) -> Callable[[Event], None]:
+    """``send`` behind the one place that gives a server event its ``event_id`` (unless it has one)."""
+
+    def emit(event: Event) -> None:
+        if "event_id" not in event:
+            event = {"event_id": ids.event_id(), **event}
+        send(event)
+
+    return emit
+
+
+class RealtimeService:
+    def __init__(
+        self,
+        unit: PipelineUnit,
+        settings: ServerSettings,
+        send: Callable[[Event], None],
+        *,
+        media: MediaTrack | None = None,
+        validate_language: Callable[[str | None, str | None], str | None] | None = None,
+        session_control: SessionControl | None = None,
+        on_response_finished: Callable[[str, dict[str, float]], None] | None = None,
+        on_turn_decision: Callable[[TurnDecision], None] | None = None,
+        on_reply_taken_back: Callable[[], None] | None = None,
+    ) -> None:
+        """``session_control``: the live session around this service (heartbeat, event_ack, close); None: not
+        served. ``on_response_finished`` (status, its monotonic stage marks), ``on_turn_decision`` (each
+        decision of the turn detector) and ``on_reply_taken_back``: the server's metrics."""
+        self.unit = unit
+        self.settings = settings
+        self.emit = emit = stamping(send)
+        # WebSocket carries audio as events; WebRTC plays it on a media track instead.
+        self.media = media
+        self.audio_in_events = media is None
+        self.state = state = SessionState.for_server(settings, semantic_turns=unit.detects_turns,
+                                                     voices=VoiceCatalog(unit.voices))
+        unit.config.replace(state.runtime_config())
+
+        def config() -> RuntimeConfig:  # the session's runtime config as the unit has it now
+            return unit.config.current
+
+        self.conversation = conversation = Conversation(settings.max_conversation_items)
+        self.event_limits = EventLimits(settings.max_event_bytes, settings.max_event_depth)
+        # When the client last sent anything (an event, media audio): the clock of the idle timeout
+        # (sessions/guard.py).
+        self.last_activity = time.monotonic()
+        # What the user heard of each assistant item; with a media track, also what it played.
+        self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy)
+        self.audio = audio = WireAudio(lambda: state.input_format, lambda: state.output_format)
+        self.echo = echo = SessionEcho(lambda: echo_cancellation_available() and media is None and (
+            settings.echo_cancellation == "server" or config().has_extension(ECHO_CANCELLATION_EXTENSION)))
+        stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
+        self.speculations = speculations = SpeculationSlot(
+            unit.cancel_scope, announce=unit.report_reply_ready if unit.detects_turns else None)
+        self.tool_results = ToolResultLedger()
+        self.user_input = user_input = UserInput(
+            unit, settings, config, conversation=conversation, speculations=speculations, audio=audio, echo=echo,
+            media=media, emit=emit, stage_errors=stage_errors)
+        # An adopted speculation's held output is translated as if it had just arrived.
+        self.responses = responses = Responses(
+            unit, settings, state, config, conversation=conversation, user_input=user_input,
+            speculations=speculations, playback=playback, audio=audio, echo=echo, tool_results=self.tool_results,
+            emit=emit, deliver=self.dispatch_pipeline_item, on_finished=on_response_finished)
+        # What speech over the assistant does (overlap_policy).
+        self.overlap = overlap = OverlapGate(responses, state, config, playback=playback,
+                                             conversation=conversation, emit=emit)
+        self.updates = SessionUpdates(unit, state, responses=responses, speculations=speculations,
+                                      validate_language=validate_language)
+        turns = TurnEvents(unit, settings, config, conversation=conversation, user_input=user_input,
+                           responses=responses, speculations=speculations, overlap=overlap,
+                           take_back=TakeBack(responses, settings.take_back_within_ms, on_reply_taken_back),
+                           emit=emit,
+                           on_turn_decision=on_turn_decision)
+        output = ResponseEvents(responses, config, conversation=conversation, user_input=user_input,
+                                playback=playback, audio=audio, echo=echo, media=media, overlap=overlap, emit=emit,
+                                stage_errors=stage_errors)
+        self.pipeline_events = PipelineEvents(turns, output, responses=responses, speculations=speculations)
+        self._client_events = EventTarget(
+            state=state, conversation=conversation, user_input=user_input, responses=responses,
+            updates=self.updates, playback=playback, echo=echo, audio=audio, tool_results=self.tool_results,
+            event_limits=self.event_limits, audio_in_events=self.audio_in_events, session_control=session_control,
+            emit=emit)
+
+    @property
+    def config(self) -> RuntimeConfig:
+        return self.unit.config.current
+
+    @property
+    def conversation_id(self) -> str:
+        return self.responses.conversation_id
+
+    @property
+    def response(self) -> ResponseState | None:
+        """The active response, if any."""
+        return self.responses.active
+
+    @property
+    def pending_transcriptions(self) -> set[str]:
+        """Committed user turns whose transcript is not in yet."""
+        return self.user_input.pending_transcriptions
+
+    @property
+    def last_output(self) -> float:
+        """When the pipeline last produced anything: the clock of the stalled-response guard."""
+        return self.pipeline_events.last_output
+
+    def start(self, fields: dict[str, Any] | None = None, session_fields: dict[str, Any] | None = None) -> None:
+        """``session.created``; ``fields`` join it (session_id, resume_token), ``session_fields`` its session."""
+        self.emit({"type": "session.created", **(fields or {}), "session": {**self.state.session,
+                                                                             **(session_fields or {})}})
+
+    # ------------------------------------------------------------ client events
+
+    def prepare_client_event(self, raw: str | bytes | dict[str, Any]) -> ClientEvent | RealtimeError:
+        """Parse ``raw`` and decode an append's audio (may run off the event loop; see client_events)."""
+        return prepare_event(self._client_events, raw)
+
+    def handle_client_event(self, raw: str | bytes | dict[str, Any] | ClientEvent | RealtimeError) -> None:
+        """Apply one client event (raw, or as :meth:`prepare_client_event` left it); rejections become errors."""
+        self.last_activity = time.monotonic()
+        apply_event(self._client_events, raw)
+
+    def configure(self, session: Any, event_id: str | None = None) -> None:
+        """Apply a session patch (the session a WebRTC call opens with); raises RealtimeError."""
+        self.updates.configure(session, event_id)
+
+    def push_input(self, samples_16k: np.ndarray) -> None:
+        """16 kHz float32 user audio from any transport (a media track's over the caps is dropped)."""
+        self.last_activity = time.monotonic()
+        self.user_input.push(samples_16k)
+
+    # ------------------------------------------------------------ pipeline output
+
+    def dispatch_pipeline_item(self, item: Any) -> None:
+        """Turn one pipeline item into events; a failure here fails the response, never the session."""
+        self.pipeline_events.dispatch(item)
+
+    def fail_active(self, code: str, message: str) -> None:
+        """Fail the active response (if any) with an error: a stage hung, the client cannot keep up."""
+        self.responses.fail(code, message, self.responses.active)

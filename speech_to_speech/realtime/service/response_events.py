@@ -1,0 +1,157 @@
+"""The response's output as the pipeline makes it, turned into ``response.*`` events.
+
+:class:`ResponseEvents` takes the LLM's, the TTS's and the viseme stage's
+items (assistant text, audio, visemes, tool calls, token usage, first-token
+and first-audio marks, the request's terminal) and stage failures, checks
+each belongs to the active response and is not stale (``Responses.current``),
+and sends its events: the message or function call it opens, its deltas, and
+the response's end. Audio is encoded for the wire (or left to the media
+track), counted by the playback ledger and remembered for echo cancellation.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from speech_to_speech.pipeline.messages import (
+    AssistantToolCallPart,
+    AudioOutput,
+    AudioVisemes,
+    LLMFirstToken,
+    ResponseDone,
+    StageError,
+    TokenUsage,
+    TranscriptText,
+    TTSFirstAudio,
+)
+from speech_to_speech.pipeline.session_config import RuntimeConfig
+from speech_to_speech.protocol import VISEMES_EXTENSION, Event, error_codes, error_types
+from speech_to_speech.realtime.connection.transport import MediaTrack
+from speech_to_speech.realtime.connection.wire_audio import WireAudio
+from speech_to_speech.realtime.conversation.echo import SessionEcho
+from speech_to_speech.realtime.conversation.history import Conversation
+from speech_to_speech.realtime.conversation.overlap import OverlapGate
+from speech_to_speech.realtime.conversation.playback import Playback
+from speech_to_speech.realtime.conversation.response import OpenMessage, ResponseState
+from speech_to_speech.realtime.conversation.responses import Responses
+from speech_to_speech.realtime.conversation.user_input import UserInput
+from speech_to_speech.realtime.wire import errors
+
+log = logging.getLogger(__name__)
+
+
+class ResponseEvents:
+    """The response-side pipeline items of one session, each turned into its events (runs on the event loop)."""
+
+    def __init__(self, responses: Responses, config: Callable[[], RuntimeConfig], *, conversation: Conversation,
+                 user_input: UserInput, playback: Playback, audio: WireAudio, echo: SessionEcho,
+                 media: MediaTrack | None, overlap: OverlapGate, emit: Callable[[Event], None],
+                 stage_errors: errors.Throttle) -> None:
+        self._responses = responses
+        self._config = config
+        self._conversation = conversation
+        self._input = user_input
+        self._playback = playback
+        self._audio = audio
+        self._echo = echo
+        self._media = media
+        self._overlap = overlap
+        self._emit = emit
+        self._stage_errors = stage_errors
+
+    def assistant_text(self, item: TranscriptText) -> None:
+        response = self._responses.current(item)
+        if response is None or not item.text:
+            return
+        message = self._open_message(response)
+        self._emit(response.text_delta(message, item.text))
+        if response.audio:  # the clause whose audio comes next (text marks)
+            self._playback.spoken_text(response.id, message.item["id"], len(message.transcript))
+
+    def _open_message(self, response: ResponseState) -> OpenMessage:
+        message, events = response.open_message(self._conversation.last_id)
+        if events and response.in_conversation:
+            self._conversation.add(message.item)
+        for event in events:
+            self._emit(event)
+        return message
+
+    def audio(self, item: AudioOutput) -> None:
+        response = self._responses.current(item)
+        if response is None or not response.audio:
+            return
+        message = self._open_message(response)
+        response.marks.setdefault("first_audio_sent", time.monotonic())
+        self._playback.produced(response.id, message.item["id"], item.samples)
+        if self._media is not None:
+            return  # the track plays it
+        self._echo.sent(item.samples, message.item["id"])
+        self._emit(response.audio_delta(message, self._audio.encode_output(item.samples),
+                                        self._playback.delta_metadata(response.id, message.item["id"])))
+
+    def visemes(self, item: AudioVisemes) -> None:
+        """The visemes extension: sent just before the audio chunk they describe (docs/visemes.md)."""
+        response = self._responses.current(item)
+        if response is None or not response.audio or not self._config().has_extension(VISEMES_EXTENSION):
+            return
+        message = self._open_message(response)
+        self._emit(response.visemes(message, self._playback.produced_ms(message.item["id"]), item))
+
+    def tool_call(self, item: AssistantToolCallPart) -> None:
+        response = self._responses.current(item)
+        if response is None:
+            return
+        call, events = response.function_call(item.call_id, item.name, item.arguments, self._conversation.last_id)
+        if response.in_conversation:
+            self._conversation.add(call)
+        for event in events:
+            self._emit(event)
+
+    def usage(self, item: TokenUsage) -> None:
+        response = self._responses.current(item)
+        if response is not None:
+            response.usage_in += item.input_tokens
+            response.usage_out += item.output_tokens
+
+    def first_token(self, item: LLMFirstToken) -> None:
+        response = self._responses.current(item)
+        if response is not None:
+            response.marks["llm_first_token"] = item.time
+
+    def first_audio(self, item: TTSFirstAudio) -> None:
+        response = self._responses.current(item)
+        if response is not None:
+            response.marks["tts_first_audio"] = item.time
+
+    def response_done(self, item: ResponseDone) -> None:
+        # The terminal of the response's own request only: a cancelled request of the same id
+        # (a speculation that was not adopted) ends in an older generation.
+        response = self._responses.active
+        if response is not None and response.submitted and response.owns(item):
+            self._responses.finish(item.status, item.reason, item.error)
+            self._overlap.response_ended(response.id)
+
+    def stage_error(self, item: StageError) -> None:
+        log.warning("pipeline stage %s failed: %s", item.stage, item.message)
+        if item.retried:
+            return
+        response = self._responses.active
+        if item.response_id is not None:  # output of a request: its response, unless that was cancelled
+            response = self._responses.current(item)
+            if response is None:
+                return
+        elif response is not None and (response.submitted or item.item_id is None
+                                       or response.turn_item_id != item.item_id):
+            response = None  # an input-side failure concerns only the response waiting for that turn
+        code, message = error_codes.stage_failed(item.stage), f"{item.stage} failed: {item.message}"
+        turn = item.item_id if item.item_id in self._input.pending_transcriptions else None
+        if turn is not None:
+            self._input.failed_transcriptions.add(turn)
+            self._emit({"type": "conversation.item.input_audio_transcription.failed", "item_id": turn,
+                        "content_index": 0,
+                        "error": {"type": error_types.SERVER_ERROR, "code": code, "message": message, "param": None}})
+        elif response is None and not self._stage_errors.due(item.stage):
+            return  # a stage failing on every chunk (the VAD, say) is reported now and then, not each time
+        self._responses.fail(code, message, response)

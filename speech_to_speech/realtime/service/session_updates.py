@@ -1,0 +1,41 @@
+"""Applying a session patch: a ``session.update``, or the session a WebRTC call opens with.
+
+:class:`SessionUpdates` checks the patch against the session object
+(wire/session.py), lets the server check its language, hands the pipeline unit the
+new runtime config, and stops a speculation that no automatic response will
+take over any more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from speech_to_speech.realtime.conversation.responses import Responses
+from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
+from speech_to_speech.realtime.wire.session import SessionState
+from speech_to_speech.units.unit import PipelineUnit
+
+
+class SessionUpdates:
+    """How one session's configuration changes (runs on the event loop)."""
+
+    def __init__(self, unit: PipelineUnit, state: SessionState, *, responses: Responses,
+                 speculations: SpeculationSlot,
+                 validate_language: Callable[[str | None, str | None], str | None] | None = None) -> None:
+        self._unit = unit
+        self._state = state
+        self._responses = responses
+        self._speculations = speculations
+        self._validate_language = validate_language
+
+    def configure(self, session: Any, event_id: str | None = None) -> None:
+        """Apply a session patch; raises RealtimeError."""
+        config = self._state.apply_update(session, event_id)
+        if self._validate_language is not None:
+            language = self._validate_language(config.language, event_id)
+            config = config.model_copy(update={"language": language})
+        self._unit.config.replace(config)
+        td = config.turn_detection
+        if self._responses.active is None and (td is None or not td.create_response):
+            self._speculations.drop()  # no automatic response will take it over now

@@ -1,0 +1,164 @@
+"""How a new session gets in, the same for both transports: a place in its address's limits, then a unit.
+
+A WebSocket handshake and a WebRTC offer both pass one :class:`SessionGate`.
+It hands back a claimed unit, or a :class:`Refusal` that says why not and
+when to try again; each transport only chooses how to say it (HTTP status and
+``Retry-After``, or an ``error`` event and close code 1013 to a browser: see
+``app/router.py`` and docs/security.md, "When the server is full").
+
+- Too many sessions from one address (``ClientAdmission``): 429
+  ``too_many_sessions``, try again in a minute.
+- Every unit busy: 503 ``session_limit_reached``, try again in a second,
+  after a wait. The wait is ``--admission_wait_s``, and never shorter than
+  ``BUSY_GRACE_S``, so a client that reconnects at once is not refused while
+  its old session is still noticing the close; while a unit drains it lasts
+  up to ``release_timeout_s``. Waiting requests are served in the order they
+  came. With every unit taken, a session whose socket dropped is ended
+  first: detached sessions never lock a new client out.
+- Shutting down (``stop``): 503 ``server_shutting_down``, try again in a
+  second (on another replica, through a balancer), for new sessions,
+  resumes and requests still waiting for a unit alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.protocol import error_codes, error_types
+from speech_to_speech.realtime.sessions.admission import WINDOW_S, ClientAdmission
+from speech_to_speech.realtime.wire import errors
+from speech_to_speech.units.pool import PipelinePool
+from speech_to_speech.units.unit import PipelineUnit
+
+# The shortest wait for a unit (a reconnect races the close of its old session).
+BUSY_GRACE_S = 0.5
+# How often a waiting request looks for a free unit (a connection waiting, not the audio path).
+POLL_S = 0.02
+# When a refused client should try again: a unit may free at any moment; an address's minute must pass.
+BUSY_RETRY_AFTER_S = 1
+TOO_MANY_RETRY_AFTER_S = int(WINDOW_S)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a new session was not let in, and in how many seconds it may try again."""
+
+    status: int  # the HTTP form: 429 (this address's limits) or 503 (every unit busy)
+    code: str
+    why: str
+    retry_after_s: int
+    type: str = error_types.INVALID_REQUEST_ERROR
+
+    @property
+    def message(self) -> str:
+        """``why``, then ``; try again in N s``: the hint where a client shows only the message."""
+        return f"{self.why}; try again in {self.retry_after_s} s"
+
+    @property
+    def error(self) -> dict[str, Any]:
+        """The ``error`` object: the standard fields, and ``retry_after_s`` (our extension)."""
+        standard = errors.error_event(self.code, self.message, type=self.type)["error"]
+        return {**standard, "retry_after_s": self.retry_after_s}
+
+    @property
+    def event(self) -> dict[str, Any]:
+        return {"type": "error", "error": self.error}
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after_s)}
+
+
+class SessionGate:
+    def __init__(self, pool: PipelinePool, settings: ServerSettings,
+                 evict: Callable[[], bool] | None = None) -> None:
+        """``evict``: end the session detached longest ago, if any (returns whether it did)."""
+        self._pool = pool
+        self._wait_s = max(settings.admission_wait_s, BUSY_GRACE_S)
+        self._drain_s = settings.release_timeout_s
+        self._evict = evict
+        self._clients = ClientAdmission(settings.max_sessions_per_client, settings.max_sessions_per_minute)
+        self._waiting: deque[object] = deque()
+        self.stopped: str | None = None  # why no session is let in any more (a shutdown began)
+
+    def stop(self, why: str) -> None:
+        """Let no new session in from now on; safe from a signal handler (it only sets a field)."""
+        if self.stopped is None:
+            self.stopped = why
+
+    def admit(self, address: str) -> Refusal | None:
+        """Count a new session of ``address`` (``leave`` uncounts it); a Refusal over its limits."""
+        if self.stopped is not None:
+            return self._stopping()
+        refusal = self._clients.admit(address)
+        if refusal is None:
+            return None
+        return Refusal(429, error_codes.TOO_MANY_SESSIONS, refusal, TOO_MANY_RETRY_AFTER_S,
+                       type=error_types.RATE_LIMIT_ERROR)
+
+    def leave(self, address: str) -> None:
+        self._clients.leave(address)
+
+    async def enter(self, address: str) -> PipelineUnit | Refusal:
+        """``admit``, then a unit for a new session of ``address`` (``leave`` when the session ends).
+
+        Refused, nothing stays counted.
+        """
+        refusal = self.admit(address)
+        if refusal is not None:
+            return refusal
+        try:
+            claimed = await self._claim()
+        except BaseException:
+            self.leave(address)
+            raise
+        if isinstance(claimed, Refusal):
+            self.leave(address)
+        return claimed
+
+    async def claim(self) -> PipelineUnit | Refusal:
+        """A unit for a session admitted already (one resumed from the shared store), or the busy Refusal."""
+        return await self._claim()
+
+    async def _claim(self) -> PipelineUnit | Refusal:
+        """A unit for a new session, waited for in turn; the busy Refusal when none came free in time."""
+        ticket = object()
+        self._waiting.append(ticket)
+        try:
+            started = time.monotonic()
+            deadline = started + self._wait_s
+            while True:
+                now = time.monotonic()
+                if self.stopped is not None:
+                    return self._stopping()
+                draining = any(slot.state == "draining" for slot in self._pool.status())
+                if self._waiting[0] is ticket:
+                    unit = self._pool.claim()
+                    if unit is not None:
+                        return unit
+                    if not draining and self._evict is not None and self._evict():
+                        deadline = max(deadline, now + self._drain_s)  # its unit comes back once drained
+                if draining:
+                    deadline = max(deadline, started + self._drain_s)
+                if now > deadline:
+                    return self._busy()
+                await asyncio.sleep(POLL_S)
+        finally:
+            self._waiting.remove(ticket)
+
+    def _stopping(self) -> Refusal:
+        assert self.stopped is not None
+        return Refusal(503, error_codes.SERVER_SHUTTING_DOWN, self.stopped, BUSY_RETRY_AFTER_S,
+                       type=error_types.SERVER_ERROR)
+
+    def _busy(self) -> Refusal:
+        slots = self._pool.status()
+        in_use = sum(1 for slot in slots if slot.state != "idle" or not slot.healthy)
+        why = f"busy: {in_use} of {len(slots)} sessions in use"
+        return Refusal(503, error_codes.SESSION_LIMIT_REACHED, why, BUSY_RETRY_AFTER_S)
