@@ -19,8 +19,9 @@ from speech_to_speech.realtime.connection.transport import Transport, WebSocketT
 from speech_to_speech.realtime.metrics import CONTENT_TYPE, ServerMetrics
 from speech_to_speech.realtime.service.capabilities import session_capabilities
 from speech_to_speech.realtime.service.session_events import ResumeRequest
+from speech_to_speech.realtime.sessions.attachment import Attachment
 from speech_to_speech.realtime.sessions.gate import Refusal, SessionGate
-from speech_to_speech.realtime.sessions.live import Attachment, LiveSession, evict_oldest
+from speech_to_speech.realtime.sessions.live import LiveSession, evict_oldest
 from speech_to_speech.realtime.sessions.move import hand_over, take_over
 from speech_to_speech.realtime.sessions.registry import SessionRegistry
 from speech_to_speech.realtime.sessions.runner import (

@@ -3,9 +3,9 @@
 A :class:`LiveSession` owns what a conversation needs (the service over its
 pipeline unit, the send loop, the guard, the replay journal) and lives
 until it is closed, times out, or its socket has been gone for
-``disconnect_grace_s``. An :class:`Attachment` is one socket serving it:
-a writer that sends the session's frames, a receiver that feeds client
-events in. When a socket drops without a goodbye the session detaches and
+``disconnect_grace_s``. An :class:`~speech_to_speech.realtime.sessions.attachment.Attachment`
+is one socket serving it: a writer that sends the session's frames, a
+receiver that feeds client events in (attachment.py). When a socket drops without a goodbye the session detaches and
 goes on (its output is journaled); a new socket may resume it and gets the
 events it missed, in order; a socket that resumes a session another socket
 still holds replaces that one.
@@ -23,16 +23,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import ChatMessage
 from speech_to_speech.protocol import (
-    GOING_AWAY,
     INTERNAL_ERROR,
-    NO_STATUS_RECEIVED,
     NORMAL_CLOSURE,
     POLICY_VIOLATION,
     error_codes,
@@ -45,6 +42,14 @@ from speech_to_speech.realtime.service.capabilities import session_capabilities
 from speech_to_speech.realtime.service.realtime_service import RealtimeService
 from speech_to_speech.realtime.service.send_loop import attach_wakeup, detach_wakeup, send_loop
 from speech_to_speech.realtime.service.session_events import ResumeRequest
+from speech_to_speech.realtime.sessions.attachment import (
+    FLUSH_TIMEOUT_S,
+    GOODBYE_CODES,
+    Attachment,
+    Incoming,
+    cancel_tasks,
+    receive,
+)
 from speech_to_speech.realtime.sessions.guard import Closing, guard
 from speech_to_speech.realtime.sessions.journal import MemoryJournal, ReplayJournal
 from speech_to_speech.realtime.sessions.registry import SessionRegistry
@@ -56,36 +61,9 @@ from speech_to_speech.units.unit import PipelineUnit
 
 log = logging.getLogger(__name__)
 
-# Close codes of a client that said goodbye: its session ends at once. 1005 is a close frame without a
-# code (what a browser's or Node's ``ws.close()`` sends); 1001 a page or app going away. Any other end
-# (1006: the connection dropped without a close frame) detaches the session for its grace period.
-GOODBYE_CODES = frozenset({NORMAL_CLOSURE, GOING_AWAY, NO_STATUS_RECEIVED})
-# Frames larger than this are parsed (and their audio decoded) on a worker thread.
-OFF_LOOP_BYTES = 64 * 1024
-# How long the last events may take to reach a client the server is closing.
-FLUSH_TIMEOUT_S = 2.0
 # Events after which the store's copy of the session object or history is out of date.
 STATE_EVENTS = frozenset({"session.created", "session.updated", "conversation.item.added", "conversation.item.done",
                           "conversation.item.deleted", "conversation.item.truncated", "response.done"})
-
-Incoming = AsyncIterator[str | bytes]
-
-
-@dataclass(eq=False)
-class Attachment:
-    """One socket serving a session: its generation, its queue, and the tasks that pump it."""
-
-    generation: int
-    transport: Transport
-    outgoing: OutboundQueue
-    prelude: tuple[Frame, ...] = ()  # sent before the queue: session.resumed and the replay
-    # Set by the session when it takes the socket away: "replaced" (a newer socket) or "ended".
-    released: asyncio.Future[str] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
-    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
-
-    def release(self, why: str) -> None:
-        if not self.released.done():
-            self.released.set_result(why)
 
 
 class LiveSession:
@@ -338,8 +316,8 @@ class LiveSession:
     async def serve(self, attachment: Attachment, incoming: Incoming) -> None:
         """Pump ``attachment`` until its socket goes, a newer one replaces it, or the session ends."""
         name = f"unit{self.unit.index}-gen{attachment.generation}"
-        writer = asyncio.create_task(self._write(attachment), name=f"{name}-writer")
-        receiver = asyncio.create_task(self._receive(incoming), name=f"{name}-receiver")
+        writer = asyncio.create_task(attachment.write(), name=f"{name}-writer")
+        receiver = asyncio.create_task(receive(self.service, incoming), name=f"{name}-receiver")
         attachment.tasks.extend((writer, receiver))
         waiters: list[asyncio.Future[Any]] = [writer, receiver, attachment.released]
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
@@ -347,7 +325,7 @@ class LiveSession:
             if task.done() and not task.cancelled() and task.exception() is not None:
                 log.info("session %s, socket %d: %r", self.id, attachment.generation, task.exception())
         if attachment.released.done() and attachment.released.result() == "replaced":
-            await self._hand_over(attachment)
+            await attachment.hand_over(self.id)
             return
         if not self.closer.done() and self.attachment is attachment:
             code = attachment.transport.peer_close_code
@@ -358,22 +336,11 @@ class LiveSession:
                     return  # nothing left to say on a closed socket: the client may connect again at once
             else:
                 self._detach(attachment, code)
-                await _cancel(writer, receiver)
+                await cancel_tasks(writer, receiver)
                 with contextlib.suppress(Exception):  # 1011, not a final code: the client may resume
                     await attachment.transport.close(INTERNAL_ERROR, "connection lost; the session can be resumed")
                 return
         await asyncio.shield(self.finished)  # the session is ending: its goodbye may still be flushing
-
-    async def _hand_over(self, attachment: Attachment) -> None:
-        """The socket a newer one replaced: tell it so, and close it."""
-        writer, receiver = attachment.tasks
-        await _cancel(writer, receiver)
-        replaced = to_frame({"type": "session.replaced", "session_id": self.id,
-                             "attachment_generation": attachment.generation})
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(attachment.transport.send_text(replaced.text), FLUSH_TIMEOUT_S)
-        with contextlib.suppress(Exception):
-            await attachment.transport.close(NORMAL_CLOSURE, "session replaced")
 
     def _detach(self, attachment: Attachment, code: int | None) -> None:
         log.info("session %s lost its socket (close code %s); %g s to resume", self.id, code,
@@ -404,24 +371,6 @@ class LiveSession:
         if self.metrics is not None:
             self.metrics.session_event(event, detached_change)
 
-    async def _write(self, attachment: Attachment) -> None:
-        transport, outgoing = attachment.transport, attachment.outgoing
-        for frame in attachment.prelude:
-            await transport.send_text(frame.text)
-        while True:
-            frame = await outgoing.get()
-            await transport.send_text(frame.text)
-            outgoing.task_done()
-
-    async def _receive(self, incoming: Incoming) -> None:
-        service = self.service
-        async for message in incoming:
-            if len(message) > OFF_LOOP_BYTES:
-                service.last_activity = time.monotonic()
-                service.handle_client_event(await asyncio.to_thread(service.prepare_client_event, message))
-            else:
-                service.handle_client_event(message)
-
     # ------------------------------------------------------------ lifecycle events (SessionControl)
 
     def heartbeat(self) -> None:
@@ -450,11 +399,3 @@ def _output_overflow(settings: ServerSettings) -> Closing:
                f"{settings.max_pending_output_events_per_session} events waited for this client; "
                "the session is closed")
     return Closing(POLICY_VIOLATION, "output limit exceeded", error_codes.OUTPUT_LIMIT_EXCEEDED, message, reported=True)
-
-
-async def _cancel(*tasks: asyncio.Task[Any]) -> None:
-    for task in tasks:
-        task.cancel()
-    for task in tasks:
-        with contextlib.suppress(BaseException):
-            await task

@@ -21,8 +21,9 @@ from speech_to_speech.protocol import error_codes
 from speech_to_speech.realtime.connection.transport import Transport
 from speech_to_speech.realtime.metrics import ServerMetrics
 from speech_to_speech.realtime.service.session_events import ResumeRequest
+from speech_to_speech.realtime.sessions.attachment import Attachment
 from speech_to_speech.realtime.sessions.gate import Refusal
-from speech_to_speech.realtime.sessions.live import Attachment, LiveSession
+from speech_to_speech.realtime.sessions.live import LiveSession
 from speech_to_speech.realtime.sessions.registry import SessionRegistry, digest, new_token
 from speech_to_speech.realtime.sessions.store import SessionStore
 from speech_to_speech.realtime.wire.errors import RealtimeError

@@ -25,8 +25,9 @@ from speech_to_speech.realtime.metrics import ServerMetrics
 from speech_to_speech.realtime.service.client_events import CLIENT_EVENTS
 from speech_to_speech.realtime.service.realtime_service import RealtimeService
 from speech_to_speech.realtime.service.session_events import RESUME, ResumeRequest, resume_request
+from speech_to_speech.realtime.sessions.attachment import Attachment
 from speech_to_speech.realtime.sessions.guard import Closing
-from speech_to_speech.realtime.sessions.live import Attachment, LiveSession
+from speech_to_speech.realtime.sessions.live import LiveSession
 from speech_to_speech.realtime.sessions.registry import SessionRegistry
 from speech_to_speech.realtime.sessions.store import SessionStore
 from speech_to_speech.realtime.wire import errors
