@@ -11,21 +11,23 @@ from typing import Any, ClassVar
 
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.messages import (
+    AlwaysDelivered,
     GenerateResponseRequest,
     PipelineEnd,
     ResponseDone,
+    ResponseOwned,
     SessionEnd,
     StageError,
-    TokenUsage,
 )
 from speech_to_speech.pipeline.session_config import ConfigHolder
 
 log = logging.getLogger(__name__)
 
-# Generation-tagged items that go out even when stale: the response sentinel
-# (the send loop needs it to close the response and stop discarding), usage
-# (billed even for a cancelled response) and error reports.
-ALWAYS_DELIVERED: tuple[type, ...] = (ResponseDone, TokenUsage, StageError)
+
+
+def _generation(item: Any) -> int | None:
+    """The generation an item was made under (None: it belongs to no response)."""
+    return item.generation if isinstance(item, ResponseOwned | StageError) else None
 
 
 @dataclass(frozen=True)
@@ -89,8 +91,8 @@ class BaseHandler:
         yield StageError(
             stage=self.stage,
             message=f"{type(error).__name__}: {error}",
-            generation=getattr(item, "generation", None),
-            response_id=getattr(item, "response_id", None),
+            generation=_generation(item),
+            response_id=item.response_id if isinstance(item, ResponseOwned | StageError) else None,
             item_id=getattr(item, "item_id", None),
         )
 
@@ -106,9 +108,9 @@ class BaseHandler:
             )
 
     def is_stale(self, item: Any) -> bool:
-        if isinstance(item, ALWAYS_DELIVERED):
+        if isinstance(item, AlwaysDelivered):
             return False
-        generation = getattr(item, "generation", None)
+        generation = _generation(item)
         return generation is not None and self.context.cancel_scope.is_stale(generation)
 
     # ------------------------------------------------------------ machinery
@@ -121,8 +123,8 @@ class BaseHandler:
         """Queue an output; content of a cancelled generation is dropped here, atomically."""
         if self.queue_out is None:
             return
-        generation = getattr(item, "generation", None)
-        if generation is None or isinstance(item, ALWAYS_DELIVERED):
+        generation = _generation(item)
+        if generation is None or isinstance(item, AlwaysDelivered):
             self.queue_out.put(item)
         elif not self.cancel_scope.put_if_current(self.queue_out, item, generation):
             log.debug("%s drops stale output %s", self.stage, type(item).__name__)
@@ -184,7 +186,7 @@ class BackendHandler(BaseHandler):
     """A handler built around a shared, already loaded model.
 
     ``model`` is whatever the backend's loader returned (shared by every
-    unit of the process); ``events`` is the unit's text_output queue for
+    unit of the process); ``events`` is the unit's stage_events queue for
     stages that report events beside their main output (the VAD).
     """
 

@@ -1,8 +1,9 @@
 """Typed, immutable items that travel on the queues of a pipeline unit.
 
-Every item that can go stale (anything produced for a response) carries the
-``generation`` of the CancelScope it was produced under, and the
-``response_id`` it belongs to. Audio is numpy data: treat arrays as read-only
+Every item that can go stale (anything produced for a response) is
+:class:`ResponseOwned`: it carries the ``generation`` of the CancelScope it
+was produced under, and the ``response_id`` it belongs to; the few that go
+out even when stale are :class:`AlwaysDelivered`. Audio is numpy data: treat arrays as read-only
 once they are on a queue.
 """
 
@@ -12,6 +13,27 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from speech_to_speech.audio.samples import FloatAudio, Int16Audio
+
+# ---------------------------------------------------------------- what the items share
+
+
+@dataclass(frozen=True)
+class ResponseOwned:
+    """An item made for one response: which one, and under which generation of the CancelScope.
+
+    Both are needed: one response id can be asked of the LLM twice (a speculative
+    request, then the real one), and only the generation tells the two apart.
+    An item of a generation that was cancelled is stale, and dropped.
+    """
+
+    response_id: str
+    generation: int
+
+
+class AlwaysDelivered:
+    """Marks an item that goes out even when its generation is stale: a response's sentinel (the send
+    loop needs it to close the response), usage (billed even for a cancelled response), error reports."""
+
 
 # ---------------------------------------------------------------- control
 
@@ -32,7 +54,7 @@ class PipelineEnd:
 
 
 @dataclass(frozen=True)
-class StageError:
+class StageError(AlwaysDelivered):
     """A handler failed on an item; reported downstream instead of dying."""
 
     stage: str
@@ -222,9 +244,7 @@ class ChatMessage:
 
 
 @dataclass(frozen=True)
-class GenerateResponseRequest:
-    response_id: str
-    generation: int
+class GenerateResponseRequest(ResponseOwned):
     messages: tuple[ChatMessage, ...]
     instructions: str | None = None
     tools: tuple[dict[str, Any], ...] = ()
@@ -240,44 +260,34 @@ class GenerateResponseRequest:
 
 
 @dataclass(frozen=True)
-class AssistantTextPart:
-    response_id: str
-    generation: int
+class AssistantTextPart(ResponseOwned):
     text: str
 
 
 @dataclass(frozen=True)
-class AssistantToolCallPart:
-    response_id: str
-    generation: int
+class AssistantToolCallPart(ResponseOwned):
     call_id: str
     name: str
     arguments: str
 
 
 @dataclass(frozen=True)
-class TokenUsage:
-    response_id: str
-    generation: int
+class TokenUsage(ResponseOwned, AlwaysDelivered):
     input_tokens: int = 0
     output_tokens: int = 0
 
 
 @dataclass(frozen=True)
-class TTSFirstAudio:
+class TTSFirstAudio(ResponseOwned):
     """Timing mark: the TTS produced the first audio of a response."""
 
-    response_id: str
-    generation: int
     time: float
 
 
 @dataclass(frozen=True)
-class LLMFirstToken:
+class LLMFirstToken(ResponseOwned):
     """Timing mark: the LLM produced its first token for a response."""
 
-    response_id: str
-    generation: int
     time: float
 
 
@@ -285,11 +295,9 @@ ResponseStatus = Literal["completed", "cancelled", "incomplete", "failed"]
 
 
 @dataclass(frozen=True)
-class ResponseDone:
+class ResponseDone(ResponseOwned, AlwaysDelivered):
     """The __RESPONSE_DONE__ sentinel: closes a response on every queue it passes."""
 
-    response_id: str
-    generation: int
     status: ResponseStatus = "completed"
     reason: str | None = None
     error: str | None = None
@@ -300,15 +308,13 @@ class ResponseDone:
 
 
 @dataclass(frozen=True)
-class TTSInput:
+class TTSInput(ResponseOwned):
     """A clause of assistant text for the TTS; ``text`` is also the transcript delta.
 
     ``spoken`` is what the voice says for it (markup dropped, numbers in words:
     see ``speech_text``); None says ``text`` as it is.
     """
 
-    response_id: str
-    generation: int
     text: str
     voice: str | None = None
     language: str | None = None
@@ -317,17 +323,15 @@ class TTSInput:
 
 
 @dataclass(frozen=True)
-class AudioOutput:
+class AudioOutput(ResponseOwned):
     """Synthesised speech: mono int16 PCM at ``sample_rate``."""
 
-    response_id: str
-    generation: int
     samples: Int16Audio
     sample_rate: int
 
 
 @dataclass(frozen=True)
-class TranscriptText:
+class TranscriptText(ResponseOwned):
     """Transcript text that goes to the wire in order with the audio (after TTS).
 
     The TTS sends one per clause, before that clause's audio, and the next one
@@ -336,13 +340,11 @@ class TranscriptText:
     (realtime/conversation/text_marks.py); a stage that reorders the two breaks truncation.
     """
 
-    response_id: str
-    generation: int
     text: str
 
 
 @dataclass(frozen=True)
-class SpokenPhonemes:
+class SpokenPhonemes(ResponseOwned):
     """The phonemes of the next ``samples`` of a response's audio (told by a TTS that knows them).
 
     It comes right before that audio, and only when the viseme stage is on.
@@ -350,8 +352,6 @@ class SpokenPhonemes:
     starting at sample ``start``) when the TTS also knows how long each lasted.
     """
 
-    response_id: str
-    generation: int
     phonemes: str
     samples: int
     durations: tuple[int, ...] | None = None
@@ -368,14 +368,12 @@ class Viseme:
 
 
 @dataclass(frozen=True)
-class AudioVisemes:
+class AudioVisemes(ResponseOwned):
     """The visemes of the ``AudioOutput`` that comes right after it on the same queue.
 
     ``source`` says where they came from: "phonemes" (the TTS's) or "audio" (heard in the samples).
     """
 
-    response_id: str
-    generation: int
     visemes: tuple[Viseme, ...]
     source: Literal["phonemes", "audio"]
 

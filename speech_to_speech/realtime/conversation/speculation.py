@@ -34,7 +34,9 @@ from speech_to_speech.pipeline.messages import (
     GenerateResponseRequest,
     ReplyReady,
     ResponseDone,
+    ResponseOwned,
     SpeculativeTranscript,
+    StageError,
     TranscriptText,
 )
 from speech_to_speech.pipeline.words import normalize_word
@@ -68,8 +70,8 @@ class Speculation:
 
     def owns(self, item: Any) -> bool:
         """Output of this speculative request (the same id may be asked again, in a later generation)."""
-        return getattr(item, "response_id", None) == self.response_id and getattr(
-            item, "generation", None) == self.generation
+        return (isinstance(item, ResponseOwned | StageError) and item.response_id == self.response_id
+                and item.generation == self.generation)
 
     def answers(self, request: GenerateResponseRequest) -> bool:
         """True when ``request`` asks what the speculation asked: its output answers it."""
