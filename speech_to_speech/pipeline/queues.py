@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
+
+Item = TypeVar("Item")
 
 
-class NotifyingQueue(queue.Queue[Any]):
+class NotifyingQueue(queue.Queue[Item]):
     """A thread-safe queue that calls a listener after every put.
 
     The router's send loop registers a listener that sets an asyncio event
@@ -22,15 +24,15 @@ class NotifyingQueue(queue.Queue[Any]):
     def set_listener(self, listener: Callable[[], None] | None) -> None:
         self._listener = listener
 
-    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+    def put(self, item: Item, block: bool = True, timeout: float | None = None) -> None:
         super().put(item, block, timeout)
         listener = self._listener
         if listener is not None:
             listener()
 
-    def drain(self) -> list[Any]:
+    def drain(self) -> list[Item]:
         """Take everything queued right now, without blocking."""
-        items: list[Any] = []
+        items: list[Item] = []
         while True:
             try:
                 items.append(self.get_nowait())

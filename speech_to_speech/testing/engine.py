@@ -190,7 +190,7 @@ def collect_response(
     def closes(item: Any) -> bool:
         return isinstance(item, ResponseDone) and response_id in (None, item.response_id)
 
-    return ResponseRecord(collect(unit.queues.send_audio_chunks, closes, timeout))
+    return ResponseRecord(collect(unit.queues.response_output, closes, timeout))
 
 
 def request(

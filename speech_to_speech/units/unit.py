@@ -1,14 +1,14 @@
 """PipelineUnit: the queues and handler threads of one session.
 
-    recv_audio_chunks -> VAD -> spoken_prompt -> STT -> stt_output -> TranscriptionNotifier
-                          |                                               |
-                          +------------> text_output (to the router) <----+
-    lm_request -> LLM -> lm_output -> LMOutputProcessor -> tts_input -> TTS -> send_audio_chunks
+    vad_input -> VAD -> utterances -> STT -> transcripts -> TranscriptionNotifier
+                  |                                                   |
+                  +------------> stage_events (to the router) <-------+
+    llm_requests -> LLM -> llm_output -> LMOutputProcessor -> tts_input -> TTS -> response_output
 
 With the viseme stage (``--enable_visemes``) the TTS feeds ``tts_output`` and
-the stage feeds ``send_audio_chunks``: TTS -> tts_output -> visemes -> send_audio_chunks.
+the stage feeds ``response_output``: TTS -> tts_output -> visemes -> response_output.
 
-``text_output`` and ``send_audio_chunks`` wake the router's send loop. Model
+``stage_events`` and ``response_output`` wake the router's send loop. Model
 weights live in the shared backends; everything per session (VAD state,
 partial hypotheses, config) lives in the handlers of the unit.
 """
@@ -36,6 +36,16 @@ from speech_to_speech.pipeline.messages import (
     SessionEnd,
     SpeculativeTranscript,
 )
+from speech_to_speech.pipeline.queue_items import (
+    LLMOutput,
+    LLMRequest,
+    ResponseOutput,
+    StageEvent,
+    Transcripts,
+    TTSQueueItem,
+    Utterances,
+    VADInput,
+)
 from speech_to_speech.pipeline.queues import NotifyingQueue
 from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig
 from speech_to_speech.pipeline.transcription_notifier import TranscriptionNotifier
@@ -44,8 +54,9 @@ log = logging.getLogger(__name__)
 
 _session_tokens = itertools.count(1)
 
-# (context, queue_in, queue_out, events_out) -> handler; events_out is text_output.
-StageBuilder = Callable[[HandlerContext, "queue.Queue[Any]", "queue.Queue[Any]", NotifyingQueue], BaseHandler]
+# (context, queue_in, queue_out, events_out) -> handler; events_out is stage_events.
+StageBuilder = Callable[[HandlerContext, "queue.Queue[Any]", "queue.Queue[Any]", "NotifyingQueue[StageEvent]"],
+                        BaseHandler]
 
 
 @dataclass(frozen=True)
@@ -59,15 +70,17 @@ class StageBuilders:
 
 @dataclass
 class PipelineQueues:
-    recv_audio_chunks: queue.Queue[Any] = field(default_factory=queue.Queue)
-    spoken_prompt: queue.Queue[Any] = field(default_factory=queue.Queue)
-    stt_output: queue.Queue[Any] = field(default_factory=queue.Queue)
-    text_output: NotifyingQueue = field(default_factory=NotifyingQueue)
-    lm_request: queue.Queue[Any] = field(default_factory=queue.Queue)
-    lm_output: queue.Queue[Any] = field(default_factory=queue.Queue)
-    tts_input: queue.Queue[Any] = field(default_factory=queue.Queue)
-    tts_output: queue.Queue[Any] = field(default_factory=queue.Queue)  # only with the viseme stage
-    send_audio_chunks: NotifyingQueue = field(default_factory=NotifyingQueue)
+    """The queues of one unit, named by what they carry (pipeline/queue_items.py)."""
+
+    vad_input: queue.Queue[VADInput] = field(default_factory=queue.Queue)
+    utterances: queue.Queue[Utterances] = field(default_factory=queue.Queue)
+    transcripts: queue.Queue[Transcripts] = field(default_factory=queue.Queue)
+    stage_events: NotifyingQueue[StageEvent] = field(default_factory=NotifyingQueue)
+    llm_requests: queue.Queue[LLMRequest] = field(default_factory=queue.Queue)
+    llm_output: queue.Queue[LLMOutput] = field(default_factory=queue.Queue)
+    tts_input: queue.Queue[TTSQueueItem] = field(default_factory=queue.Queue)
+    tts_output: queue.Queue[ResponseOutput] = field(default_factory=queue.Queue)  # only with the viseme stage
+    response_output: NotifyingQueue[ResponseOutput] = field(default_factory=NotifyingQueue)
 
 
 class PipelineUnit:
@@ -85,17 +98,17 @@ class PipelineUnit:
         self.queues = q = PipelineQueues()
         self.chunker = Chunker()
         self.handlers: dict[str, BaseHandler] = {
-            "vad": builders.vad(self.context, q.recv_audio_chunks, q.spoken_prompt, q.text_output),
-            "stt": builders.stt(self.context, q.spoken_prompt, q.stt_output, q.text_output),
-            "transcription_notifier": TranscriptionNotifier(self.context, q.stt_output, q.text_output),
-            "llm": builders.llm(self.context, q.lm_request, q.lm_output, q.text_output),
-            "lm_output_processor": LMOutputProcessor(self.context, q.lm_output, q.tts_input, first_chunk_words),
+            "vad": builders.vad(self.context, q.vad_input, q.utterances, q.stage_events),
+            "stt": builders.stt(self.context, q.utterances, q.transcripts, q.stage_events),
+            "transcription_notifier": TranscriptionNotifier(self.context, q.transcripts, q.stage_events),
+            "llm": builders.llm(self.context, q.llm_requests, q.llm_output, q.stage_events),
+            "lm_output_processor": LMOutputProcessor(self.context, q.llm_output, q.tts_input, first_chunk_words),
         }
         if builders.visemes is None:
-            self.handlers["tts"] = builders.tts(self.context, q.tts_input, q.send_audio_chunks, q.text_output)
+            self.handlers["tts"] = builders.tts(self.context, q.tts_input, q.response_output, q.stage_events)
         else:
-            self.handlers["tts"] = builders.tts(self.context, q.tts_input, q.tts_output, q.text_output)
-            self.handlers["visemes"] = builders.visemes(self.context, q.tts_output, q.send_audio_chunks, q.text_output)
+            self.handlers["tts"] = builders.tts(self.context, q.tts_input, q.tts_output, q.stage_events)
+            self.handlers["visemes"] = builders.visemes(self.context, q.tts_output, q.response_output, q.stage_events)
         self._tell_llm_what_the_voice_speaks()
         self.started = False
 
@@ -124,8 +137,8 @@ class PipelineUnit:
         self.started = True
 
     def stop(self, timeout: float = 2.0) -> None:
-        self.queues.recv_audio_chunks.put(PipelineEnd())
-        self.queues.lm_request.put(PipelineEnd())
+        self.queues.vad_input.put(PipelineEnd())
+        self.queues.llm_requests.put(PipelineEnd())
         for handler in self.handlers.values():
             if handler.thread is not None:
                 handler.thread.join(timeout)
@@ -141,18 +154,18 @@ class PipelineUnit:
     def push_audio(self, samples_16k: Any) -> None:
         """Queue 16 kHz float32 audio for the VAD in 512-sample chunks."""
         for chunk, offset in self.chunker.push(samples_16k):
-            self.queues.recv_audio_chunks.put(AudioChunk(chunk, offset))
+            self.queues.vad_input.put(AudioChunk(chunk, offset))
 
     def commit_input(self, item_id: str | None = None) -> None:
         """End the user turn now with everything pushed so far (input_audio_buffer.commit)."""
         for chunk, offset in self.chunker.flush():
-            self.queues.recv_audio_chunks.put(AudioChunk(chunk, offset))
-        self.queues.recv_audio_chunks.put(CommitInput(item_id))
+            self.queues.vad_input.put(AudioChunk(chunk, offset))
+        self.queues.vad_input.put(CommitInput(item_id))
 
     def clear_input(self) -> None:
         """Drop buffered, uncommitted user audio (input_audio_buffer.clear)."""
         self.chunker.discard()
-        self.queues.recv_audio_chunks.put(ClearInput())
+        self.queues.vad_input.put(ClearInput())
 
     def report_words(self, words: SpeculativeTranscript) -> None:
         """The words of a pause's speculative STT pass, for the VAD's turn decision to weigh.
@@ -161,16 +174,16 @@ class PipelineUnit:
         order with the audio that came before them.
         """
         if self.detects_turns:
-            self.queues.recv_audio_chunks.put(words)
+            self.queues.vad_input.put(words)
 
     def report_reply_ready(self, ready: ReplyReady) -> None:
         """The speculative reply to a pause's words can play (or none will come): a finished turn may end."""
         if self.detects_turns:
-            self.queues.recv_audio_chunks.put(ready)
+            self.queues.vad_input.put(ready)
 
-    def submit(self, request: Any) -> None:
+    def submit(self, request: LLMRequest) -> None:
         """Queue a GenerateResponseRequest (or control item) for the LLM."""
-        self.queues.lm_request.put(request)
+        self.queues.llm_requests.put(request)
 
     # ------------------------------------------------------------ session end
 
@@ -179,8 +192,8 @@ class PipelineUnit:
         token = next(_session_tokens)
         self.cancel_scope.cancel()  # nothing in flight survives the session
         self.chunker.reset()
-        self.queues.recv_audio_chunks.put(SessionEnd(token))
-        self.queues.lm_request.put(SessionEnd(token))
+        self.queues.vad_input.put(SessionEnd(token))
+        self.queues.llm_requests.put(SessionEnd(token))
         return token
 
     def wait_drained(self, token: int, timeout: float) -> bool:
@@ -188,7 +201,7 @@ class PipelineUnit:
         import time
 
         deadline = time.monotonic() + timeout
-        for tail in (self.queues.text_output, self.queues.send_audio_chunks):
+        for tail in (self.queues.stage_events, self.queues.response_output):
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

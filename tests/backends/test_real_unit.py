@@ -39,7 +39,7 @@ def test_spoken_question_gets_a_spoken_answer(hibari_voices: Any, whisper: Any, 
     try:
         silence = np.zeros(16000, np.float32)
         unit.push_audio(np.concatenate([silence, spoken("What is the capital of France?"), silence]))
-        events = collect(unit.queues.text_output, TranscriptionCompleted, timeout=30)
+        events = collect(unit.queues.stage_events, TranscriptionCompleted, timeout=30)
         kinds = [type(e) for e in events]
         assert kinds.index(SpeechStarted) < kinds.index(SpeechStopped) < kinds.index(TranscriptionCompleted)
         question = events[-1].transcript

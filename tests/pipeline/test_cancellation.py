@@ -38,9 +38,9 @@ def content_of_generation(items: list[object], generation: int) -> list[object]:
 def test_stale_output_is_dropped_after_a_mid_stream_cancel(make_unit: UnitFactory) -> None:
     unit = make_unit(scripted_replies=[LONG_REPLY], scripted_token_delay_ms=20)
     unit.submit(request(unit, "resp_a"))
-    next_of(unit.queues.send_audio_chunks, AudioOutput)  # the response is speaking
+    next_of(unit.queues.response_output, AudioOutput)  # the response is speaking
     unit.cancel_scope.cancel()
-    drain(unit.queues.send_audio_chunks)  # what the send loop flushes at cancel
+    drain(unit.queues.response_output)  # what the send loop flushes at cancel
     after = collect_response(unit, "resp_a")
     assert content_of_generation(after.items, 0) == []
     assert after.done.generation == 0
@@ -70,12 +70,12 @@ def test_a_request_that_is_stale_when_dequeued_still_closes_its_response(make_un
 def test_a_new_response_after_cancel_carries_only_the_new_generation(make_unit: UnitFactory) -> None:
     unit = make_unit(scripted_replies=[LONG_REPLY, "Fresh answer, all new."], scripted_token_delay_ms=10)
     unit.submit(request(unit, "resp_old"))
-    next_of(unit.queues.send_audio_chunks, AudioOutput)
+    next_of(unit.queues.response_output, AudioOutput)
     new_generation = unit.cancel_scope.cancel()
-    drain(unit.queues.send_audio_chunks)
+    drain(unit.queues.response_output)
     unit.submit(request(unit, "resp_new"))
     items = collect(
-        unit.queues.send_audio_chunks, lambda i: isinstance(i, ResponseDone) and i.response_id == "resp_new"
+        unit.queues.response_output, lambda i: isinstance(i, ResponseDone) and i.response_id == "resp_new"
     )
     old_done = [i for i in items if isinstance(i, ResponseDone) and i.response_id == "resp_old"]
     assert len(old_done) == 1 and old_done[0].generation == 0
@@ -90,8 +90,8 @@ def test_a_new_response_after_cancel_carries_only_the_new_generation(make_unit: 
 def test_cancel_with_nothing_active_is_a_no_op_for_the_next_response(make_unit: UnitFactory) -> None:
     unit = make_unit()
     unit.cancel_scope.cancel()
-    assert_quiet(unit.queues.send_audio_chunks, 0.2)
-    assert_quiet(unit.queues.text_output, 0.0)
+    assert_quiet(unit.queues.response_output, 0.2)
+    assert_quiet(unit.queues.stage_events, 0.0)
     record = respond(unit, "resp_after")
     assert record.done.status == "completed"
     assert record.text == "Paris is the capital of France."
@@ -106,24 +106,24 @@ def test_barge_in_mid_audio_hands_the_turn_to_the_new_utterance(make_unit: UnitF
         scripted_token_delay_ms=20,
     )
     unit.push_audio(turn_audio())
-    first = next_of(unit.queues.text_output, TranscriptionCompleted)
+    first = next_of(unit.queues.stage_events, TranscriptionCompleted)
     assert first.transcript == "Tell me a story."
     unit.submit(request(unit, "resp_story", first.transcript))
-    next_of(unit.queues.send_audio_chunks, AudioOutput)
+    next_of(unit.queues.response_output, AudioOutput)
 
     # The user speaks over the answer; the VAD reports it, the send loop cancels.
     unit.push_audio(speech(0.6))
-    started = next_of(unit.queues.text_output, SpeechStarted)
+    started = next_of(unit.queues.stage_events, SpeechStarted)
     assert started.interrupt_response
     unit.cancel_scope.cancel()
-    drain(unit.queues.send_audio_chunks)
+    drain(unit.queues.response_output)
     unit.push_audio(np.zeros(16000, dtype=np.float32))
-    second = next_of(unit.queues.text_output, TranscriptionCompleted)
+    second = next_of(unit.queues.stage_events, TranscriptionCompleted)
     assert second.transcript == "Stop, tell me the time."
 
     unit.submit(request(unit, "resp_time", second.transcript))
     items = collect(
-        unit.queues.send_audio_chunks, lambda i: isinstance(i, ResponseDone) and i.response_id == "resp_time"
+        unit.queues.response_output, lambda i: isinstance(i, ResponseDone) and i.response_id == "resp_time"
     )
     assert content_of_generation(items, 0) == []
     story_done = next(i for i in items if isinstance(i, ResponseDone) and i.response_id == "resp_story")

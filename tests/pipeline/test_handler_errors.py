@@ -118,12 +118,12 @@ def test_an_stt_crash_is_reported_and_the_turn_still_completes() -> None:
     unit = started_unit({"speculation_silence_ms": 0, "interim_transcript_ms": 0}, stt=FlakySTT)
     try:
         unit.push_audio(turn_audio())
-        items = collect(unit.queues.text_output, TranscriptionCompleted)
+        items = collect(unit.queues.stage_events, TranscriptionCompleted)
         (error,) = [i for i in items if isinstance(i, StageError)]
         assert error.stage == "stt" and "decoder exploded" in error.message
         assert items[-1].transcript == ""
         unit.push_audio(turn_audio())
-        assert next_of(unit.queues.text_output, TranscriptionCompleted).transcript == "second try works"
+        assert next_of(unit.queues.stage_events, TranscriptionCompleted).transcript == "second try works"
     finally:
         unit.stop()
 
@@ -158,10 +158,10 @@ def test_a_crash_on_a_speculative_pass_leaves_the_final_transcription_to_do_the_
     try:
         # The pause first: the speculative pass runs (and fails) before the turn ends.
         unit.push_audio(turn_audio(silence_s=0.2))
-        items = collect(unit.queues.text_output, StageError)
+        items = collect(unit.queues.stage_events, StageError)
         assert items[-1].stage == "stt" and items[-1].retried
         unit.push_audio(turn_audio(speech_s=0, silence_s=1.0))
-        items = collect(unit.queues.text_output, TranscriptionCompleted)
+        items = collect(unit.queues.stage_events, TranscriptionCompleted)
         assert not [i for i in items if isinstance(i, StageError)]
         # The speculative pass failed, so the turn's end transcribes again, successfully.
         assert items[-1].transcript == "second try works"

@@ -98,7 +98,7 @@ def test_release_while_a_response_streams_stops_it(make_pool: Any) -> None:
     pool = make_pool(1, lambda i: PipelineUnit(i, scripted_builders(settings)))
     unit = pool.claim()
     unit.submit(request(unit, "resp_long"))
-    next_of(unit.queues.send_audio_chunks, AudioOutput)
+    next_of(unit.queues.response_output, AudioOutput)
     pool.release(unit, wait=True)
     assert states(pool) == ["idle"]
     assert pool.status()[0].rebuilds == 0

@@ -16,7 +16,7 @@ CHUNK_S = 512 / 16000
 def test_a_spoken_turn_yields_events_then_its_transcript(make_unit: UnitFactory) -> None:
     unit = make_unit(scripted_transcripts=["Hello there, engine."])
     unit.push_audio(turn_audio())
-    items = collect(unit.queues.text_output, TranscriptionCompleted)
+    items = collect(unit.queues.stage_events, TranscriptionCompleted)
     kinds = [type(i) for i in items]
     # Speculative hypotheses may come between them; the turn's own events keep their order.
     assert kinds.index(SpeechStarted) == 0 and kinds.index(SpeechStopped) < len(items) - 1
@@ -34,7 +34,7 @@ def test_commit_includes_audio_short_of_a_whole_chunk(make_unit: UnitFactory) ->
     unit.config.update(turn_detection=None)
     unit.push_audio(speech(0.5))  # 15.6 chunks
     unit.commit_input("item_manual")
-    completed = next_of(unit.queues.text_output, TranscriptionCompleted)
+    completed = next_of(unit.queues.stage_events, TranscriptionCompleted)
     assert completed.item_id == "item_manual" and completed.manual
     assert completed.audio_seconds == 16 * CHUNK_S
 
@@ -46,4 +46,4 @@ def test_clear_drops_audio_short_of_a_whole_chunk_too(make_unit: UnitFactory) ->
     unit.clear_input()
     unit.push_audio(speech(3000 / 16000))
     unit.commit_input()
-    assert next_of(unit.queues.text_output, TranscriptionCompleted).audio_seconds == 6 * CHUNK_S
+    assert next_of(unit.queues.stage_events, TranscriptionCompleted).audio_seconds == 6 * CHUNK_S

@@ -331,13 +331,13 @@ def check_idle(session: Session) -> None:
     assert service.speculations.current is None
     assert not service.pending_transcriptions
     assert unit.stages_with_work() == []
-    assert unit.queues.text_output.empty() and unit.queues.send_audio_chunks.empty()
+    assert unit.queues.stage_events.empty() and unit.queues.response_output.empty()
     token = unit.begin_session_end()
     ended = []
     for _ in range(1000):
         for name in unit.stages_with_work():
             unit.step(name)
-        for tail in (unit.queues.text_output, unit.queues.send_audio_chunks):
+        for tail in (unit.queues.stage_events, unit.queues.response_output):
             while not tail.empty():
                 ended.append(tail.get_nowait())
         if not unit.stages_with_work():
@@ -379,8 +379,8 @@ def test_output_of_a_dropped_speculation_already_queued_for_the_wire_never_reach
     unit, service = session.unit, session.service
 
     def deliver_text() -> None:
-        while not unit.queues.text_output.empty():
-            service.dispatch_pipeline_item(unit.queues.text_output.get_nowait())
+        while not unit.queues.stage_events.empty():
+            service.dispatch_pipeline_item(unit.queues.stage_events.get_nowait())
 
     for chunk in [SPEECH_CHUNK] * 4 + [SILENT_CHUNK] * 2:
         service.push_input(chunk)
@@ -393,7 +393,7 @@ def test_output_of_a_dropped_speculation_already_queued_for_the_wire_never_reach
     for stage_name in ("llm", "lm_output_processor", "tts"):
         while unit.step(stage_name):
             pass
-    assert not unit.queues.send_audio_chunks.empty()  # its answer waits for the send loop
+    assert not unit.queues.response_output.empty()  # its answer waits for the send loop
     for chunk in [SILENT_CHUNK] * 6:
         service.push_input(chunk)
     while unit.step("vad") or unit.step("stt") or unit.step("transcription_notifier"):

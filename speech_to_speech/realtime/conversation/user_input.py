@@ -52,7 +52,7 @@ class UserInput:
         self.user_speaking = False
 
     def refusal(self, samples: int) -> RealtimeError | None:
-        return input_refusal(self._settings, self.uncommitted_samples, self._unit.queues.recv_audio_chunks.qsize(),
+        return input_refusal(self._settings, self.uncommitted_samples, self._unit.queues.vad_input.qsize(),
                              samples, manual=self._config().turn_detection is None)
 
     def push(self, samples_16k: np.ndarray) -> None:

@@ -22,19 +22,19 @@ def attach_wakeup(unit: PipelineUnit, loop: asyncio.AbstractEventLoop) -> asynci
     def notify() -> None:
         loop.call_soon_threadsafe(wake.set)
 
-    unit.queues.text_output.set_listener(notify)
-    unit.queues.send_audio_chunks.set_listener(notify)
+    unit.queues.stage_events.set_listener(notify)
+    unit.queues.response_output.set_listener(notify)
     wake.set()  # output may already be waiting
     return wake
 
 
 def detach_wakeup(unit: PipelineUnit) -> None:
-    unit.queues.text_output.set_listener(None)
-    unit.queues.send_audio_chunks.set_listener(None)
+    unit.queues.stage_events.set_listener(None)
+    unit.queues.response_output.set_listener(None)
 
 
 def next_item(unit: PipelineUnit) -> Any | None:
-    for source in (unit.queues.text_output, unit.queues.send_audio_chunks):
+    for source in (unit.queues.stage_events, unit.queues.response_output):
         try:
             return source.get_nowait()
         except queue.Empty:

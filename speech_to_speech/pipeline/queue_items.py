@@ -1,0 +1,70 @@
+"""What travels on each queue of a pipeline unit (units/unit.py), as one type per queue.
+
+A stage forwards every item it does not consume, so a queue carries what its
+stage makes, what the stages before it let through, and the control items
+every queue carries. ``tests/pipeline/test_queue_items.py`` runs sessions
+through a unit and checks each queue against its type.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+from speech_to_speech.pipeline.messages import (
+    AssistantTextPart,
+    AssistantToolCallPart,
+    AudioChunk,
+    AudioOutput,
+    AudioVisemes,
+    ClearInput,
+    CommitInput,
+    GenerateResponseRequest,
+    LLMFirstToken,
+    PipelineEnd,
+    PromptPrefill,
+    ReplyReady,
+    ResponseDone,
+    SessionEnd,
+    SpeculationVoided,
+    SpeculativeTranscript,
+    SpeechOngoing,
+    SpeechStarted,
+    SpeechStopped,
+    SpokenPhonemes,
+    StageError,
+    TokenUsage,
+    Transcript,
+    TranscriptionCompleted,
+    TranscriptionDelta,
+    TranscriptionSnapshot,
+    TranscriptText,
+    TTSFirstAudio,
+    TTSInput,
+    TurnDecision,
+    TurnVerdict,
+    Utterance,
+)
+
+# On every queue: the session's soft reset, the unit's stop, and a stage's report of a failure.
+Control: TypeAlias = SessionEnd | PipelineEnd | StageError
+
+# The VAD's input: the session's audio, its commits and clears, and what its turn decision is told
+# (the detector's verdicts, a pause's words, its reply being ready).
+VADInput: TypeAlias = AudioChunk | CommitInput | ClearInput | TurnVerdict | SpeculativeTranscript | ReplyReady | Control
+# VAD -> STT: the user turns, whole, at a pause, or while the user speaks.
+Utterances: TypeAlias = Utterance | Control
+# STT -> the transcription notifier.
+Transcripts: TypeAlias = Transcript | Control
+# Every stage -> the service (on the event loop): what the user did and what was heard.
+StageEvent: TypeAlias = (SpeechStarted | SpeechStopped | SpeechOngoing | SpeculationVoided | TurnDecision
+                         | TranscriptionDelta | TranscriptionSnapshot | TranscriptionCompleted
+                         | SpeculativeTranscript | Control)
+# The service -> the LLM.
+LLMRequest: TypeAlias = GenerateResponseRequest | PromptPrefill | Control
+# What a response is made of after the LLM, and after the TTS (which also marks its first audio).
+LLMOutput: TypeAlias = AssistantTextPart | AssistantToolCallPart | TokenUsage | LLMFirstToken | ResponseDone | Control
+TTSQueueItem: TypeAlias = TTSInput | AssistantToolCallPart | TokenUsage | LLMFirstToken | ResponseDone | Control
+# The TTS (or the viseme stage after it) -> the service: a response's audio, its transcript in order
+# with it, its tool calls, usage and terminal.
+ResponseOutput: TypeAlias = (AudioOutput | TranscriptText | SpokenPhonemes | AudioVisemes | TTSFirstAudio
+                             | AssistantToolCallPart | TokenUsage | LLMFirstToken | ResponseDone | Control)
