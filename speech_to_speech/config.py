@@ -148,8 +148,9 @@ class ServerSettings(BaseModel):
     )
     take_back_within_ms: int = Field(
         600, ge=0, description="Speech that resumes within this silence after a turn the detector ended at its "
-        "first pause (finished, or words read whole against the score) takes its reply back: cancelled if still being made, its items deleted, and the next turn "
-        "answers both utterances as one request (0: never, and finished turns wait out a pause of 448 ms)."
+        "first pause (finished, or words read whole against the score) takes its reply back: cancelled if still "
+        "being made, its items deleted, and the next turn answers both utterances as one request (0: never, and "
+        "finished turns wait out a pause of 448 ms)."
     )
     max_turn_silence_ms: int = Field(
         2000, ge=100, description="Longest silence an unfinished turn waits (semantic_vad, eagerness medium)."

@@ -394,9 +394,9 @@ class TurnDecision:
 
     ``outcome`` is ``finished`` (the turn ends once its reply can play), ``unfinished`` (it waits for
     more speech), ``timed_out`` (it ended after the longest silence allowed),
-    ``disputed`` (it sounded unfinished but its words were a whole sentence, and
-    the silence rule ended it) or ``no_answer`` (the detector gave none; the
-    silence rule decided).
+    ``disputed`` (it sounded unfinished but its words were a whole sentence: it
+    ended as a finished turn does where its reply can be taken back, else by the
+    silence rule) or ``no_answer`` (the detector gave none; the silence rule decided).
     """
 
     item_id: str | None
