@@ -142,9 +142,10 @@ class ServerSettings(BaseModel):
     finished_pause_ms: int = Field(
         200, ge=32, description="The shortest silence that ends a turn judged finished, once its reply is "
         "ready (eagerness high: --turn_pause_ms); so does one whose words read as a whole sentence though it "
-        "sounded unfinished. People pause up to ~400 ms between two sentences of one request: where the reply "
-        "cannot be taken back (--take_back_within_ms 0, or a session with interrupt_response false) a finished "
-        "turn waits at least 448 ms, and the other one the silence window (--min_silence_ms)."
+        "sounded unfinished, where --take_back_within_ms covers the silence window. People pause up to ~400 ms "
+        "between two sentences of one request: where the reply cannot be taken back (--take_back_within_ms 0, or "
+        "a session with interrupt_response false) a finished turn waits at least 448 ms, and the other one the "
+        "silence window (--min_silence_ms)."
     )
     take_back_within_ms: int = Field(
         600, ge=0, description="Speech that resumes within this silence after a turn the detector ended at its "

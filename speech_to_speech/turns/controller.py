@@ -32,8 +32,19 @@ class TurnRules:
     finished_pause_ms: int  # a pause between two sentences of one request (--finished_pause_ms)
     max_turn_silence_ms: int  # the longest an unfinished turn waits, before eagerness (--max_turn_silence_ms)
     level: Eagerness
-    # A reply begun now is taken back if the user goes on (--take_back_within_ms, interrupt_response).
-    takes_back: bool
+    # How long after a turn's end speech still takes its reply back (--take_back_within_ms; 0: never,
+    # and always 0 in a session whose interrupt_response is false).
+    take_back_ms: int
+
+    @property
+    def takes_back(self) -> bool:
+        return self.take_back_ms > 0
+
+    @property
+    def disputed_ends_early(self) -> bool:
+        """A disputed turn ends as a finished one does: its reply is taken back on any speech the silence
+        window would have waited for, so ending it sooner never splits what that rule keeps whole."""
+        return self.take_back_ms >= self.silence_ms
 
     @property
     def max_silence_ms(self) -> int:
@@ -203,9 +214,10 @@ class TurnController:
           waits up to the longest silence allowed;
         - sounds unfinished, but the words are a whole sentence ("… on Friday
           afternoon."): ``disputed``. Some voices (synthetic ones above all)
-          sound unfinished at the end of every question. Where its reply can be
-          taken back should the user go on, it ends as a finished turn does;
-          else the silence rule's window ends it, as it would without a detector.
+          sound unfinished at the end of every question. Where its reply would be
+          taken back on speech at any time within the silence rule's window, it
+          ends as a finished turn does; else that window ends it, as it would
+          without a detector.
 
         A shorter dip than ``--turn_pause_ms`` is never decided on, whatever the verdict.
         """
@@ -224,7 +236,7 @@ class TurnController:
         if judged_finished(verdict.probability, words, rules.level, self._continuation):
             return self._end_finished(rules, now)
         if verdict.probability < rules.level.finished_at and reads_finished(words, self._continuation):
-            if rules.takes_back:
+            if rules.disputed_ends_early:
                 return replace(self._end_finished(rules, now, "disputed"), report=self._judge("unfinished", now))
             self._fall_back_to_silence("disputed", rules)
             unfinished = self._judge("unfinished", now)

@@ -255,12 +255,12 @@ class VADHandler(BackendHandler):
 
     def _turn_rules(self) -> TurnRules:
         td = self.context.config.current.turn_detection
-        takes_back = self.settings.take_back_within_ms > 0 and (td is None or td.interrupt_response)
+        take_back_ms = self.settings.take_back_within_ms if td is None or td.interrupt_response else 0
         return TurnRules(judges=self._detects_turns(), silence_ms=self._silence_ms(),
                          turn_pause_ms=self.settings.turn_pause_ms,
                          finished_pause_ms=self.settings.finished_pause_ms,
                          max_turn_silence_ms=self.settings.max_turn_silence_ms, level=eagerness(td),
-                         takes_back=takes_back)
+                         take_back_ms=take_back_ms)
 
     def _carry_out(self, answer: Answer) -> Iterator[Any]:
         """Do what the turn controller answered."""

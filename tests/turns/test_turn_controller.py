@@ -6,6 +6,8 @@ controller the verdict, the words and the reply's readiness at chosen moments.
 
 from __future__ import annotations
 
+import pytest
+
 from speech_to_speech.pipeline.messages import TurnVerdict
 from speech_to_speech.turns.controller import NOTHING, Answer, TurnController, TurnRules
 from speech_to_speech.turns.rules import EAGERNESS, SENTENCE_PAUSE_MS
@@ -13,21 +15,22 @@ from speech_to_speech.turns.rules import EAGERNESS, SENTENCE_PAUSE_MS
 CHUNK_MS = 32
 PAUSE_MS, FINISHED_PAUSE_MS, SILENCE_MS, MAX_SILENCE_MS = 192, 320, 480, 1920
 SPECULATE_AT_MS = 64
+TAKE_BACK_MS = 600
 WORDS = "Well, let me think."
 
 
-def rules(eagerness: str = "auto", judges: bool = True, takes_back: bool = True) -> TurnRules:
+def rules(eagerness: str = "auto", judges: bool = True, take_back_ms: int = TAKE_BACK_MS) -> TurnRules:
     return TurnRules(judges=judges, silence_ms=SILENCE_MS, turn_pause_ms=PAUSE_MS,
                      finished_pause_ms=FINISHED_PAUSE_MS, max_turn_silence_ms=MAX_SILENCE_MS,
-                     level=EAGERNESS[eagerness], takes_back=takes_back)
+                     level=EAGERNESS[eagerness], take_back_ms=take_back_ms)
 
 
 class Story:
     """One turn's controller, and the silence the VAD has measured so far."""
 
-    def __init__(self, eagerness: str = "auto", judges: bool = True, takes_back: bool = True) -> None:
+    def __init__(self, eagerness: str = "auto", judges: bool = True, take_back_ms: int = TAKE_BACK_MS) -> None:
         self.turns = TurnController()
-        self.rules = rules(eagerness, judges, takes_back)
+        self.rules = rules(eagerness, judges, take_back_ms)
         self.silent_ms = 0
         self.asked: list[int] = []  # the pauses sent to the detector
 
@@ -139,8 +142,10 @@ def test_low_eagerness_waits_longer_for_an_unfinished_turn() -> None:
     assert ended(story.silence(2 * MAX_SILENCE_MS)) == (int(MAX_SILENCE_MS * 1.5), "timed_out")
 
 
-def test_disputed_falls_back_to_the_silence_window_where_its_reply_cannot_be_taken_back() -> None:
-    story = Story(takes_back=False)
+@pytest.mark.parametrize("take_back_ms", [0, SILENCE_MS - CHUNK_MS])
+def test_disputed_falls_back_to_the_silence_window_unless_its_reply_can_be_taken_back_for_as_long(
+        take_back_ms: int) -> None:
+    story = Story(take_back_ms=take_back_ms)
     story.silence(PAUSE_MS)
     story.words("It is on Friday afternoon.")
     story.ready()
@@ -161,7 +166,7 @@ def test_disputed_ends_as_a_finished_turn_does_where_its_reply_can_be_taken_back
 
 
 def test_a_finished_turn_that_cannot_be_taken_back_waits_out_a_pause_between_sentences() -> None:
-    story = Story(takes_back=False)
+    story = Story(take_back_ms=0)
     story.silence(PAUSE_MS)
     story.words()
     story.ready()

@@ -47,7 +47,7 @@ turn_rules = st.builds(
     finished_pause_ms=st.sampled_from([96, 192, 320, 416]),
     max_turn_silence_ms=st.sampled_from([960, 1920]),
     level=st.sampled_from(list(EAGERNESS.values())),
-    takes_back=st.booleans(),
+    take_back_ms=st.sampled_from([0, 300, 600]),
 )
 
 
@@ -59,7 +59,7 @@ def check_end(answer: Answer, silent_ms: int, rules: TurnRules) -> None:
         assert silent_ms >= rules.silence_ms
         return
     assert rules.judges and silent_ms >= rules.turn_pause_ms
-    if outcome == "finished" or (outcome == "disputed" and rules.takes_back):
+    if outcome == "finished" or (outcome == "disputed" and rules.take_back_ms >= rules.silence_ms):
         assert silent_ms >= min(rules.finished_floor_ms, rules.finished_cap_ms)
         if not rules.takes_back and rules.level.waits_between_sentences:
             assert silent_ms >= min(SENTENCE_PAUSE_MS, rules.finished_cap_ms)

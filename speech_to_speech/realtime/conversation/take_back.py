@@ -19,7 +19,9 @@ turn takes its reply back, whether it is still being made or was all sent
   is accepted and does nothing.
 
 A turn whose words read as a whole sentence but that sounded unfinished
-(``disputed``) ends the same way, and is taken back the same way.
+(``disputed``) ends the same way, and is taken back the same way, where this
+window is at least the silence window: speech the silence rule would have
+waited for then always takes the reply back.
 
 Never taken back: the reply to a turn the detector did not end at its first
 pause (the silence rules waited long enough), one that called a tool (the tool
