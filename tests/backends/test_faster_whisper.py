@@ -249,9 +249,9 @@ def test_a_short_window_that_began_again_answers_without_the_stock_path(
 
 
 def test_the_stock_window_setting_turns_the_short_window_off(whisper: Any) -> None:
-    assert short_window(whisper, ServerSettings(stt_window_s=30)) is None
-    assert short_window(whisper, ServerSettings(stt_window_s=0)) is None
-    assert short_window(whisper, ServerSettings()) is not None
+    assert short_window(whisper, ServerSettings(stt_window_s=30).stt) is None
+    assert short_window(whisper, ServerSettings(stt_window_s=0).stt) is None
+    assert short_window(whisper, ServerSettings().stt) is not None
 
 
 def trimmed(samples: Any) -> Any:

