@@ -63,7 +63,7 @@ def test_prompt_and_tokens_match_transformers(ct2_lm: LoadedCT2, request_: Gener
     from transformers import AutoTokenizer
 
     reference = AutoTokenizer.from_pretrained(resolve_source(None))
-    turns = chat_turns(request_, ServerSettings())
+    turns = chat_turns(request_, ServerSettings().llm)
     ours = render_prompt(ct2_lm.tokenizer, turns)
     assert ours == render_prompt(reference, turns)
     ids = reference(ours, add_special_tokens=False)["input_ids"]

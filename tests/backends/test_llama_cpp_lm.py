@@ -56,7 +56,7 @@ def test_the_gguf_chat_template_renders_like_the_transformers_tokenizer(llama_lm
     reference = AutoTokenizer.from_pretrained(resolve_source(None))
     request = GenerateResponseRequest("r", 0, (ChatMessage("user", "Hi."), ChatMessage("assistant", "Hello!"),
                                                ChatMessage("user", "What is the capital of France?")))
-    turns = chat_turns(request, ServerSettings())
+    turns = chat_turns(request, ServerSettings().llm)
     assert render_prompt(llama_lm.template, turns) == render_prompt(reference, turns)
 
 

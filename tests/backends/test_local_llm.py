@@ -45,7 +45,7 @@ def test_streams_a_reply_in_many_chunks_then_the_usage(local_llm: tuple[type, An
     # CTranslate2 int8 goes on "… la Galerie, la Galerie, …"): either it ended by itself, with nothing
     # after the usage, or it ran into the limit, and then says so after it.
     after = parts[parts.index(usage) + 1:]
-    limit = ServerSettings().max_new_tokens
+    limit = ServerSettings().llm.max_new_tokens
     if usage.output_tokens < limit:
         assert after == []
     else:

@@ -80,8 +80,8 @@ def test_the_backend_registers_and_serve_accepts_it(monkeypatch: pytest.MonkeyPa
     served: list[ServerSettings] = []
     monkeypatch.setattr(server, "run", served.append)
     assert cli.main(["serve", "--stt", "moonshine"]) == 0
-    assert served[-1].stt == "moonshine"
-    assert ServerSettings().stt == "faster-whisper"  # opt-in: not the default
+    assert served[-1].stt.backend == "moonshine"
+    assert ServerSettings().stt.backend == "faster-whisper"  # opt-in: not the default
 
 
 def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
