@@ -1,7 +1,7 @@
 """``speech-to-speech``: serve | talk | local | bench. Thin: parse, then call.
 
 ``serve``, ``local`` and the ``bench`` benchmarks take a flag for every
-ServerSettings field (derived from the model, see flags.py), ``--preset``
+ServerSettings field, by its flat name (derived from the sections, see flags.py and settings/), ``--preset``
 (presets.py) and ``--config FILE`` (YAML); flags given on the command line
 override the file, which overrides the preset, which overrides the defaults
 (a benchmark's own defaults first: see bench/cli.py).
@@ -21,7 +21,15 @@ from pydantic import ValidationError
 from speech_to_speech import __version__, registry
 from speech_to_speech.bench.cli import add_bench_parser, run_bench
 from speech_to_speech.client.cli import LOCAL_EXCLUDED, add_client_flags
-from speech_to_speech.config import TEST_ONLY_FIELDS, ServerSettings, load_yaml, settings_from_yaml
+from speech_to_speech.config import (
+    SECTIONS,
+    TEST_ONLY_FIELDS,
+    ServerSettings,
+    flat_location,
+    load_yaml,
+    settings_from_flat,
+    settings_from_yaml,
+)
 from speech_to_speech.flags import add_model_flags, given_values
 from speech_to_speech.presets import DEFAULT_PRESET, PRESETS, preset
 
@@ -31,6 +39,17 @@ BACKEND_FIELDS: tuple[registry.Kind, ...] = ("vad", "stt", "llm", "tts")
 PRESET_BY_DEFAULT = ("serve", "local")
 # `local` has one user, its own client: one unit unless a flag or the file asks for more.
 LOCAL_DEFAULTS: dict[str, Any] = {"num_pipelines": 1}
+# The heading of each section's flags in --help (the flags keep their flat names: --stt_model, --thresh).
+SECTION_HELP: dict[str, str] = {
+    "server": "The process: address, pool of units, access control, shutdown, session store.",
+    "limits": "What one session may send, keep and wait for, and its resume journal.",
+    "vad": "What hears the user: the VAD backend and its thresholds.",
+    "turns": "What ends a turn: the turn detector, its pauses, take-back, work started during the turn.",
+    "stt": "Speech to text.",
+    "llm": "The language model: its backend, prompt and sampling.",
+    "tts": "Text to speech, and the viseme stage after it.",
+    "testing": "The scripted backends (tests, benchmarks).",
+}
 
 
 def _settings_parent(*, test_only: bool) -> tuple[argparse.ArgumentParser, list[str]]:
@@ -41,16 +60,20 @@ def _settings_parent(*, test_only: bool) -> tuple[argparse.ArgumentParser, list[
                         help="A whole stack chosen by measurement, under --config and the flags: fast (SmolLM2-135M) "
                              f"or quality (Qwen2.5-Coder-0.5B); see docs/models.md. serve and local take "
                              f"{DEFAULT_PRESET} unless --preset or --config is given; benchmarks take none.")
-    group = parent.add_argument_group("server settings")
     extra: dict[str, str] = {kind: f"One of: {', '.join(registry.names(kind))}; or a module:Class."
                              for kind in BACKEND_FIELDS}
-    fields = add_model_flags(group, ServerSettings, extra_help=extra,
-                             unlisted=() if test_only else TEST_ONLY_FIELDS)
+    fields: list[str] = []
+    for section, model in SECTIONS.items():
+        if section == "testing" and not test_only:  # parsed, but neither listed nor given a heading
+            fields += add_model_flags(parent, model, unlisted=TEST_ONLY_FIELDS)
+            continue
+        group = parent.add_argument_group(f"{section} settings", SECTION_HELP[section])
+        fields += add_model_flags(group, model, extra_help=extra)
     return parent, fields
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
-    """The parser, and the ServerSettings fields it has flags for."""
+    """The parser, and the flat names of the settings it has flags for."""
     parser = argparse.ArgumentParser(
         prog="speech-to-speech",
         description="Local-first voice-agent server for OpenAI Realtime clients (VAD -> STT -> LLM -> TTS).",
@@ -84,12 +107,12 @@ def settings_from_args(args: argparse.Namespace, fields: list[str]) -> ServerSet
         values.update(settings_from_yaml(load_yaml(args.config)))
     values.update(given_values(args, fields))
     try:
-        settings = ServerSettings(**values)
+        settings = settings_from_flat(values)
     except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in error.errors())
+        problems = "; ".join(f"{flat_location(e['loc']) or 'settings'}: {e['msg']}" for e in error.errors())
         raise ValueError(problems) from None
     for kind in BACKEND_FIELDS:
-        name = getattr(settings, kind)
+        name = getattr(settings, kind).backend
         if not registry.known(kind, name):
             raise ValueError(f"unknown {kind} backend {name!r}; choose one of {', '.join(registry.names(kind))}, "
                              "or a module:Class")
@@ -142,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from_args(args, fields)
     except (OSError, ValueError) as error:
         parser.error(str(error))
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=settings.server.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return COMMANDS[args.command](settings, args)
 
 

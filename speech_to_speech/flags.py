@@ -1,6 +1,7 @@
 """Command-line flags derived from a pydantic settings model, so a setting is declared once.
 
-Each field becomes ``--field_name`` (or ``--field-name`` with dashes=True): its type
+Each field becomes ``--field_name`` (or ``--field-name`` with dashes=True; a field with an
+alias is named by its alias, and so is its value in the namespace): its type
 from the annotation, its help from the field's description. Booleans get
 ``--flag/--no-flag``, lists take several values, Literals become choices.
 Flags default to "not given", so the caller can layer them over YAML values.
@@ -112,14 +113,15 @@ def add_model_flags(
     dashes: bool = False,
     unlisted: Iterable[str] = (),
 ) -> list[str]:
-    """Add a flag for every expressible field of ``model``; returns the field names added.
+    """Add a flag for every expressible field of ``model``; returns the flag names added (alias, else name).
 
     ``extra_help`` appends text to a field's help; ``dashes`` spells ``--send-rate``, not ``--send_rate``;
     ``unlisted`` fields still parse but stay out of ``--help``.
     """
     skipped, quiet = set(exclude), set(unlisted)
     added = []
-    for name, field in model.model_fields.items():
+    for attribute, field in model.model_fields.items():
+        name = field.alias or attribute
         if name in skipped:
             continue
         kwargs = flag_kwargs(field)

@@ -11,28 +11,40 @@ by name, when the package declares them as entry points of the
 ``speech_to_speech.backends`` group (``stt.my-stt = my_package.stt``: the
 module that registers ``my-stt``), or by ``module:Class`` path
 (``--stt my_package.stt:MySTT``), for code that is not installed as a package.
+
+Each backend is given its own section of the settings, never the whole:
+the loader ``load(section, context)`` (``context``: a :class:`LoadContext`,
+the device, the number of units, the scripted backends' knobs), the handler
+``settings=section``, and the other sections its class names in
+``given_sections`` (a VAD handler ``turn_settings=``, the turns section: it
+ends turns). The sections of the kinds: :data:`SECTION_OF`.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LLMSettings, LoadContext, STTSettings, TTSSettings, VADSettings
 
 Kind = Literal["vad", "stt", "llm", "tts"]
 ENTRY_POINT_GROUP = "speech_to_speech.backends"
+# The section a backend of each kind is given (``settings.<kind>``), its loader and its handler alike.
+SECTION_OF: dict[Kind, type] = {"vad": VADSettings, "stt": STTSettings, "llm": LLMSettings, "tts": TTSSettings}
+# A loader: (its kind's section, the LoadContext) -> the model its handlers share.
+Loader = Callable[[Any, LoadContext], Any]
 
 
 @dataclass(frozen=True)
 class Backend:
     kind: Kind
     name: str
-    load: Callable[[ServerSettings], Any]
-    handler: type  # a BaseHandler subclass: (context, queue_in, queue_out, model, settings)
+    load: Loader
+    handler: type  # a BackendHandler subclass: (context, queue_in, queue_out, model=, settings=<section>, events=)
 
 
 _BACKENDS: dict[tuple[Kind, str], Backend] = {}
@@ -59,9 +71,23 @@ _MODULES: dict[tuple[Kind, str], str] = {
 }
 
 
-def register(kind: Kind, name: str, load: Callable[[ServerSettings], Any]) -> Callable[[type], type]:
+def _takes_context(load: Callable[..., Any]) -> bool:
+    """Whether ``load`` takes the LoadContext after the section (a loader of one argument takes the section only)."""
+    try:
+        parameters = inspect.signature(load).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): called as a loader is
+        return True
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
+
+
+def register(kind: Kind, name: str, load: Callable[..., Any]) -> Callable[[type], type]:
+    """Register ``handler`` as ``kind`` backend ``name``, its model made by ``load(section, context)``
+    (or ``load(section)``: a loader that needs nothing but its section)."""
+    loader: Loader = load if _takes_context(load) else lambda section, context: load(section)
+
     def decorate(handler: type) -> type:
-        _BACKENDS[(kind, name)] = Backend(kind, name, load, handler)
+        _BACKENDS[(kind, name)] = Backend(kind, name, loader, handler)
         return handler
 
     return decorate

@@ -95,7 +95,7 @@ def test_every_serve_flag_in_deploy_exists_and_parses(source: str, serve_help: s
     assert unknown == [], f"{source}: not flags of `serve --help`: {unknown}"
     assert cli.main(argv) == 0, source  # the values too: parsed as `serve` would
     settings = serve_settings[-1]
-    assert settings.host == "0.0.0.0" and settings.port == 8765
+    assert settings.server.host == "0.0.0.0" and settings.server.port == 8765
 
 
 def test_compose_runs_two_replicas_on_redis_behind_nginx_with_vllm_optional() -> None:

@@ -149,8 +149,8 @@ def load_wavs(folder: Path, limit: int | None = None, rate: int = RATE,
 
 def synthesize(texts: list[str], rate: int = RATE) -> list[Samples]:
     """Speak ``texts`` with hibari's default voice (deterministic: a fixed seed)."""
-    from speech_to_speech.config import ServerSettings
+    from speech_to_speech.config import LoadContext, ServerSettings
     from speech_to_speech.tts.hibari import SAMPLE_RATE, load_hibari
 
-    voice = load_hibari(ServerSettings.model_validate({})).get(None)
+    voice = load_hibari(ServerSettings.model_validate({}).tts, LoadContext()).get(None)
     return [resample(np.asarray(voice(text, seed=0)), SAMPLE_RATE, rate) for text in texts]

@@ -255,7 +255,7 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
         from speech_to_speech.bench.bargein import LONG_ANSWER, BargeinConfig
 
         instructions = LONG_ANSWER if args.instructions is None else (args.instructions or None)
-        return BargeinConfig(**asked, **timeout, min_speech_ms=settings.min_speech_ms, instructions=instructions,
+        return BargeinConfig(**asked, **timeout, min_speech_ms=settings.vad.min_speech_ms, instructions=instructions,
                              inject_after_ms=args.inject_after_ms, settle_ms=args.settle_ms)
     if name == "echo":
         from speech_to_speech.bench.echo import LONG_ANSWER as FEW_SENTENCES
@@ -267,7 +267,7 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
     if name == "overhead":
         from speech_to_speech.bench.overhead import OverheadConfig
 
-        return OverheadConfig(turns=args.turns, min_speech_ms=settings.min_speech_ms, **timeout)
+        return OverheadConfig(turns=args.turns, min_speech_ms=settings.vad.min_speech_ms, **timeout)
     from speech_to_speech.bench.capacity import CapacityConfig
 
     return CapacityConfig(sessions=args.sessions, turns=args.turns, budget_ms=args.budget_ms,
@@ -287,7 +287,7 @@ def _runner(name: str) -> Runner:
 def server_settings(name: str, args: argparse.Namespace, settings: ServerSettings) -> ServerSettings:
     """What the bench's own server needs beyond the flags: a unit per session, an answer long enough to interrupt."""
     update: dict[str, Any] = {}
-    units = settings.num_pipelines  # "auto": sized for the machine, maybe fewer than asked
+    units = settings.server.num_pipelines  # "auto": sized for the machine, maybe fewer than asked
     if name == "capacity" and (units == "auto" or units < max(args.sessions)):
         update["num_pipelines"] = max(args.sessions)
     if name == "load" and (units == "auto" or units < 2):
@@ -295,11 +295,11 @@ def server_settings(name: str, args: argparse.Namespace, settings: ServerSetting
 
         if TWO in (args.phases or PHASES):
             update["num_pipelines"] = 2  # two sessions speaking at once
-    if name == "bargein" and settings.llm == "scripted" and not settings.scripted_replies:
+    if name == "bargein" and settings.llm.backend == "scripted" and not settings.testing.replies:
         from speech_to_speech.bench.bargein import SCRIPTED_REPLY
 
         update["scripted_replies"] = [SCRIPTED_REPLY]
-    return settings.model_copy(update=update) if update else settings
+    return settings.updated(**update) if update else settings
 
 
 def run_bench(settings: ServerSettings, args: argparse.Namespace) -> int:
@@ -352,7 +352,7 @@ def _run_soak(settings: ServerSettings, args: argparse.Namespace, output: Path) 
     config = soak.SoakConfig(sessions=args.sessions, turns=args.turns, concurrency=args.concurrency,
                              disconnect_share=args.disconnect_share, malformed_share=args.malformed_share,
                              seed=args.seed, **({"timeout_s": args.timeout} if args.timeout else {}))
-    with started(settings.model_copy(update={"num_pipelines": args.concurrency})) as (server, child):
+    with started(settings.updated(num_pipelines=args.concurrency)) as (server, child):
         summary, samples, recorded = asyncio.run(soak.run(server, config, child.process.pid))
         env = results.environment(server)
     summary["server_exit_code"] = child.process.returncode  # after SIGTERM

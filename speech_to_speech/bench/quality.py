@@ -150,5 +150,5 @@ async def run(target: Any, config: QualityConfig) -> tuple[dict[str, Any], list[
                LATENCY: summarize(t[LATENCY] for s in samples for t in s["turns"])}
     recorded = {**{k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
                 "request_set": str(config.request_set or DEFAULT_SET),
-                "instructions": None if target.settings is None else target.settings.init_chat_prompt}
+                "instructions": None if target.settings is None else target.settings.llm.init_chat_prompt}
     return summary, samples, recorded

@@ -15,7 +15,7 @@ from typing import Any
 
 from speech_to_speech import cpu
 from speech_to_speech.bench.target import Target
-from speech_to_speech.config import SECRET_FIELDS
+from speech_to_speech.config import SECRET_FIELDS, flat_settings
 
 DEFAULT_DIR = Path("docs/benchmarks")
 PACKAGES = ("speech-to-speech", "torch", "onnxruntime", "ctranslate2", "transformers", "faster-whisper",
@@ -72,10 +72,10 @@ def environment(target: Target) -> dict[str, Any]:
     models = {}
     for kind in ("vad", "stt", "llm", "tts"):
         backend = pipeline.get(kind)
-        given = getattr(settings, f"{kind}_model", None) if settings is not None else None
+        given = getattr(getattr(settings, kind), "model", None) if settings is not None else None
         models[kind] = given or PACKAGED_MODELS.get(str(backend), str(backend))
-    if pipeline.get("llm") == "llama-cpp" and settings is not None and settings.llm_gguf_type != "file":
-        models["llm"] += f", rewritten as {settings.llm_gguf_type.upper()}"  # what llama.cpp ran
+    if pipeline.get("llm") == "llama-cpp" and settings is not None and settings.llm.gguf_type != "file":
+        models["llm"] += f", rewritten as {settings.llm.gguf_type.upper()}"  # what llama.cpp ran
     return {
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
@@ -94,7 +94,7 @@ def environment(target: Target) -> dict[str, Any]:
             "pipeline": pipeline,
             "models": models,
             # Settings that differ from the defaults; unknown for a server at --url.
-            "flags": settings.model_dump(exclude_defaults=True, exclude={"host", "port", *SECRET_FIELDS})
+            "flags": flat_settings(settings, exclude_defaults=True, exclude={"host", "port", *SECRET_FIELDS})
             if settings else None,
         },
     }

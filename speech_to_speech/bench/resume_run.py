@@ -19,8 +19,8 @@ def run_resume(settings: ServerSettings, args: argparse.Namespace, output: Path)
     from speech_to_speech.bench.resume import REPLY, ResumeConfig, run
     from speech_to_speech.bench.target import started
 
-    if settings.llm == "scripted" and not settings.scripted_replies:
-        settings = settings.model_copy(update={"scripted_replies": [REPLY]})
+    if settings.llm.backend == "scripted" and not settings.testing.replies:
+        settings = settings.updated(scripted_replies=[REPLY])
     extra: dict[str, Any] = {"timeout_s": args.timeout} if args.timeout else {}
     if args.reconnect_delay_ms is not None:
         delay = args.reconnect_delay_ms / 1000

@@ -58,7 +58,7 @@ def spoken_with_word_boundaries(text: str, rate: int) -> tuple[audio.Samples, li
     from speech_to_speech.config import ServerSettings
     from speech_to_speech.tts.hibari import SAMPLE_RATE, HibariVoices
 
-    voices = HibariVoices(ServerSettings.model_validate({}).tts_voice, durations=True)
+    voices = HibariVoices(ServerSettings.model_validate({}).tts.voice, durations=True)
     tts = voices.get(None)
     timed = voices.timed(tts)
     if timed is None:

@@ -36,7 +36,7 @@ from speech_to_speech.bench.events import Clock
 from speech_to_speech.bench.latency import ask_fresh
 from speech_to_speech.bench.stats import summarize_fields
 from speech_to_speech.bench.target import Target, started
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import ServerSettings, flat_settings
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ async def speak(server: Target, units: int, questions: list[audio.Speech], confi
 def measure(settings: ServerSettings, units: int, questions: list[audio.Speech], config: StartupConfig,
             ) -> tuple[dict[str, Any], dict[str, Any]]:
     """One server's life: (its sample, the environment read while it was up)."""
-    with started(settings.model_copy(update={"num_pipelines": units})) as (server, child):
+    with started(settings.updated(num_pipelines=units)) as (server, child):
         ready_ms = round((child.ready - child.spawned) * 1000.0, 1)
         time.sleep(config.settle_s)
         rss_ready, pss_ready = tree_rss_mb(child.process.pid), tree_pss_mb(child.process.pid)
@@ -161,5 +161,5 @@ def run(settings: ServerSettings, config: StartupConfig,
     recorded = {**asdict(config), "units": sorted(set(config.units)),
                 "questions_dir": str(config.questions_dir or audio.DEFAULT_QUESTIONS_DIR),
                 "questions": [q.name for q in questions],
-                "serve": settings.model_dump(exclude_defaults=True, exclude={"host", "port", "num_pipelines"})}
+                "serve": flat_settings(settings, exclude_defaults=True, exclude={"host", "port", "num_pipelines"})}
     return summarize_runs(samples), samples, recorded, env

@@ -47,7 +47,7 @@ import numpy as np
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.bench import audio, corpus
 from speech_to_speech.bench.human_speech import human_clips
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LoadContext, ServerSettings
 from speech_to_speech.stt.faster_whisper import _transcribe, load_faster_whisper, transcribe_windowed
 from speech_to_speech.stt.whisper_window import SAMPLE_RATE, WindowedWhisper, suspicious
 
@@ -147,7 +147,7 @@ def candidates(model: Any, moonshine: Any = None) -> dict[str, Candidate]:
 
 def run(limit: int | None = None, only: list[str] | None = None, human: Path | None = None,
         moonshine: bool = False, repeat: int = 1) -> dict[str, Any]:
-    model = load_faster_whisper(ServerSettings.model_validate({}))
+    model = load_faster_whisper(ServerSettings.model_validate({}).stt, LoadContext())
     chosen = candidates(model, _load_moonshine() if moonshine else None)
     if only:
         chosen = {name: run_one for name, run_one in chosen.items() if name in only or name == "full"}
@@ -179,7 +179,7 @@ def run(limit: int | None = None, only: list[str] | None = None, human: Path | N
 def _load_moonshine() -> Any:
     from speech_to_speech.stt.moonshine import load_moonshine
 
-    return load_moonshine(ServerSettings.model_validate({"stt": "moonshine"}))
+    return load_moonshine(ServerSettings.model_validate({"stt": "moonshine"}).stt, LoadContext())
 
 
 def environment() -> dict[str, Any]:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import yaml
 
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import ServerSettings, flat_settings
 
 ServerMode = Literal["subprocess", "in-process"]
 START_TIMEOUT_S = 300.0  # loading the real models on a busy 2-core machine
@@ -81,7 +81,7 @@ def target(url: str | None, settings: ServerSettings, mode: ServerMode = "subpro
         from speech_to_speech.testing.server import running_server
 
         with running_server(settings) as server:
-            yield Target(server.ws_url, server.http_url, settings.model_copy(update={"port": server.port}), mode)
+            yield Target(server.ws_url, server.http_url, settings.updated(port=server.port), mode)
         return
     with started(settings) as (server, _):
         yield server
@@ -107,9 +107,9 @@ def started(settings: ServerSettings) -> Iterator[tuple[Target, Child]]:
     """A child server for ``settings`` on a free loopback port: its target and its process."""
     from speech_to_speech.testing.server import free_port
 
-    settings = settings.model_copy(update={"host": "127.0.0.1", "port": free_port()})
+    settings = settings.updated(host="127.0.0.1", port=free_port())
     with child_server(settings) as child:
-        address = f"{settings.host}:{settings.port}"
+        address = f"{settings.server.host}:{settings.server.port}"
         yield Target(f"ws://{address}/v1/realtime", f"http://{address}", settings, "subprocess"), child
 
 
@@ -118,11 +118,11 @@ def child_server(settings: ServerSettings) -> Iterator[Child]:
     """``speech-to-speech serve`` for ``settings`` (passed as a YAML file), until it answers /health."""
     with tempfile.TemporaryDirectory(prefix="s2s-bench-") as folder:
         config = Path(folder) / "server.yaml"
-        config.write_text(yaml.safe_dump({"server": settings.model_dump(exclude_defaults=True)}))
+        config.write_text(yaml.safe_dump({"server": flat_settings(settings, exclude_defaults=True)}))
         spawned = time.monotonic()
         child = subprocess.Popen([*serve_command(), "--config", str(config)])
         try:
-            ready = _wait_healthy(child, f"http://{settings.host}:{settings.port}/health")
+            ready = _wait_healthy(child, f"http://{settings.server.host}:{settings.server.port}/health")
             yield Child(child, spawned, ready)
         finally:
             child.terminate()

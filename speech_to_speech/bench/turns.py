@@ -216,9 +216,10 @@ def recorded(config: TurnsConfig, clips: list[audio.Speech], source: str, target
         "clips": [corpus.describe(clip) for clip in clips],
         # What decides whether a pause ends a turn (unknown for a server at --url).
         "server_turn_settings": None if settings is None else {
-            "min_silence_ms": settings.min_silence_ms, "speculation_silence_ms": settings.speculation_silence_ms,
-            "turn_detector": settings.turn_detector, "turn_pause_ms": settings.turn_pause_ms,
-            "max_turn_silence_ms": settings.max_turn_silence_ms},
+            "min_silence_ms": settings.vad.min_silence_ms,
+            "speculation_silence_ms": settings.turns.speculation_silence_ms,
+            "turn_detector": settings.turns.detector, "turn_pause_ms": settings.turns.pause_ms,
+            "max_turn_silence_ms": settings.turns.max_turn_silence_ms},
     }
 
 

@@ -34,12 +34,12 @@ def loopback_server(settings: ServerSettings, *, any_port: bool) -> Iterator[str
 
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0 if any_port else settings.port))
+    sock.bind(("127.0.0.1", 0 if any_port else settings.server.port))
     port = int(sock.getsockname()[1])
     app, pool = build_app(settings)  # loads the models: the slow part
     # The one server setup of `serve`: the same frame cap, and sessions closed before connections on exit.
     server = RealtimeServer(app, host="127.0.0.1", port=port, log_level="warning",
-                            max_event_bytes=settings.max_event_bytes)
+                            max_event_bytes=settings.limits.max_event_bytes)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="local-server", daemon=True)
     thread.start()
     try:
@@ -64,6 +64,6 @@ def run_local_session(prog: str, settings: ServerSettings, config: RealtimeAudio
         print(f"{prog}: {error}", file=sys.stderr)
         return 1
     # --port (flag or YAML) pins the port; otherwise any free one, so `local` never clashes with `serve`.
-    with loopback_server(settings, any_port="port" not in settings.model_fields_set) as url:
+    with loopback_server(settings, any_port="port" not in settings.server.model_fields_set) as url:
         log.info("local server at %s", url)
         return run_client(prog, config.model_copy(update={"url": url}))

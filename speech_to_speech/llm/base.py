@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from speech_to_speech.config import LLMSettings
 from speech_to_speech.llm.speakable import speaks_latin_only
 from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages import (
@@ -45,14 +46,14 @@ GeneratedPart = str | AssistantToolCallPart | TokenUsage | Terminal
 
 class LLMHandler(BackendHandler):
     stage = "llm"
+    settings: LLMSettings  # the llm section
     consumes = (GenerateResponseRequest, PromptPrefill)
     # The languages the unit's voice speaks (its TTS says; None: unknown), set when the unit is built.
     voice_languages: tuple[str, ...] | None = None
 
     def speaks_in_latin_script(self, request: GenerateResponseRequest) -> bool:
         """The reply will be spoken by a voice of Latin-script languages only (see :mod:`.speakable`)."""
-        declared = self.settings.tts_supported_languages
-        return "audio" in request.output_modalities and speaks_latin_only(declared or self.voice_languages)
+        return "audio" in request.output_modalities and speaks_latin_only(self.voice_languages)
 
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         raise NotImplementedError

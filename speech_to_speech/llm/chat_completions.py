@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from speech_to_speech import registry
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LLMSettings
 from speech_to_speech.llm import openai_common as common
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.pipeline.messages import AssistantToolCallPart, GenerateResponseRequest, TokenUsage
@@ -20,7 +20,7 @@ _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"
 @registry.register("llm", "chat-completions", common.llm_client)
 class ChatCompletionsLLM(LLMHandler):
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
-        settings: ServerSettings = self.settings
+        settings: LLMSettings = self.settings
         kwargs: dict[str, Any] = {
             "model": common.model_name(settings),
             "messages": common.chat_messages(request, settings),

@@ -14,7 +14,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LLMSettings
 from speech_to_speech.llm.tools import local_system_prompt, native_tools
 from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
 
@@ -65,7 +65,7 @@ def _turn(message: ChatMessage, tool_names: dict[str, str]) -> Turn | None:
     return {"role": message.role, "content": message.content}
 
 
-def chat_turns(request: GenerateResponseRequest, settings: ServerSettings, native: bool = False) -> list[Turn]:
+def chat_turns(request: GenerateResponseRequest, settings: LLMSettings, native: bool = False) -> list[Turn]:
     """System prompt, then the last ``chat_size`` exchanges of the conversation.
 
     ``native``: the chat template renders the tools (see ``knows_tools``);
@@ -98,7 +98,7 @@ def _without_system(turns: list[Turn]) -> list[Turn]:
     return [{"role": "user", "content": system}, *rest]
 
 
-def prompt_for(tokenizer: Any, request: GenerateResponseRequest, settings: ServerSettings) -> str:
+def prompt_for(tokenizer: Any, request: GenerateResponseRequest, settings: LLMSettings) -> str:
     """The prompt of ``request`` for a model: its tools in the template's own format when it has one.
 
     The answer to a tool's result is asked without the tools, the result as

@@ -26,7 +26,7 @@ from typing import Any
 
 from speech_to_speech import registry
 from speech_to_speech.cache import cached_conversion
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LLMSettings, LoadContext
 from speech_to_speech.cpu import half_the_cpus
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
@@ -114,19 +114,19 @@ def _device(setting: str) -> str:
     return setting
 
 
-def load_ctranslate2(settings: ServerSettings) -> LoadedCT2:
+def load_ctranslate2(settings: LLMSettings, context: LoadContext) -> LoadedCT2:
     import ctranslate2
 
-    folder = converted_for_ct2(resolve_source(settings.llm_model), settings.llm_compute_type)
-    device = _device(settings.device)
+    folder = converted_for_ct2(resolve_source(settings.model), settings.compute_type)
+    device = _device(context.device)
     generator = ctranslate2.Generator(
         str(folder),
         device=device,
-        compute_type=settings.llm_compute_type,
+        compute_type=settings.compute_type,
         # One replica per unit so sessions decode side by side; replicas share the weights.
-        inter_threads=pool_size(settings.num_pipelines).units,
+        inter_threads=pool_size(context.num_pipelines).units,
         # A small model decodes no faster on more threads, and STT and TTS run beside it.
-        intra_threads=settings.llm_threads or half_the_cpus(),
+        intra_threads=settings.threads or half_the_cpus(),
     )
     return LoadedCT2(generator=generator, tokenizer=LocalTokenizer(folder), source=str(folder))
 

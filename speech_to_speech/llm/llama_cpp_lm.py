@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from speech_to_speech import registry
 from speech_to_speech.cache import cached_conversion
-from speech_to_speech.config import GGUFWeightType, ServerSettings
+from speech_to_speech.config import GGUFWeightType, LLMSettings, LoadContext
 from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.cpu import half_the_cpus, physical_cores
 from speech_to_speech.cpu.gate import CpuGate
@@ -183,31 +183,31 @@ def rewritten_gguf(gguf: Path, weight_type: GGUFWeightType) -> Path:
     return cached_conversion(f"{gguf_cache_name(gguf)}-{weight_type}", REWRITTEN, rewrite) / REWRITTEN
 
 
-def load_llama_cpp(settings: ServerSettings) -> LoadedLlama:
+def load_llama_cpp(settings: LLMSettings, context: LoadContext) -> LoadedLlama:
     try:
         from llama_cpp import Llama
     except ImportError as error:
         raise RuntimeError(MISSING) from error
     load_cpu_kernels()  # a build with every CPU variant has none loaded until then
-    if settings.device not in ("cpu", "auto"):
-        raise RuntimeError(f"the llama-cpp backend runs on the CPU here, not {settings.device!r}; use --device cpu")
-    path = gguf_path(settings.llm_model)
-    if settings.llm_gguf_type != "file":
-        path = rewritten_gguf(path, settings.llm_gguf_type)
+    if context.device not in ("cpu", "auto"):
+        raise RuntimeError(f"the llama-cpp backend runs on the CPU here, not {context.device!r}; use --device cpu")
+    path = gguf_path(settings.model)
+    if settings.gguf_type != "file":
+        path = rewritten_gguf(path, settings.gguf_type)
     # Reading a prompt is compute-bound and comes when the other stages wait for it (the turn detector
     # has answered by then): one thread per physical core nearly halves it where cores are not hyperthreads.
     # So are a reply's first words, up to the TTS's first chunk; the rest decodes on half the CPUs
     # beside the TTS (DecodeThreads). --llm_threads sets all three.
-    threads = DecodeThreads(batch=settings.llm_threads or physical_cores(),
-                            first_words=settings.llm_threads or physical_cores(),
-                            rest=settings.llm_threads or half_the_cpus())
-    count = settings.llm_contexts or min(pool_size(settings.num_pipelines).units, MAX_DEFAULT_CONTEXTS)
+    threads = DecodeThreads(batch=settings.threads or physical_cores(),
+                            first_words=settings.threads or physical_cores(),
+                            rest=settings.threads or half_the_cpus())
+    count = settings.contexts or min(pool_size(context.num_pipelines).units, MAX_DEFAULT_CONTEXTS)
     contexts = [Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, n_threads=threads.rest,
                       n_threads_batch=threads.batch, verbose=False) for _ in range(count)]
     llm = contexts[0]
     foreign = foreign_token_ids([llm.detokenize([token]) for token in range(llm.n_vocab())])
     # --llm_threads is a number the user chose: kept as it is, busy neighbours or not.
-    gate = None if settings.llm_threads else cpu_gate.shared()
+    gate = None if settings.threads else cpu_gate.shared()
     return LoadedLlama(pool=ContextPool(contexts), template=_template(llm), path=path, foreign_tokens=foreign,
                        threads=threads, gate=gate)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech import registry
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LLMSettings, LoadContext
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.tools import split_tool_calls
@@ -43,7 +43,7 @@ def require_apple_silicon(system: str | None = None, machine: str | None = None)
         )
 
 
-def load_mlx(settings: ServerSettings) -> LoadedMLX:
+def load_mlx(settings: LLMSettings, context: LoadContext) -> LoadedMLX:
     require_apple_silicon()
     try:
         from mlx_lm import load
@@ -51,7 +51,7 @@ def load_mlx(settings: ServerSettings) -> LoadedMLX:
         raise RuntimeError(
             "the mlx-lm backend needs the mlx extra: pip install 'speech-to-speech[mlx]'"
         ) from error
-    source = settings.llm_model or DEFAULT_MODEL
+    source = settings.model or DEFAULT_MODEL
     model, tokenizer = load(source)
     return LoadedMLX(model=model, tokenizer=tokenizer, source=source)
 

@@ -4,25 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LLMSettings, LoadContext
 from speech_to_speech.openai_client import make_client
 from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
 
 
-def llm_client(settings: ServerSettings) -> Any:
+def llm_client(settings: LLMSettings, context: LoadContext | None = None) -> Any:
     # Generation streams can be long; the timeout bounds silence between bytes, not the whole reply.
-    return make_client(settings.llm_base_url, settings.llm_api_key, timeout_s=60.0)
+    return make_client(settings.base_url, settings.api_key, timeout_s=60.0)
 
 
-def model_name(settings: ServerSettings) -> str:
-    return settings.llm_model or "gpt-4o-mini"
+def model_name(settings: LLMSettings) -> str:
+    return settings.model or "gpt-4o-mini"
 
 
-def system_prompt(request: GenerateResponseRequest, settings: ServerSettings) -> str:
+def system_prompt(request: GenerateResponseRequest, settings: LLMSettings) -> str:
     return request.instructions or settings.init_chat_prompt
 
 
-def chat_messages(request: GenerateResponseRequest, settings: ServerSettings) -> list[dict[str, Any]]:
+def chat_messages(request: GenerateResponseRequest, settings: LLMSettings) -> list[dict[str, Any]]:
     """History in Chat Completions shape (tool calls and results included)."""
     answered = {m.tool_call_id for m in request.messages if m.role == "tool"}
     messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(request, settings)}]
@@ -74,7 +74,7 @@ def tool_choice(choice: str | dict[str, Any], chat: bool) -> Any:
     return choice
 
 
-def reasoning_options(request: GenerateResponseRequest, settings: ServerSettings, chat: bool) -> dict[str, Any]:
+def reasoning_options(request: GenerateResponseRequest, settings: LLMSettings, chat: bool) -> dict[str, Any]:
     """A client's effort wins over the startup flags for this request, as the spec says."""
     effort = request.reasoning_effort or settings.responses_api_reasoning_effort
     options: dict[str, Any] = {}
@@ -88,7 +88,7 @@ def reasoning_options(request: GenerateResponseRequest, settings: ServerSettings
     return options
 
 
-def sampling_options(settings: ServerSettings) -> dict[str, Any]:
+def sampling_options(settings: LLMSettings) -> dict[str, Any]:
     """The sampling settings that differ from the provider's defaults.
 
     OpenAI has no repetition penalty; vLLM takes it as an extra sampling parameter.
@@ -103,7 +103,7 @@ def sampling_options(settings: ServerSettings) -> dict[str, Any]:
     return options
 
 
-def request_options(request: GenerateResponseRequest, settings: ServerSettings, chat: bool) -> dict[str, Any]:
+def request_options(request: GenerateResponseRequest, settings: LLMSettings, chat: bool) -> dict[str, Any]:
     """Reasoning and sampling options of one request, their ``extra_body`` parts merged."""
     reasoning, sampling = reasoning_options(request, settings, chat), sampling_options(settings)
     extra = {**reasoning.pop("extra_body", {}), **sampling.pop("extra_body", {})}

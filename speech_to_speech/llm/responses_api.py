@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from speech_to_speech import registry
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LLMSettings
 from speech_to_speech.llm import openai_common as common
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.pipeline.messages import AssistantToolCallPart, GenerateResponseRequest, TokenUsage
@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 @registry.register("llm", "responses-api", common.llm_client)
 class ResponsesApiLLM(LLMHandler):
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
-        settings: ServerSettings = self.settings
+        settings: LLMSettings = self.settings
         kwargs: dict[str, Any] = {
             "model": common.model_name(settings),
             "instructions": common.system_prompt(request, settings),

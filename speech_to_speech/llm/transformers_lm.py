@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speech_to_speech import registry
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LLMSettings, LoadContext
 from speech_to_speech.cpu import half_the_cpus
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
@@ -50,16 +50,16 @@ def _device(setting: str) -> str:
     return "cpu"
 
 
-def load_transformers(settings: ServerSettings) -> LoadedLM:
+def load_transformers(settings: LLMSettings, context: LoadContext) -> LoadedLM:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    source = resolve_source(settings.llm_model)
-    device = _device(settings.device)
+    source = resolve_source(settings.model)
+    device = _device(context.device)
     if device == "cpu":
         # Half the cores: STT and TTS run beside the LLM, and a small model decodes no
         # faster with more threads (SmolLM2-135M: ~20 tok/s on 1 thread, ~15 on 2 here).
-        torch.set_num_threads(settings.llm_threads or half_the_cpus())
+        torch.set_num_threads(settings.threads or half_the_cpus())
     # float32 is the fast path on CPU; accelerators take the checkpoint's own dtype.
     dtype: Any = torch.float32 if device == "cpu" else "auto"
     tokenizer = AutoTokenizer.from_pretrained(source)

@@ -186,9 +186,15 @@ class BackendHandler(BaseHandler):
     """A handler built around a shared, already loaded model.
 
     ``model`` is whatever the backend's loader returned (shared by every
-    unit of the process); ``events`` is the unit's stage_events queue for
+    unit of the process); ``settings`` the section of its kind (``settings.stt``
+    for an STT, see :attr:`given_sections` for others); ``events`` is the unit's
+    stage_events queue for
     stages that report events beside their main output (the VAD).
     """
+
+    # Sections of the server settings it is given besides its own (``settings``), keyword -> section:
+    # the VAD ends turns, so it is given ``turn_settings=`` the turns section. Its __init__ takes the keywords.
+    given_sections: ClassVar[dict[str, str]] = {}
 
     def __init__(
         self,

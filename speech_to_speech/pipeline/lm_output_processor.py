@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LLMSettings
 from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
 from speech_to_speech.pipeline.messages import (
     AssistantTextPart,
@@ -32,7 +32,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 _CLAUSE_END = re.compile(r"(?<=[,;:—])\s+")
 MIN_CLAUSE_CHARS = 24
 # Words (followed by whitespace, so complete) that may start speech before any punctuation: the server's default.
-FIRST_CHUNK_WORDS: int = ServerSettings.model_fields["first_chunk_words"].default
+FIRST_CHUNK_WORDS: int = LLMSettings.model_fields["first_chunk_words"].default
 _COMPLETE_WORD = re.compile(r"\S+\s+")
 
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any, ClassVar, NamedTuple
 
 from speech_to_speech.audio.rates import PIPELINE_RATE
+from speech_to_speech.config import STTSettings
 from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages import FloatAudio, StageError, Transcript, Utterance
@@ -49,6 +50,7 @@ class STTHandler(BackendHandler):
     """
 
     stage = "stt"
+    settings: STTSettings  # the stt section
     consumes = (Utterance,)
     uses_local_cpu: ClassVar[bool] = True  # False for a backend that only waits on a remote service
     # The last speculative pass: (item_id, its number) and what it heard.
@@ -67,7 +69,7 @@ class STTHandler(BackendHandler):
             return chosen
         if chosen == "auto":
             return None
-        return self.settings.stt_language
+        return self.settings.language
 
     def on_session_end(self) -> None:
         self._speculation = None
@@ -119,7 +121,7 @@ class STTHandler(BackendHandler):
         if self._superseded(item) or self._last_pass_s * 1000 > self.settings.interim_max_pass_ms:
             return
         if self.uses_local_cpu:
-            cpu_gate.shared().background_threads(self.settings.stt_threads)  # waits while a user's work runs
+            cpu_gate.shared().background_threads(self.settings.threads)  # waits while a user's work runs
             if self._superseded(item):
                 return
         self._running = item
@@ -140,7 +142,7 @@ class STTHandler(BackendHandler):
         self._running = item
         try:
             # A user waits on every pass: other sessions' long decodes give way to it (cpu/gate.py).
-            with cpu_gate.shared().urgent(self.settings.stt_threads) if self.uses_local_cpu else nullcontext():
+            with cpu_gate.shared().urgent(self.settings.threads) if self.uses_local_cpu else nullcontext():
                 heard = self._text_of(item)
         except PassAbandoned:
             if item.speculative:

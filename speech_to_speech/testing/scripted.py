@@ -12,6 +12,8 @@
   pitch set by the voice (``SCRIPTED_VOICES``).
 
 They are never a default: ``--vad/--stt/--llm/--tts scripted`` picks them.
+Their knobs are the ``testing`` section (``--scripted_*``): the loaders find the
+scripts in the LoadContext, the handlers are given the section (``given_sections``).
 """
 
 from __future__ import annotations
@@ -22,14 +24,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from speech_to_speech import ids, registry
 from speech_to_speech.audio.rates import TTS_RATE
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LoadContext, TestingSettings
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.pipeline.messages import (
     AssistantToolCallPart,
@@ -65,8 +67,18 @@ SCRIPTED_VOICES: dict[str, float] = {"tone": 440.0, "low_tone": 220.0}
 ENERGY_FULL_SCALE = 0.05
 
 
-def _no_model(settings: ServerSettings) -> None:
+def _no_model(settings: Any, context: LoadContext) -> None:
     return None
+
+
+class _Knobs:
+    """Given the testing section (``--scripted_*``) beside its own: its delays and lengths."""
+
+    given_sections: ClassVar[dict[str, str]] = {"testing": "testing"}
+
+    def __init__(self, *args: Any, testing: TestingSettings | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.testing = testing or TestingSettings.model_validate({})
 
 
 @registry.register("vad", "scripted", _no_model)
@@ -94,8 +106,8 @@ class _Script:
             return next(self._entries)
 
 
-def _load_transcripts(settings: ServerSettings) -> _Script:
-    return _Script(settings.scripted_transcripts or ["What is the capital of France?"])
+def _load_transcripts(settings: Any, context: LoadContext) -> _Script:
+    return _Script(context.testing.transcripts or ["What is the capital of France?"])
 
 
 # In a scripted transcript, " | " separates what is said in successive bursts of speech.
@@ -113,7 +125,7 @@ def voiced_runs(samples: FloatAudio, chunk: int = 512) -> int:
 
 
 @registry.register("stt", "scripted", _load_transcripts)
-class ScriptedSTT(STTHandler):
+class ScriptedSTT(_Knobs, STTHandler):
     """Each turn gets the next scripted transcript; a speculation of the turn sees the same one.
 
     A transcript written in segments ("Tell me | a long story") is heard as
@@ -126,7 +138,7 @@ class ScriptedSTT(STTHandler):
     def transcribe_utterance(self, item: Utterance) -> tuple[str, str | None]:
         if self._item is None or self._item[0] != item.item_id or item.item_id is None:
             self._item = (item.item_id, self.model.next())
-        delay = self.settings.scripted_stt_delay_ms / 1000.0
+        delay = self.testing.stt_delay_ms / 1000.0
         if delay:
             time.sleep(delay)
         segments = self._item[1].split(SEGMENT_SEPARATOR)
@@ -140,8 +152,8 @@ class ScriptedSTT(STTHandler):
             yield Transcript(" ".join(words[:count]), final=False, item_id=item.item_id)
 
 
-def _load_replies(settings: ServerSettings) -> _Script:
-    return _Script(settings.scripted_replies or ["Paris is the capital of France."])
+def _load_replies(settings: Any, context: LoadContext) -> _Script:
+    return _Script(context.testing.replies or ["Paris is the capital of France."])
 
 
 # In a scripted reply, stands for the last user message: the reply shows what the LLM was asked.
@@ -154,12 +166,12 @@ _TOKEN = re.compile(r"\S+\s*|\s+")
 
 
 @registry.register("llm", "scripted", _load_replies)
-class ScriptedLLM(LLMHandler):
+class ScriptedLLM(_Knobs, LLMHandler):
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         heard = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
         asked = " | ".join(f"{m.role}: {m.content}" for m in request.messages)
         reply = self.model.next().replace(HEARD, heard).replace(HISTORY, asked)
-        delay = self.settings.scripted_token_delay_ms / 1000.0
+        delay = self.testing.token_delay_ms / 1000.0
         terminal: Terminal | None = None
         found = _TERMINAL.search(reply)
         if found:
@@ -205,13 +217,13 @@ def tone(
 
 
 @registry.register("tts", "scripted", _no_model)
-class ScriptedTTS(TTSHandler):
+class ScriptedTTS(_Knobs, TTSHandler):
     @property
     def voices(self) -> tuple[str, ...]:
         return tuple(SCRIPTED_VOICES)
 
     def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
-        seconds = len(text) * self.settings.scripted_tts_ms_per_char / 1000.0
+        seconds = len(text) * self.testing.tts_ms_per_char / 1000.0
         pitch = SCRIPTED_VOICES.get(voice or "", SCRIPTED_VOICES["tone"])
         audio = tone(seconds, frequency=pitch)
         piece = TTS_RATE // 10
@@ -236,3 +248,4 @@ def recorded_requests() -> Iterator[list[GenerateResponseRequest]]:
         yield seen
     finally:
         ScriptedLLM.generate = original  # type: ignore[method-assign]
+

@@ -59,10 +59,10 @@ def serving(app: Any, port: int, startup_timeout: float = 30.0, max_event_bytes:
 @contextlib.contextmanager
 def running_server(settings: ServerSettings, port: int | None = None) -> Iterator[RunningServer]:
     """Build the real app for ``settings`` (loading its models) and serve it on ``port`` or a free one."""
-    settings = settings.model_copy(update={"host": "127.0.0.1", "port": port or free_port()})
+    settings = settings.updated(host="127.0.0.1", port=port or free_port())
     app, pool = build_app(settings)
     try:
-        with serving(app, settings.port, max_event_bytes=settings.max_event_bytes):
-            yield RunningServer(settings.host, settings.port, pool)
+        with serving(app, settings.server.port, max_event_bytes=settings.limits.max_event_bytes):
+            yield RunningServer(settings.server.host, settings.server.port, pool)
     finally:
         pool.close()

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.audio.resample import StreamResampler, to_int16
+from speech_to_speech.config import TTSSettings
 from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages import (
     AudioOutput,
@@ -60,6 +61,7 @@ class Phonemized:
 
 class TTSHandler(BackendHandler):
     stage = "tts"
+    settings: TTSSettings  # the tts section
     consumes = (TTSInput,)
     sample_rate: int = TTS_RATE
 
@@ -82,7 +84,7 @@ class TTSHandler(BackendHandler):
         if not item.speak or not said.strip():
             return
         resampler = StreamResampler(self.sample_rate, TTS_RATE) if self.sample_rate != TTS_RATE else None
-        voice = item.voice or self.settings.tts_voice
+        voice = item.voice or self.settings.voice
         for spoken in self.synthesize(said.strip(), voice, item.language):
             if self.cancel_scope.is_stale(generation):
                 return

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from speech_to_speech import registry
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LoadContext, TTSSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.tts.base import Phonemized, TTSHandler
 from speech_to_speech.tts.hibari_timing import TimedHibari
@@ -86,12 +86,12 @@ class HibariVoices:
         return self._timed.get(tts.voice)
 
 
-def load_hibari(settings: ServerSettings) -> HibariVoices:
+def load_hibari(settings: TTSSettings, context: LoadContext) -> HibariVoices:
     try:
         import hibari  # noqa: F401
     except ImportError as error:
         raise RuntimeError("the hibari TTS needs the hibari-tts package (pip install hibari-tts)") from error
-    return HibariVoices(settings.tts_voice, durations=settings.enable_visemes)
+    return HibariVoices(settings.voice, durations=settings.enable_visemes)
 
 
 @registry.register("tts", "hibari", load_hibari)
@@ -112,7 +112,7 @@ class HibariTTS(TTSHandler):
         tts = self.model.get(voice)
         timed = self.model.timed(tts)
         rng = np.random.default_rng()
-        speed = self.settings.tts_speed
+        speed = self.settings.speed
         # One array per sentence as soon as it is ready (what hibari's stream() does), with the
         # sentence's phonemes (and their durations when the model gives them) for the viseme stage,
         # its padding cut to the pause its punctuation calls for.

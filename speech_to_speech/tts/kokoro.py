@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from speech_to_speech import registry
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LoadContext, TTSSettings
 from speech_to_speech.tts.base import Phonemized, TTSHandler
 
 log = logging.getLogger(__name__)
@@ -163,12 +163,12 @@ class KokoroPackage(KokoroBackend):
                 yield np.asarray(result.audio, dtype=np.float32).reshape(-1)
 
 
-def load_kokoro(settings: ServerSettings) -> KokoroBackend:
-    if settings.tts_model and settings.tts_model.endswith(".onnx"):
-        model = Path(settings.tts_model).expanduser()
+def load_kokoro(settings: TTSSettings, context: LoadContext) -> KokoroBackend:
+    if settings.model and settings.model.endswith(".onnx"):
+        model = Path(settings.model).expanduser()
         if not model.is_file():
             raise RuntimeError(f"--tts_model {model} does not exist")
-        return KokoroONNX(model, _voices_file(model, settings.kokoro_voices), settings.tts_voice)
+        return KokoroONNX(model, _voices_file(model, settings.kokoro_voices), settings.voice)
     try:
         import kokoro  # noqa: F401
     except ImportError as error:
@@ -176,8 +176,8 @@ def load_kokoro(settings: ServerSettings) -> KokoroBackend:
             "the kokoro TTS needs the kokoro extra (pip install 'speech-to-speech[kokoro]'), "
             "or a local ONNX model: --tts_model path/to/kokoro.onnx"
         ) from error
-    device = settings.device if settings.device in ("cpu", "cuda", "mps") else "cpu"
-    return KokoroPackage(settings.tts_model or HUB_REPO, device, settings.tts_voice)
+    device = context.device if context.device in ("cpu", "cuda", "mps") else "cpu"
+    return KokoroPackage(settings.model or HUB_REPO, device, settings.voice)
 
 
 @registry.register("tts", "kokoro", load_kokoro)
@@ -192,4 +192,4 @@ class KokoroTTS(TTSHandler):
     def synthesize(
         self, text: str, voice: str | None, language: str | None
     ) -> Iterator[npt.NDArray[Any] | Phonemized]:
-        yield from self.model.speak(text, self.model.pick(voice), self.settings.tts_speed)
+        yield from self.model.speak(text, self.model.pick(voice), self.settings.speed)

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from speech_to_speech import registry
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LoadContext, TTSSettings
 from speech_to_speech.openai_client import make_client
 from speech_to_speech.tts.base import TTSHandler
 
@@ -24,8 +24,8 @@ SAMPLE_RATE = 24000  # what OpenAI's speech endpoint returns as pcm
 READ_BYTES = 4800
 
 
-def load_openai_tts(settings: ServerSettings) -> Any:
-    return make_client(settings.tts_base_url, settings.tts_api_key)
+def load_openai_tts(settings: TTSSettings, context: LoadContext) -> Any:
+    return make_client(settings.base_url, settings.api_key)
 
 
 def pcm16_frames(chunks: Iterator[bytes]) -> Iterator[npt.NDArray[np.int16]]:
@@ -44,10 +44,10 @@ class OpenAITTS(TTSHandler):
     sample_rate = SAMPLE_RATE
 
     def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[npt.NDArray[Any]]:
-        extra: dict[str, Any] = {"speed": self.settings.tts_speed} if self.settings.tts_speed != 1.0 else {}
+        extra: dict[str, Any] = {"speed": self.settings.speed} if self.settings.speed != 1.0 else {}
         with self.model.audio.speech.with_streaming_response.create(
-            model=self.settings.tts_model or DEFAULT_MODEL,
-            voice=voice or self.settings.tts_voice or DEFAULT_VOICE,
+            model=self.settings.model or DEFAULT_MODEL,
+            voice=voice or self.settings.voice or DEFAULT_VOICE,
             input=text,
             response_format="pcm",
             **extra,

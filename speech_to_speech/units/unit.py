@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import logging
 import queue
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,8 +90,12 @@ class PipelineUnit:
         builders: StageBuilders,
         config: RuntimeConfig | None = None,
         first_chunk_words: int = FIRST_CHUNK_WORDS,
+        voice_languages: Sequence[str] | None = None,
     ) -> None:
+        """``voice_languages``: the languages declared for the TTS (--tts_supported_languages), which the LLM
+        then writes for in place of those the TTS itself says it speaks."""
         self.index = index
+        self._declared_voice_languages = tuple(voice_languages) if voice_languages else None
         self.cancel_scope = CancelScope()
         self.config = ConfigHolder(config)
         self.context = HandlerContext(self.cancel_scope, self.config)
@@ -115,7 +119,9 @@ class PipelineUnit:
     def _tell_llm_what_the_voice_speaks(self) -> None:
         """A local LLM then writes only what the voice can say (llm/speakable.py)."""
         llm, capabilities = self.handlers["llm"], getattr(self.handlers["tts"], "language_capabilities", None)
-        if isinstance(llm, LLMHandler) and capabilities is not None:
+        if isinstance(llm, LLMHandler) and self._declared_voice_languages is not None:
+            llm.voice_languages = self._declared_voice_languages
+        elif isinstance(llm, LLMHandler) and capabilities is not None:
             llm.voice_languages = capabilities.languages
 
     @property

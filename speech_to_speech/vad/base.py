@@ -31,6 +31,7 @@ import numpy as np
 from speech_to_speech import ids
 from speech_to_speech.audio.chunker import VAD_CHUNK
 from speech_to_speech.audio.rates import PIPELINE_RATE
+from speech_to_speech.config import TurnSettings, VADSettings
 from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages import (
     AudioChunk,
@@ -73,13 +74,20 @@ def paused_for(chunks: list[AudioChunk], missing_ms: int) -> FloatAudio:
 
 
 class VADHandler(BackendHandler):
+    """Tells speech from silence and ends turns: given the vad section (``settings``) and the turns section
+    (``turn_settings``: the pauses, take-back, speculation and interim passes it times)."""
+
     stage = "vad"
+    settings: VADSettings  # the vad section
+    given_sections: ClassVar[dict[str, str]] = {"turn_settings": "turns"}
     consumes = (AudioChunk, CommitInput, ClearInput, TurnVerdict, SpeculativeTranscript, ReplyReady)
     # Whether the backend tells speech from other sound; a turn model has nothing to judge otherwise.
     hears_speech: ClassVar[bool] = True
 
-    def __init__(self, *args: Any, turn_detector: TurnDetector | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, turn_settings: TurnSettings | None = None,
+                 turn_detector: TurnDetector | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.turn_settings = turn_settings or TurnSettings.model_validate({})
         self.turn_detector = turn_detector
         self._reset_turn()
 
@@ -232,7 +240,7 @@ class VADHandler(BackendHandler):
         """The speech so far, after every ``--interim_transcript_ms`` more of voice: the STT transcribes it
         while the user goes on (when nothing newer of the turn waits), for the live transcript and so that
         the LLM reads the words ahead of the pause."""
-        every = self.settings.interim_transcript_ms
+        every = self.turn_settings.interim_transcript_ms
         if not every or self._voiced_ms - self._interim_at_ms < every:
             return
         self._interim_at_ms = self._voiced_ms
@@ -255,11 +263,11 @@ class VADHandler(BackendHandler):
 
     def _turn_rules(self) -> TurnRules:
         td = self.context.config.current.turn_detection
-        take_back_ms = self.settings.take_back_within_ms if td is None or td.interrupt_response else 0
+        take_back_ms = self.turn_settings.take_back_within_ms if td is None or td.interrupt_response else 0
         return TurnRules(judges=self._detects_turns(), silence_ms=self._silence_ms(),
-                         turn_pause_ms=self.settings.turn_pause_ms,
-                         finished_pause_ms=self.settings.finished_pause_ms,
-                         max_turn_silence_ms=self.settings.max_turn_silence_ms, level=eagerness(td),
+                         turn_pause_ms=self.turn_settings.pause_ms,
+                         finished_pause_ms=self.turn_settings.finished_pause_ms,
+                         max_turn_silence_ms=self.turn_settings.max_turn_silence_ms, level=eagerness(td),
                          take_back_ms=take_back_ms)
 
     def _carry_out(self, answer: Answer) -> Iterator[Any]:
@@ -274,7 +282,7 @@ class VADHandler(BackendHandler):
 
     def _ask_detector(self) -> None:
         assert self.turn_detector is not None
-        samples = paused_for(self._speech, self.settings.turn_pause_ms - self._silence_run_ms)[-WINDOW_SAMPLES:]
+        samples = paused_for(self._speech, self.turn_settings.pause_ms - self._silence_run_ms)[-WINDOW_SAMPLES:]
         item_id, pause = self._item_id, self.turns.pause
         self.turn_detector.ask(samples, item_id=item_id, pause=pause, reply_to=self.queue_in,
                                still_wanted=lambda: self._item_id == item_id and self.turns.is_current(pause))
@@ -316,7 +324,7 @@ class VADHandler(BackendHandler):
             self.emit_event(SpeculationVoided(self._item_id, self.turns.speculation))
 
     def _should_speculate(self) -> bool:
-        after = self.settings.speculation_silence_ms
+        after = self.turn_settings.speculation_silence_ms
         config = self.context.config.current
         td = config.turn_detection
         return (

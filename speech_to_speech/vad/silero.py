@@ -18,7 +18,7 @@ import numpy.typing as npt
 from speech_to_speech import registry
 from speech_to_speech.audio.chunker import VAD_CHUNK
 from speech_to_speech.audio.rates import PIPELINE_RATE
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LoadContext, VADSettings
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.vad.base import VADHandler
 
@@ -68,7 +68,7 @@ class SileroModel:
         return float(output[0, 0]), np.asarray(new_state, dtype=np.float32)
 
 
-def load_silero(settings: ServerSettings) -> SileroModel:
+def load_silero(settings: VADSettings, context: LoadContext) -> SileroModel:
     return SileroModel(packaged_model_path())
 
 

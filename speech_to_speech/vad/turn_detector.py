@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy.typing as npt
 
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import PipelineCount, TurnSettings
 from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.cpu import usable_cpu_count
 from speech_to_speech.cpu.gate import CpuGate
@@ -103,12 +103,12 @@ class TurnDetector:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def load_turn_detector(settings: ServerSettings) -> TurnDetector | None:
-    """The detector ``--turn_detector`` asks for, or None for the silence rule.
+def load_turn_detector(settings: TurnSettings, num_pipelines: PipelineCount) -> TurnDetector | None:
+    """The detector ``--turn_detector`` asks for, or None for the silence rule; a worker per unit, at most a core each.
 
     Missing weights are not fatal: the server runs with the silence rule and says so once.
     """
-    if settings.turn_detector == SILENCE:
+    if settings.detector == SILENCE:
         return None
     path = Path(settings.smart_turn_model) if settings.smart_turn_model else packaged_model_path()
     if path is None or not path.is_file():
@@ -123,5 +123,5 @@ def load_turn_detector(settings: ServerSettings) -> TurnDetector | None:
     model = SmartTurnModel(path)
     log.info("turn detector smart-turn loaded from %s in %.2f s", path, time.perf_counter() - started)
     # One scoring per pause and session; more workers than cores would only queue on the CPU.
-    return TurnDetector(model, workers=max(1, min(pool_size(settings.num_pipelines).units, usable_cpu_count())),
+    return TurnDetector(model, workers=max(1, min(pool_size(num_pipelines).units, usable_cpu_count())),
                         gate=cpu_gate.shared())

@@ -14,6 +14,7 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import BackendHandler, HandlerContext
 from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig
+from speech_to_speech.testing.engine import backend_settings, loading
 
 H = TypeVar("H", bound=BackendHandler)
 
@@ -28,8 +29,8 @@ def _make_handler(
         queue.Queue(),
         queue.Queue(),
         model=model,
-        settings=settings or ServerSettings(),
         events=queue.Queue(),
+        **backend_settings(cls, settings or ServerSettings()),
     )
 
 
@@ -47,14 +48,14 @@ def sentence() -> str:
 def hibari_voices() -> Any:
     from speech_to_speech.tts.hibari import load_hibari
 
-    return load_hibari(ServerSettings())
+    return load_hibari(*loading("tts", ServerSettings()))
 
 
 @pytest.fixture(scope="session")
 def whisper() -> Any:
     from speech_to_speech.stt.faster_whisper import load_faster_whisper
 
-    return load_faster_whisper(ServerSettings())
+    return load_faster_whisper(*loading("stt", ServerSettings()))
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +63,7 @@ def lm() -> Any:
     """The transformers backend's model (SmolLM2 in float32 on torch)."""
     from speech_to_speech.llm.transformers_lm import load_transformers
 
-    return load_transformers(ServerSettings(llm="transformers"))
+    return load_transformers(*loading("llm", ServerSettings(llm="transformers")))
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +71,7 @@ def ct2_lm() -> Any:
     """The ctranslate2 backend's model (SmolLM2 in int8 on CTranslate2)."""
     from speech_to_speech.llm.ctranslate2_lm import load_ctranslate2
 
-    return load_ctranslate2(ServerSettings(num_pipelines=2))
+    return load_ctranslate2(*loading("llm", ServerSettings(num_pipelines=2)))
 
 
 @pytest.fixture(scope="session")
@@ -78,7 +79,7 @@ def llama_lm() -> Any:
     """The default LLM backend's model (the packaged Q4_1 GGUF rewritten once as Q8_0, on llama.cpp)."""
     from speech_to_speech.llm.llama_cpp_lm import load_llama_cpp
 
-    return load_llama_cpp(ServerSettings(llm="llama-cpp"))
+    return load_llama_cpp(*loading("llm", ServerSettings(llm="llama-cpp")))
 
 
 @pytest.fixture(params=["ctranslate2", "transformers", "llama-cpp"])

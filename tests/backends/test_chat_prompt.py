@@ -14,7 +14,7 @@ def request(*messages: ChatMessage, instructions: str | None = None) -> Generate
 
 
 def test_system_prompt_comes_from_instructions_else_the_settings() -> None:
-    settings = ServerSettings(init_chat_prompt="Be brief.")
+    settings = ServerSettings(init_chat_prompt="Be brief.").llm
     hello = ChatMessage("user", "Hi")
     assert chat_turns(request(hello), settings)[0] == {"role": "system", "content": "Be brief."}
     assert chat_turns(request(hello, instructions="Be a pirate."), settings)[0]["content"] == "Be a pirate."
@@ -28,7 +28,7 @@ def test_tool_results_become_user_text_named_after_their_call() -> None:
             ChatMessage("assistant", "", tool_calls=(call,)),
             ChatMessage("tool", '{"sky": "sunny"}', tool_call_id="call_1"),
         ),
-        ServerSettings(),
+        ServerSettings().llm,
     )
     # The empty assistant turn is dropped, so the tool result merges into the user's turn.
     assert turns[1:] == [
@@ -38,7 +38,7 @@ def test_tool_results_become_user_text_named_after_their_call() -> None:
 
 def test_history_keeps_the_last_chat_size_exchanges() -> None:
     messages = [ChatMessage("user" if i % 2 == 0 else "assistant", f"m{i}") for i in range(10)]
-    turns = chat_turns(request(*messages), ServerSettings(chat_size=2))
+    turns = chat_turns(request(*messages), ServerSettings(chat_size=2).llm)
     assert [t["content"] for t in turns[1:]] == ["m6", "m7", "m8", "m9"]
 
 

@@ -16,6 +16,7 @@ from speech_to_speech.llm.ctranslate2_lm import CTranslate2LM, LoadedCT2, conver
 from speech_to_speech.llm.local_tokenizer import LocalTokenizer
 from speech_to_speech.llm.weights import packaged_gguf, resolve_source
 from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest, TokenUsage
+from speech_to_speech.testing.engine import loading
 
 pytestmark = pytest.mark.real_models
 QUESTION = GenerateResponseRequest("resp_1", 0, (ChatMessage("user", "What is the capital of France?"),))
@@ -45,9 +46,9 @@ def test_packaged_model_is_converted_once_to_int8(ct2_lm: LoadedCT2) -> None:
 def test_serving_from_the_cache_imports_neither_torch_nor_transformers(ct2_lm: LoadedCT2) -> None:
     script = (
         "import sys\n"
-        "from speech_to_speech.config import ServerSettings\n"
+        "from speech_to_speech.config import LoadContext, ServerSettings\n"
         "from speech_to_speech.llm.ctranslate2_lm import load_ctranslate2\n"
-        "lm = load_ctranslate2(ServerSettings())\n"
+        "lm = load_ctranslate2(ServerSettings().llm, LoadContext())\n"
         "ids = lm.generator.generate_batch([lm.tokenizer.tokens('<|im_start|>user\\nHi<|im_end|>\\n')],"
         " max_length=4, include_prompt_in_result=False)[0].sequences_ids[0]\n"
         "print(len(ids), 'torch' in sys.modules, 'transformers' in sys.modules)\n"
@@ -62,7 +63,7 @@ def test_prompt_and_tokens_match_transformers(ct2_lm: LoadedCT2, request_: Gener
     from transformers import AutoTokenizer
 
     reference = AutoTokenizer.from_pretrained(resolve_source(None))
-    turns = chat_turns(request_, ServerSettings())
+    turns = chat_turns(request_, ServerSettings().llm)
     ours = render_prompt(ct2_lm.tokenizer, turns)
     assert ours == render_prompt(reference, turns)
     ids = reference(ours, add_special_tokens=False)["input_ids"]
@@ -84,8 +85,8 @@ def test_streamed_reply_is_the_one_shot_greedy_decode(ct2_lm: LoadedCT2, make_ha
     settings = ServerSettings()
     parts = list(make_handler(CTranslate2LM, ct2_lm, settings).generate(QUESTION))
     (usage,) = [p for p in parts if isinstance(p, TokenUsage)]
-    prompt = ct2_lm.tokenizer.tokens(render_prompt(ct2_lm.tokenizer, chat_turns(QUESTION, settings)))
-    (result,) = ct2_lm.generator.generate_batch([prompt], max_length=settings.max_new_tokens, sampling_topk=1,
+    prompt = ct2_lm.tokenizer.tokens(render_prompt(ct2_lm.tokenizer, chat_turns(QUESTION, settings.llm)))
+    (result,) = ct2_lm.generator.generate_batch([prompt], max_length=settings.llm.max_new_tokens, sampling_topk=1,
                                                 end_token=list(ct2_lm.tokenizer.end_token_ids),
                                                 include_prompt_in_result=False, return_end_token=True)
     generated = result.sequences_ids[0]
@@ -95,7 +96,7 @@ def test_streamed_reply_is_the_one_shot_greedy_decode(ct2_lm: LoadedCT2, make_ha
 
 def test_devices_it_cannot_use_are_refused_clearly(ct2_lm: LoadedCT2) -> None:
     with pytest.raises(RuntimeError, match=r"cpu or cuda.*--llm transformers"):
-        load_ctranslate2(ServerSettings(device="mps"))
+        load_ctranslate2(*loading("llm", ServerSettings(device="mps")))
 
 
 def test_a_folder_without_tokenizer_json_is_refused(tmp_path: Path) -> None:

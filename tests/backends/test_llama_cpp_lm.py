@@ -27,6 +27,7 @@ from speech_to_speech.llm.speakable import writes_foreign_script
 from speech_to_speech.llm.weights import packaged_gguf, resolve_source
 from speech_to_speech.pipeline.lm_output_processor import first_chunk_ready
 from speech_to_speech.pipeline.messages import AssistantTextPart, ChatMessage, GenerateResponseRequest, PromptPrefill
+from speech_to_speech.testing.engine import loading
 
 pytestmark = pytest.mark.real_models
 
@@ -43,7 +44,7 @@ def test_runs_the_packaged_gguf_rewritten_once_as_q8_0(llama_lm: LoadedLlama) ->
 
 
 def test_llm_gguf_type_file_runs_the_packaged_gguf_in_place() -> None:
-    loaded = load_llama_cpp(ServerSettings(llm="llama-cpp", llm_gguf_type="file"))
+    loaded = load_llama_cpp(*loading("llm", ServerSettings(llm="llama-cpp", llm_gguf_type="file")))
     assert loaded.path == packaged_gguf()  # no conversion, no cache: llama.cpp reads Q4_1 itself
     assert int(loaded.llm.metadata["general.file_type"]) != Q8_0
     assert gguf_path(str(packaged_gguf().parent)) == packaged_gguf()
@@ -55,7 +56,7 @@ def test_the_gguf_chat_template_renders_like_the_transformers_tokenizer(llama_lm
     reference = AutoTokenizer.from_pretrained(resolve_source(None))
     request = GenerateResponseRequest("r", 0, (ChatMessage("user", "Hi."), ChatMessage("assistant", "Hello!"),
                                                ChatMessage("user", "What is the capital of France?")))
-    turns = chat_turns(request, ServerSettings())
+    turns = chat_turns(request, ServerSettings().llm)
     assert render_prompt(llama_lm.template, turns) == render_prompt(reference, turns)
 
 
@@ -67,7 +68,7 @@ def test_a_path_without_a_gguf_is_refused_by_name(tmp_path: Path) -> None:
 def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # what an environment without the package sees
     with pytest.raises(RuntimeError, match=r"speech-to-speech\[llama-cpp\].*GGML_NATIVE=OFF"):
-        load_llama_cpp(ServerSettings(llm="llama-cpp"))
+        load_llama_cpp(*loading("llm", ServerSettings(llm="llama-cpp")))
 
 
 JAPANESE = "How do I say thank you very much in Japanese?"
@@ -151,7 +152,8 @@ def test_one_thread_count_for_everything_never_switches(
     llama_lm: LoadedLlama, make_handler: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--llm_threads N: the first words, the rest and the prompt all on N."""
-    assert load_llama_cpp(ServerSettings(llm="llama-cpp", llm_threads=1)).threads == DecodeThreads(1, 1, 1)
+    one_thread = ServerSettings(llm="llama-cpp", llm_threads=1)
+    assert load_llama_cpp(*loading("llm", one_thread)).threads == DecodeThreads(1, 1, 1)
     handler = make_handler(LlamaCppLM, replace(llama_lm, threads=DecodeThreads(batch=1, first_words=1, rest=1)))
     log = _streamed_with_thread_counts(handler, monkeypatch, "Tell me about the moon in a few sentences.")
     assert [entry for entry in log if isinstance(entry, tuple)] == [(1, 1)]  # set once, and kept
@@ -174,12 +176,13 @@ def test_the_default_load_sizes_its_threads_by_what_neighbours_and_other_session
     from speech_to_speech.cpu import gate as cpu_gate
 
     assert llama_lm.gate is cpu_gate.shared()  # the process's one gate
-    assert load_llama_cpp(ServerSettings(llm="llama-cpp", llm_threads=1)).gate is None  # a count asked for
+    one_thread = ServerSettings(llm="llama-cpp", llm_threads=1)
+    assert load_llama_cpp(*loading("llm", one_thread)).gate is None  # a count asked for
 
 
 def test_two_sessions_replies_decode_at_once_each_in_a_context_of_its_own(make_handler: Any) -> None:
     """With a context per unit, neither reply waits for the other's end (one shared context made it)."""
-    lm = load_llama_cpp(ServerSettings(llm="llama-cpp", num_pipelines=2))
+    lm = load_llama_cpp(*loading("llm", ServerSettings(llm="llama-cpp", num_pipelines=2)))
     assert len(lm.pool) == 2
     questions = {"paris": "What is the capital of France?", "blue": "What colour is the sky on a clear day?"}
     handlers = {word: make_handler(LlamaCppLM, lm) for word in questions}

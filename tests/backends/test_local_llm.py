@@ -45,7 +45,7 @@ def test_streams_a_reply_in_many_chunks_then_the_usage(local_llm: tuple[type, An
     # CTranslate2 int8 goes on "… la Galerie, la Galerie, …"): either it ended by itself, with nothing
     # after the usage, or it ran into the limit, and then says so after it.
     after = parts[parts.index(usage) + 1:]
-    limit = ServerSettings().max_new_tokens
+    limit = ServerSettings().llm.max_new_tokens
     if usage.output_tokens < limit:
         assert after == []
     else:
@@ -87,8 +87,8 @@ def test_instructions_replace_the_default_system_prompt(
     settings = ServerSettings()
     request = ask("What is your name?",
                   instructions="You are a helpful assistant named Zorblax. Always say your name.")
-    prompt = render_prompt(prompt_template(model), chat_turns(request, settings))
-    assert "named Zorblax" in prompt and settings.init_chat_prompt not in prompt
+    prompt = render_prompt(prompt_template(model), chat_turns(request, settings.llm))
+    assert "named Zorblax" in prompt and settings.llm.init_chat_prompt not in prompt
     assert "zorblax" in reply(make_handler(cls, model, settings), request).lower()  # and the model follows them
 
 
@@ -129,7 +129,7 @@ def test_tools_render_into_the_prompt_and_parsing_holds_on_the_real_output(
                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
     settings = ServerSettings()
     question = ask("What is the weather in Paris right now? Use the tool.", tools=(weather,))
-    prompt = render_prompt(prompt_template(model), chat_turns(question, settings))
+    prompt = render_prompt(prompt_template(model), chat_turns(question, settings.llm))
     assert "def get_weather(city: str):" in prompt and CALL_OPEN in prompt
     parts = list(make_handler(cls, model, settings).generate(question))
     # Whatever the small model writes, call syntax never reaches the spoken text, and any call

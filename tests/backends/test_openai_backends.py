@@ -20,6 +20,7 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.openai_client import DUMMY_KEY, api_key
 from speech_to_speech.pipeline.messages import AudioOutput, TranscriptText, TTSInput, Utterance
 from speech_to_speech.stt.openai_api import OpenAISTT, load_openai_stt
+from speech_to_speech.testing.engine import loading
 from speech_to_speech.tts.openai_api import OpenAITTS, load_openai_tts, pcm16_frames
 
 # 0.5 s of a 24 kHz ramp: every sample distinct, so any lost or doubled byte shows.
@@ -98,7 +99,7 @@ def test_stt_posts_a_16k_wav_and_returns_the_text(server: Any, make_handler: Any
     settings = ServerSettings(
         stt="openai", stt_base_url=base_url, stt_model="my-whisper", stt_language="en-US"
     )
-    stt = make_handler(OpenAISTT, load_openai_stt(settings), settings)
+    stt = make_handler(OpenAISTT, load_openai_stt(*loading("stt", settings)), settings)
     samples = (0.1 * np.sin(np.arange(8000) / 10)).astype(np.float32)
     (transcript,) = stt.process(Utterance(samples, 0, 500, item_id="item_1"))
 
@@ -114,7 +115,7 @@ def test_stt_posts_a_16k_wav_and_returns_the_text(server: Any, make_handler: Any
 def test_tts_streams_pcm16_with_the_requested_voice(server: Any, make_handler: Any) -> None:
     base_url, requests = server
     settings = ServerSettings(tts="openai", tts_base_url=base_url, tts_api_key="sk-test")
-    tts = make_handler(OpenAITTS, load_openai_tts(settings), settings)
+    tts = make_handler(OpenAITTS, load_openai_tts(*loading("tts", settings)), settings)
     items = list(tts.process(TTSInput("resp_1", 0, "Hello there.", voice="verse")))
 
     assert isinstance(items[0], TranscriptText)
@@ -135,7 +136,7 @@ def test_tts_voice_defaults_to_the_setting_then_alloy(server: Any, make_handler:
     base_url, requests = server
     for voice, expected in ((None, "alloy"), ("sage", "sage")):
         settings = ServerSettings(tts="openai", tts_base_url=base_url, tts_voice=voice)
-        tts = make_handler(OpenAITTS, load_openai_tts(settings), settings)
+        tts = make_handler(OpenAITTS, load_openai_tts(*loading("tts", settings)), settings)
         list(tts.process(TTSInput("resp_1", 0, "Hi.")))
         assert requests[-1]["voice"] == expected
 
@@ -159,7 +160,7 @@ def test_api_key_order(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_tts_cancel_closes_the_stream(server: Any, make_handler: Any) -> None:
     base_url, _ = server
     settings = ServerSettings(tts="openai", tts_base_url=base_url)
-    tts = make_handler(OpenAITTS, load_openai_tts(settings), settings)
+    tts = make_handler(OpenAITTS, load_openai_tts(*loading("tts", settings)), settings)
     stream = tts.process(TTSInput("resp_1", 0, "Hello there."))
     assert isinstance(next(stream), TranscriptText)
     assert any(isinstance(item, AudioOutput) for item in stream)  # runs up to the first audio piece

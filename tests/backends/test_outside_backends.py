@@ -70,7 +70,7 @@ async def test_a_backend_declared_as_an_entry_point_is_listed_and_answers(echo_p
     assert "echo" in registry.names("llm")
     parser, fields = cli.build_parser()
     settings = cli.settings_from_args(parser.parse_args(["serve", "--llm", "echo"]), fields)
-    assert settings.llm == "echo"
+    assert settings.llm.backend == "echo"
     assert await _answer_to("echo", "good morning") == "You said: good morning"
 
 

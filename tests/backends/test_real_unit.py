@@ -18,7 +18,7 @@ from speech_to_speech.pipeline.messages import (
     TranscriptionCompleted,
 )
 from speech_to_speech.stt.faster_whisper import FasterWhisperSTT
-from speech_to_speech.testing.engine import collect, collect_response, stage
+from speech_to_speech.testing.engine import collect, collect_response, loading, stage
 from speech_to_speech.tts.hibari import HibariTTS
 from speech_to_speech.units.unit import PipelineUnit, StageBuilders
 from speech_to_speech.vad.silero import SileroVAD, load_silero
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.real_models
 def test_spoken_question_gets_a_spoken_answer(hibari_voices: Any, whisper: Any, llama_lm: Any, spoken: Any) -> None:
     settings = ServerSettings()
     builders = StageBuilders(
-        vad=stage(SileroVAD, settings, load_silero(settings)),
+        vad=stage(SileroVAD, settings, load_silero(*loading("vad", settings))),
         stt=stage(FasterWhisperSTT, settings, whisper),
         llm=stage(LlamaCppLM, settings, llama_lm),
         tts=stage(HibariTTS, settings, hibari_voices),

@@ -11,6 +11,7 @@ from speech_to_speech import registry
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.base import LLMHandler
 from speech_to_speech.stt.base import STTHandler
+from speech_to_speech.testing.engine import loading
 from speech_to_speech.tts.base import TTSHandler
 from speech_to_speech.vad.base import VADHandler
 
@@ -38,7 +39,7 @@ def test_backend_registers_its_handler(kind: registry.Kind, name: str) -> None:
 
 def test_defaults_are_the_offline_backends() -> None:
     settings = ServerSettings()
-    assert (settings.vad, settings.stt, settings.llm, settings.tts) == (
+    assert (settings.vad.backend, settings.stt.backend, settings.llm.backend, settings.tts.backend) == (
         "silero",
         "faster-whisper",
         "llama-cpp",
@@ -49,15 +50,16 @@ def test_defaults_are_the_offline_backends() -> None:
 @pytest.mark.skipif(sys.platform == "darwin", reason="checks the message off Apple Silicon")
 def test_mlx_refuses_other_platforms_naming_the_extra() -> None:
     with pytest.raises(RuntimeError, match=r"Apple Silicon.*speech-to-speech\[mlx\]"):
-        registry.get("llm", "mlx-lm").load(ServerSettings(llm="mlx-lm"))
+        registry.get("llm", "mlx-lm").load(*loading("llm", ServerSettings(llm="mlx-lm")))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("kokoro") is not None, reason="the kokoro package is installed")
 def test_kokoro_without_its_package_names_the_extra() -> None:
     with pytest.raises(RuntimeError, match=r"speech-to-speech\[kokoro\]"):
-        registry.get("tts", "kokoro").load(ServerSettings(tts="kokoro"))
+        registry.get("tts", "kokoro").load(*loading("tts", ServerSettings(tts="kokoro")))
 
 
 def test_kokoro_onnx_path_must_exist() -> None:
     with pytest.raises(RuntimeError, match="does not exist"):
-        registry.get("tts", "kokoro").load(ServerSettings(tts="kokoro", tts_model="/nonexistent/kokoro.onnx"))
+        missing = ServerSettings(tts="kokoro", tts_model="/nonexistent/kokoro.onnx")
+        registry.get("tts", "kokoro").load(*loading("tts", missing))

@@ -10,6 +10,7 @@ import pytest
 from speech_to_speech.audio.chunker import Chunker
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import AudioChunk, SpeechStarted, SpeechStopped, Utterance
+from speech_to_speech.testing.engine import loading
 from speech_to_speech.vad.silero import SileroModel, SileroVAD, load_silero, packaged_model_path
 
 pytestmark = pytest.mark.real_models
@@ -18,7 +19,7 @@ RATE = 16000
 
 @pytest.fixture(scope="module")
 def silero() -> SileroModel:
-    return load_silero(ServerSettings())
+    return load_silero(*loading("vad", ServerSettings()))
 
 
 def run_vad(vad: SileroVAD, audio: np.ndarray) -> tuple[list[Any], list[Any]]:

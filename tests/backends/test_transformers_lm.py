@@ -34,9 +34,9 @@ def test_streamed_reply_is_the_one_shot_greedy_decode(lm: LoadedLM, make_handler
     settings = ServerSettings(llm="transformers")
     parts = list(make_handler(TransformersLM, lm, settings).generate(QUESTION))
     (usage,) = [p for p in parts if isinstance(p, TokenUsage)]
-    prompt = render_prompt(lm.tokenizer, chat_turns(QUESTION, settings))
+    prompt = render_prompt(lm.tokenizer, chat_turns(QUESTION, settings.llm))
     inputs = lm.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
-    output = lm.model.generate(**inputs, max_new_tokens=settings.max_new_tokens, do_sample=False)
+    output = lm.model.generate(**inputs, max_new_tokens=settings.llm.max_new_tokens, do_sample=False)
     generated = output[0, inputs["input_ids"].shape[1] :]
     assert "".join(p for p in parts if isinstance(p, str)) == lm.tokenizer.decode(generated, skip_special_tokens=True)
     assert usage.input_tokens == inputs["input_ids"].shape[1]

@@ -9,6 +9,7 @@ import pytest
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages import SpokenPhonemes, TTSInput
 from speech_to_speech.protocol import VISEMES_EXTENSION
+from speech_to_speech.testing.engine import loading
 from speech_to_speech.testing.realtime_client import Event, RealtimeTestClient, decode_audio
 from speech_to_speech.testing.scripted import FAST_SCRIPTED
 from speech_to_speech.testing.server import running_server
@@ -60,7 +61,7 @@ async def test_bob_closes_the_lips_and_hello_does_not() -> None:
 def test_hibari_times_each_phoneme_with_its_own_durations(make_handler: Any) -> None:
     pytest.importorskip("onnx")
     settings = ServerSettings(enable_visemes=True)
-    tts = make_handler(HibariTTS, load_hibari(settings), settings)
+    tts = make_handler(HibariTTS, load_hibari(*loading("tts", settings)), settings)
     items = list(tts.process(TTSInput("resp_1", 0, "Bob. Hello there.")))
     told = [i for i in items if isinstance(i, SpokenPhonemes)]
     assert [t.phonemes for t in told] == ["bˈɑb.", "həlˈO ðˈɛɹ."]

@@ -17,7 +17,7 @@ from speech_to_speech import cli
 from speech_to_speech.audio.wav import write_wav
 from speech_to_speech.bench import capacity, latency, load, overhead, turns
 from speech_to_speech.bench.cli import server_settings
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import ServerSettings, flat_settings
 from speech_to_speech.testing.realtime_client import silence, tone
 from speech_to_speech.testing.server import running_server
 
@@ -84,11 +84,11 @@ def test_bench_turns_counts_answers_and_catches_a_double_answer(tmp_path: Path) 
     assert len(whole["heard"]) == 1
     assert split["double"] and split["audio_responses"] == 2 and len(split["heard"]) == 2
     assert [c["longest_pause_ms"] for c in result["config"]["clips"]] == [200.0, 1000.0]
-    defaults = ServerSettings()
+    defaults = flat_settings(ServerSettings())
     assert result["config"]["server_turn_settings"] == {
-        "min_silence_ms": 300, "speculation_silence_ms": defaults.speculation_silence_ms,
-        "turn_detector": "smart-turn", "turn_pause_ms": defaults.turn_pause_ms,
-        "max_turn_silence_ms": defaults.max_turn_silence_ms}
+        "min_silence_ms": 300, "speculation_silence_ms": defaults["speculation_silence_ms"],
+        "turn_detector": "smart-turn", "turn_pause_ms": defaults["turn_pause_ms"],
+        "max_turn_silence_ms": defaults["max_turn_silence_ms"]}
 
 
 def test_bench_turns_without_clips_says_so(tmp_path: Path, capsys: Any) -> None:
@@ -229,10 +229,10 @@ def test_bench_bargein_cancels_a_long_scripted_answer(questions: Path, tmp_path:
 def test_bench_servers_get_what_their_benchmark_needs() -> None:
     args = argparse.Namespace(sessions=(1, 8))
     scripted = ServerSettings.model_validate({"llm": "scripted"})
-    assert server_settings("capacity", args, scripted).num_pipelines == 8
-    assert server_settings("capacity", args, scripted.model_copy(update={"num_pipelines": 9})).num_pipelines == 9
-    assert server_settings("bargein", args, scripted).scripted_replies  # a long answer to interrupt
-    assert server_settings("load", argparse.Namespace(phases=None), scripted).num_pipelines == 2
+    assert server_settings("capacity", args, scripted).server.num_pipelines == 8
+    assert server_settings("capacity", args, scripted.updated(num_pipelines=9)).server.num_pipelines == 9
+    assert server_settings("bargein", args, scripted).testing.replies  # a long answer to interrupt
+    assert server_settings("load", argparse.Namespace(phases=None), scripted).server.num_pipelines == 2
     assert server_settings("load", argparse.Namespace(phases=("alone",)), scripted) == scripted
     assert server_settings("latency", args, scripted) == scripted
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from speech_to_speech import cli
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import FLAT_FIELDS, TEST_ONLY_FIELDS, ServerSettings
 from speech_to_speech.presets import DEFAULT_PRESET, preset
 from speech_to_speech.testing.sound_devices import DEVICES, install_fake_sounddevice, without_portaudio
 
@@ -41,7 +41,7 @@ def test_a_config_file_replaces_the_default_preset(served: list[ServerSettings],
 
 def test_every_settings_field_has_a_flag() -> None:
     _, fields = cli.build_parser()
-    assert set(fields) == set(ServerSettings.model_fields)
+    assert set(fields) == set(FLAT_FIELDS)
 
 
 def test_flags_are_typed_from_the_annotations(served: list[ServerSettings]) -> None:
@@ -56,42 +56,45 @@ def test_flags_are_typed_from_the_annotations(served: list[ServerSettings]) -> N
         "--no-stt_auto_language_supported",
         "--init_chat_prompt", "Be brief.",
     )  # fmt: skip
-    assert settings.port == 9001 and settings.thresh == 0.7 and settings.device == "cuda"
-    assert settings.stt_language == "fr"
-    assert settings.stt_supported_languages == ["en", "fr", "de"]
-    assert settings.responses_api_disable_thinking is True
-    assert settings.stt_auto_language_supported is False
-    assert settings.init_chat_prompt == "Be brief."
+    assert settings.server.port == 9001 and settings.vad.thresh == 0.7 and settings.server.device == "cuda"
+    assert settings.stt.language == "fr"
+    assert settings.stt.supported_languages == ["en", "fr", "de"]
+    assert settings.llm.responses_api_disable_thinking is True
+    assert settings.stt.auto_language_supported is False
+    assert settings.llm.init_chat_prompt == "Be brief."
 
 
 def test_flags_override_the_yaml_config(served: list[ServerSettings], tmp_path: Path) -> None:
     config = tmp_path / "preset.yaml"
     config.write_text("server:\n  port: 1234\n  thresh: 0.3\n  llm: scripted\nruntime:\n  voice: x\n")
     settings = serve(served, "--config", str(config), "--port", "4321")
-    assert (settings.port, settings.thresh, settings.llm) == (4321, 0.3, "scripted")
+    assert (settings.server.port, settings.vad.thresh, settings.llm.backend) == (4321, 0.3, "scripted")
 
 
 def test_a_flat_yaml_config_works_too(served: list[ServerSettings], tmp_path: Path) -> None:
     config = tmp_path / "flat.yaml"
     config.write_text("num_pipelines: 3\ntts: scripted\n")
     settings = serve(served, "--config", str(config))
-    assert (settings.num_pipelines, settings.tts) == (3, "scripted")
+    assert (settings.server.num_pipelines, settings.tts.backend) == (3, "scripted")
 
 
 def test_the_pool_is_a_number_or_sized_for_the_machine(served: list[ServerSettings]) -> None:
-    assert serve(served).num_pipelines == "auto"
-    assert serve(served, "--num_pipelines", "auto").num_pipelines == "auto"
-    assert serve(served, "--num_pipelines", "3").num_pipelines == 3
+    assert serve(served).server.num_pipelines == "auto"
+    assert serve(served, "--num_pipelines", "auto").server.num_pipelines == "auto"
+    assert serve(served, "--num_pipelines", "3").server.num_pipelines == 3
 
 
 def test_local_serves_its_one_user_with_one_unit_unless_told(tmp_path: Any) -> None:
     parser, fields = cli.build_parser()
-    assert cli.settings_from_args(parser.parse_args(["local"]), fields).num_pipelines == 1
-    assert cli.settings_from_args(parser.parse_args(["local", "--num_pipelines", "auto"]), fields).num_pipelines \
-        == "auto"
+
+    def units(*argv: str) -> Any:
+        return cli.settings_from_args(parser.parse_args(["local", *argv]), fields).server.num_pipelines
+
+    assert units() == 1
+    assert units("--num_pipelines", "auto") == "auto"
     config = tmp_path / "two.yaml"
     config.write_text("server:\n  num_pipelines: 2\n")
-    assert cli.settings_from_args(parser.parse_args(["local", "--config", str(config)]), fields).num_pipelines == 2
+    assert units("--config", str(config)) == 2
 
 
 @pytest.mark.parametrize(
@@ -148,10 +151,10 @@ def test_serve_help_leaves_the_scripted_flags_to_bench_yet_takes_them(served: li
         cli.main(["bench", "latency", "--help"])
     bench_help = capsys.readouterr().out
     assert "--num_pipelines" in serve_help and "listed by bench" in serve_help
-    assert not [name for name in ServerSettings.model_fields if name.startswith("scripted_") and name in serve_help]
+    assert TEST_ONLY_FIELDS and not [name for name in TEST_ONLY_FIELDS if name in serve_help]
     assert "--scripted_replies" in bench_help and "--scripted_token_delay_ms" in bench_help
     settings = serve(served, "--llm", "scripted", "--scripted_replies", "Hi.", "--scripted_token_delay_ms", "5")
-    assert (settings.scripted_replies, settings.scripted_token_delay_ms) == (["Hi."], 5.0)
+    assert (settings.testing.replies, settings.testing.token_delay_ms) == (["Hi."], 5.0)
 
 
 def test_no_subcommand_prints_help_and_fails(capsys: Any) -> None:

@@ -23,7 +23,7 @@ def test_a_preset_loads_through_the_cli(preset: Path, monkeypatch: pytest.Monkey
     served: list[ServerSettings] = []
     monkeypatch.setattr(server, "run", served.append)
     assert cli.main(["serve", "--config", str(preset)]) == 0
-    assert served[0].port == 8765
+    assert served[0].server.port == 8765
 
 
 def test_the_default_preset_is_the_built_in_default(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,4 +58,5 @@ def test_flags_override_the_config_file_which_overrides_the_preset(
     config.write_text("server:\n  max_new_tokens: 40\n  temperature: 0.3\n")
     cli.main(["serve", "--preset", "quality", "--config", str(config), "--temperature", "0.5"])
     settings = served[0]
-    assert (settings.llm_model, settings.max_new_tokens, settings.temperature) == ("qwen2.5-coder-0.5b", 40, 0.5)
+    llm = settings.llm
+    assert (llm.model, llm.max_new_tokens, llm.temperature) == ("qwen2.5-coder-0.5b", 40, 0.5)

@@ -12,6 +12,7 @@ from speech_to_speech import cli
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.audio.wav import read_wav, write_wav
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.testing.engine import loading
 
 pytestmark = pytest.mark.real_models
 
@@ -20,7 +21,7 @@ def test_local_answers_a_synthesised_question_with_speech(tmp_path: Path, capsys
     from speech_to_speech.stt.faster_whisper import load_faster_whisper
     from speech_to_speech.tts.hibari import load_hibari
 
-    question = load_hibari(ServerSettings()).get(None)("What is the capital of France?", seed=0)
+    question = load_hibari(*loading("tts", ServerSettings())).get(None)("What is the capital of France?", seed=0)
     pause = np.zeros(24000, np.float32)
     write_wav(tmp_path / "question.wav", np.concatenate([pause, question, pause]), 24000)
 
@@ -34,6 +35,7 @@ def test_local_answers_a_synthesised_question_with_speech(tmp_path: Path, capsys
 
     answer, rate = read_wav(tmp_path / "answer.wav")
     assert rate == 24000 and len(answer) > rate // 2
-    segments, _ = load_faster_whisper(ServerSettings()).transcribe(resample(answer, 24000, 16000), language="en")
+    whisper = load_faster_whisper(*loading("stt", ServerSettings()))
+    segments, _ = whisper.transcribe(resample(answer, 24000, 16000), language="en")
     heard = " ".join(segment.text for segment in segments).lower()
     assert "paris" in heard, heard

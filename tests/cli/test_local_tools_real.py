@@ -13,6 +13,7 @@ from speech_to_speech import cli
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.audio.wav import read_wav, write_wav
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.testing.engine import loading
 
 pytestmark = pytest.mark.real_models
 
@@ -22,7 +23,7 @@ def test_the_quality_preset_calls_a_local_tool_and_speaks_its_result(tmp_path: P
     from speech_to_speech.stt.faster_whisper import load_faster_whisper
     from speech_to_speech.tts.hibari import load_hibari
 
-    question = load_hibari(ServerSettings()).get(None)("What is the temperature in the room?", seed=0)
+    question = load_hibari(*loading("tts", ServerSettings())).get(None)("What is the temperature in the room?", seed=0)
     pause = np.zeros(24000, np.float32)
     write_wav(tmp_path / "question.wav", np.concatenate([pause, question, pause]), 24000)
 
@@ -36,6 +37,7 @@ def test_the_quality_preset_calls_a_local_tool_and_speaks_its_result(tmp_path: P
     assert "get_room_temperature" in out, out  # the call was made and run by the client
     answer, rate = read_wav(tmp_path / "answer.wav")
     assert rate == 24000 and len(answer) > rate // 2
-    segments, _ = load_faster_whisper(ServerSettings()).transcribe(resample(answer, 24000, 16000), language="en")
+    whisper = load_faster_whisper(*loading("stt", ServerSettings()))
+    segments, _ = whisper.transcribe(resample(answer, 24000, 16000), language="en")
     heard = " ".join(segment.text for segment in segments).lower()
     assert re.search(r"\b21\b|twenty[- ]one", heard), heard  # the tool's 21 °C, spoken

@@ -12,6 +12,7 @@ from speech_to_speech import cli
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.audio.wav import read_wav, write_wav
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.testing.engine import loading
 from speech_to_speech.testing.server import running_server
 
 pytestmark = pytest.mark.real_models
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.real_models
 def question(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from speech_to_speech.tts.hibari import load_hibari
 
-    speech = load_hibari(ServerSettings()).get(None)("What is the capital of France?", seed=0)
+    speech = load_hibari(*loading("tts", ServerSettings())).get(None)("What is the capital of France?", seed=0)
     path = tmp_path_factory.mktemp("real") / "question.wav"
     write_wav(path, np.concatenate([np.zeros(12000, np.float32), speech]), 24000)
     return path
@@ -33,7 +34,8 @@ def heard(path: Path) -> str:
 
     answer, rate = read_wav(path)
     assert rate == 24000 and len(answer) > rate // 2  # at least half a second of reply
-    segments, _ = load_faster_whisper(ServerSettings()).transcribe(resample(answer, rate, 16000), language="en")
+    whisper = load_faster_whisper(*loading("stt", ServerSettings()))
+    segments, _ = whisper.transcribe(resample(answer, rate, 16000), language="en")
     return " ".join(segment.text for segment in segments).strip()
 
 

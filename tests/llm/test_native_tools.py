@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from speech_to_speech.config import ServerSettings
+from speech_to_speech.config import LLMSettings
 from speech_to_speech.llm.chat_prompt import chat_turns, knows_tools, prompt_for
 from speech_to_speech.llm.local_tokenizer import ChatTemplate
 from speech_to_speech.llm.tools import ParsedCall, ToolCallSplitter, tools_of
@@ -33,7 +33,7 @@ def request(*messages: ChatMessage, tools: tuple[dict, ...] = (WEATHER, ROOM)) -
 def test_a_template_that_knows_tools_gets_them_in_its_own_format_and_the_prompt_stays_plain() -> None:
     template = ChatTemplate(TEMPLATE)
     assert knows_tools(template)
-    prompt = prompt_for(template, request(ChatMessage("user", "Weather in Paris?")), ServerSettings(
+    prompt = prompt_for(template, request(ChatMessage("user", "Weather in Paris?")), LLMSettings(
         init_chat_prompt="Be brief."))
     assert '<tools>{"type": "function", "function": {"name": "get_weather"' in prompt
     assert "def get_weather" not in prompt  # no Python stubs
@@ -43,7 +43,7 @@ def test_a_template_that_knows_tools_gets_them_in_its_own_format_and_the_prompt_
 
 def test_without_tools_the_same_template_gets_a_plain_prompt() -> None:
     prompt = prompt_for(ChatTemplate(TEMPLATE), request(ChatMessage("user", "Hi"), tools=()),
-                        ServerSettings(init_chat_prompt="Be brief."))
+                        LLMSettings(init_chat_prompt="Be brief."))
     assert prompt == "<system>Be brief.</system>\n<user>Hi</user>\n<assistant>"
 
 
@@ -51,7 +51,7 @@ def test_past_calls_and_their_results_are_native_turns() -> None:
     call = {"call_id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}
     turns = chat_turns(request(ChatMessage("user", "Weather in Paris?"), ChatMessage("assistant", "", (call,)),
                                ChatMessage("tool", '{"sky": "sunny"}', tool_call_id="call_1")),
-                       ServerSettings(), native=True)
+                       LLMSettings(), native=True)
     assert turns[1:] == [{"role": "user", "content": "Weather in Paris?"},
                          {"role": "assistant", "content": "", "tool_calls": [
                              {"name": "get_weather", "arguments": {"city": "Paris"}}]},
@@ -102,6 +102,6 @@ def test_the_answer_to_a_tool_result_is_asked_without_the_tools_and_the_result_i
     call = {"call_id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}
     prompt = prompt_for(ChatTemplate(TEMPLATE), request(
         ChatMessage("user", "Weather in Paris?"), ChatMessage("assistant", "", (call,)),
-        ChatMessage("tool", '{"sky": "sunny"}', tool_call_id="call_1")), ServerSettings(init_chat_prompt="Be brief."))
+        ChatMessage("tool", '{"sky": "sunny"}', tool_call_id="call_1")), LLMSettings(init_chat_prompt="Be brief."))
     assert "<tools>" not in prompt and "<tool_call>" not in prompt
     assert prompt.endswith('<user>Weather in Paris?\nTool result (get_weather): {"sky": "sunny"}</user>\n<assistant>')

@@ -30,7 +30,7 @@ class CountingSTT(STTHandler):
 
 def stt() -> CountingSTT:
     context = HandlerContext(CancelScope(), ConfigHolder())
-    return CountingSTT(context, queue.Queue(), queue.Queue(), model=None, settings=scripted_settings())
+    return CountingSTT(context, queue.Queue(), queue.Queue(), model=None, settings=scripted_settings().stt)
 
 
 def utterance(seconds: float, *, speculation: int = 0, reuses: int = 0, item_id: str = "item_1") -> Utterance:
@@ -100,7 +100,7 @@ class TwoPhaseSTT(STTHandler):
 
 def two_phase_stt() -> TwoPhaseSTT:
     context = HandlerContext(CancelScope(), ConfigHolder())
-    return TwoPhaseSTT(context, queue.Queue(), queue.Queue(), model=None, settings=scripted_settings())
+    return TwoPhaseSTT(context, queue.Queue(), queue.Queue(), model=None, settings=scripted_settings().stt)
 
 
 def test_a_speculative_pass_superseded_while_it_runs_stops_and_gives_no_words() -> None:
@@ -157,7 +157,7 @@ def test_every_local_pass_is_urgent_work_for_the_cpu_gate() -> None:
             return super().transcribe(samples, language)
 
     context = HandlerContext(CancelScope(), ConfigHolder())
-    handler = Watching(context, queue.Queue(), queue.Queue(), model=None, settings=scripted_settings())
+    handler = Watching(context, queue.Queue(), queue.Queue(), model=None, settings=scripted_settings().stt)
     run(handler, utterance(1.0, speculation=1))
     run(handler, utterance(1.2))
     assert seen == [True, True] and not cpu_gate.shared().busy
@@ -192,7 +192,7 @@ def test_an_stt_slower_than_the_interim_budget_makes_no_interim_passes() -> None
 
     context = HandlerContext(CancelScope(), ConfigHolder())
     handler = Slow(context, queue.Queue(), queue.Queue(), model=None,
-                   settings=scripted_settings(interim_max_pass_ms=50))
+                   settings=scripted_settings(interim_max_pass_ms=50).stt)
     assert len(run(handler, interim(0.6))) == 1  # the first pass measures the STT
     assert run(handler, interim(0.9)) == [] and handler.passes == 1  # it took 60 ms: no more while it is slow
     assert [t.final for t in run(handler, utterance(1.2))] == [True]  # the turn's own pass always runs
@@ -204,7 +204,7 @@ def test_a_failed_interim_pass_is_retried_at_the_turn_s_end_and_completes_nothin
             raise RuntimeError("decoder exploded")
 
     context = HandlerContext(CancelScope(), ConfigHolder())
-    handler = Failing(context, queue.Queue(), queue.Queue(), model=None, settings=scripted_settings())
+    handler = Failing(context, queue.Queue(), queue.Queue(), model=None, settings=scripted_settings().stt)
     handler.queue_in.put(interim(0.6))
     out = list(handler.outputs(handler.queue_in.get_nowait()))
     assert not any(isinstance(o, Transcript) for o in out)  # the turn is not over

@@ -41,5 +41,7 @@ def test_a_voice_of_unknown_languages_restricts_nothing() -> None:
 
 def test_a_deployment_declaration_counts_over_the_backend() -> None:
     settings = scripted_settings(tts_supported_languages=["ja"])
-    llm = _llm(PipelineUnit(0, scripted_builders(settings, tts=stage(EnglishVoice, settings))))
+    builders = scripted_builders(settings, tts=stage(EnglishVoice, settings))
+    # What the factory gives each unit it builds: the languages declared for the TTS.
+    llm = _llm(PipelineUnit(0, builders, voice_languages=settings.tts.supported_languages))
     assert not llm.speaks_in_latin_script(request("audio"))

@@ -16,6 +16,7 @@ from speech_to_speech.protocol import ECHO_CANCELLATION_EXTENSION
 from speech_to_speech.realtime.conversation.echo import SessionEcho
 from speech_to_speech.realtime.service.capabilities import session_capabilities
 from speech_to_speech.testing.echo_rig import EchoRun, speak_beside_speaker
+from speech_to_speech.testing.engine import loading
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.room import Room
 from speech_to_speech.testing.server import RunningServer, running_server
@@ -31,7 +32,7 @@ ANSWER = ("Paris is the capital of France. It has been the seat of the governmen
 def question() -> np.ndarray:
     from speech_to_speech.tts.hibari import load_hibari
 
-    speech = load_hibari(ServerSettings()).get(None)("What is the capital of France?", seed=0)
+    speech = load_hibari(*loading("tts", ServerSettings())).get(None)("What is the capital of France?", seed=0)
     return np.concatenate([np.zeros(RATE // 2, np.float32), speech]).astype(np.float32)
 
 

@@ -58,7 +58,7 @@ class UnencodableAudioTTS(ScriptedTTS):
 
 
 @registry.register("stt", "test-first-pass-fails",
-                   lambda settings: FailsFirst(registry.get("stt", "scripted").load(settings)))
+                   lambda settings, context: FailsFirst(registry.get("stt", "scripted").load(settings, context)))
 class FirstPassFailsSTT(ScriptedSTT):
     def transcribe_utterance(self, item: Utterance) -> tuple[str, str | None]:
         if self.model.first_call():

@@ -12,6 +12,7 @@ from openai import AsyncOpenAI
 
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.testing.engine import loading
 from speech_to_speech.testing.realtime_client import validate_server_event
 from speech_to_speech.testing.server import RunningServer, running_server
 
@@ -28,7 +29,7 @@ def server() -> Iterator[RunningServer]:
 def synthesise(text: str) -> np.ndarray:
     from speech_to_speech.tts.hibari import load_hibari
 
-    speech = load_hibari(ServerSettings()).get(None)(text, seed=0)
+    speech = load_hibari(*loading("tts", ServerSettings())).get(None)(text, seed=0)
     return np.concatenate([np.zeros(RATE // 4, np.float32), speech, np.zeros(RATE, np.float32)])
 
 
@@ -36,7 +37,8 @@ def transcribe(pcm: bytes) -> str:
     from speech_to_speech.stt.faster_whisper import load_faster_whisper
 
     audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
-    segments, _ = load_faster_whisper(ServerSettings()).transcribe(resample(audio, RATE, 16000), language="en")
+    whisper = load_faster_whisper(*loading("stt", ServerSettings()))
+    segments, _ = whisper.transcribe(resample(audio, RATE, 16000), language="en")
     return " ".join(segment.text for segment in segments).strip()
 
 

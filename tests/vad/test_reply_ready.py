@@ -31,7 +31,7 @@ from speech_to_speech.pipeline.messages import (
     Utterance,
 )
 from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig, TurnDetection
-from speech_to_speech.testing.engine import scripted_settings
+from speech_to_speech.testing.engine import backend_settings, scripted_settings
 from speech_to_speech.testing.scripted import EnergyVAD
 
 CHUNK_MS = 32
@@ -62,9 +62,10 @@ class Turn:
         self.events: queue.Queue[Any] = queue.Queue()
         self.vad = EnergyVAD(
             HandlerContext(CancelScope(), ConfigHolder(config)), queue.Queue(), queue.Queue(), model=None,
-            settings=scripted_settings(min_speech_ms=96, min_silence_ms=SILENCE_MS, speech_pad_ms=96,
-                                       speculation_silence_ms=64, turn_pause_ms=PAUSE_MS,
-                                       finished_pause_ms=finished_pause_ms, max_turn_silence_ms=MAX_SILENCE_MS),
+            **backend_settings(EnergyVAD, scripted_settings(
+                min_speech_ms=96, min_silence_ms=SILENCE_MS, speech_pad_ms=96,
+                speculation_silence_ms=64, turn_pause_ms=PAUSE_MS,
+                finished_pause_ms=finished_pause_ms, max_turn_silence_ms=MAX_SILENCE_MS)),
             events=self.events, turn_detector=self.detector)  # type: ignore[arg-type]
         self.offset = 0
         self.out: list[Any] = []

@@ -146,12 +146,12 @@ def test_a_model_that_fails_gives_no_answer_instead_of_stalling_the_turn() -> No
 def test_missing_weights_fall_back_to_silence_with_one_clear_line(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
     settings = ServerSettings(smart_turn_model="/nonexistent/smart-turn.onnx")
-    assert load_turn_detector(settings) is None
+    assert load_turn_detector(settings.turns, 1) is None
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "pipecat-ai" in warnings[0] and "--turn_detector silence" in warnings[0]
 
 
 def test_the_silence_rule_loads_no_model(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    assert load_turn_detector(ServerSettings(turn_detector="silence")) is None
+    assert load_turn_detector(ServerSettings(turn_detector="silence").turns, 1) is None
     assert not caplog.records

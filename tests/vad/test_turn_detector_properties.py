@@ -33,7 +33,7 @@ from speech_to_speech.pipeline.messages import (
     Utterance,
 )
 from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig, TurnDetection
-from speech_to_speech.testing.engine import scripted_settings
+from speech_to_speech.testing.engine import backend_settings, scripted_settings
 from speech_to_speech.testing.scripted import EnergyVAD
 from speech_to_speech.vad.turn_detector import EAGERNESS, ends_mid_phrase, reads_finished
 
@@ -92,10 +92,11 @@ class Run:
         self.detector = Detector()
         self.vad = EnergyVAD(
             HandlerContext(CancelScope(), ConfigHolder(config)), queue.Queue(), queue.Queue(), model=None,
-            settings=scripted_settings(min_speech_ms=96, min_silence_ms=SILENCE_MS, speech_pad_ms=96,
-                                       speculation_silence_ms=speculation_ms, turn_pause_ms=PAUSE_MS,
-                                       finished_pause_ms=FINISHED_PAUSE_MS,
-                                       max_turn_silence_ms=MAX_SILENCE_MS),
+            **backend_settings(EnergyVAD, scripted_settings(
+                min_speech_ms=96, min_silence_ms=SILENCE_MS, speech_pad_ms=96,
+                speculation_silence_ms=speculation_ms, turn_pause_ms=PAUSE_MS,
+                finished_pause_ms=FINISHED_PAUSE_MS,
+                max_turn_silence_ms=MAX_SILENCE_MS)),
             events=queue.Queue(), turn_detector=self.detector)  # type: ignore[arg-type]
         self.threshold = EAGERNESS[eagerness].finished_at
         self.unread_threshold = EAGERNESS[eagerness].unread_finished_at

@@ -28,7 +28,7 @@ from speech_to_speech.pipeline.messages import (
     Utterance,
 )
 from speech_to_speech.pipeline.session_config import ConfigHolder, TurnDetection
-from speech_to_speech.testing.engine import scripted_settings, silence, speech
+from speech_to_speech.testing.engine import backend_settings, scripted_settings, silence, speech
 from speech_to_speech.testing.scripted import EnergyVAD
 
 CHUNK_S = 0.032
@@ -49,7 +49,7 @@ class VAD:
             queue.Queue(),
             queue.Queue(),
             model=None,
-            settings=scripted_settings(**settings),
+            **backend_settings(EnergyVAD, scripted_settings(**settings)),
             events=self.events,
         )
         self.chunker = Chunker()

@@ -128,8 +128,8 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
         admission_check(gate), free_unit_check(pool, lambda: registry.oldest_detached() is not None)])
     if store.shared:  # a replica cut off from the shared sessions would take ones it cannot hand on
         readiness.register(reachability_check("session store", store.reachable))
-    app.add_middleware(AccessPolicy, api_key=settings.api_key, allowed_origins=settings.allowed_origins,
-                       loopback_bind=is_loopback(settings.host))
+    app.add_middleware(AccessPolicy, api_key=settings.server.api_key, allowed_origins=settings.server.allowed_origins,
+                       loopback_bind=is_loopback(settings.server.host))
 
     @app.get("/health")
     def health() -> JSONResponse:
@@ -168,8 +168,9 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
                 "id": MODEL_ID,
                 "object": "model",
                 "owned_by": "speech-to-speech",
-                "pipeline": {"vad": settings.vad, "stt": settings.stt_model or settings.stt,
-                             "llm": settings.llm_model or settings.llm, "tts": settings.tts_model or settings.tts},
+                "pipeline": {"vad": settings.vad.backend, "stt": settings.stt.model or settings.stt.backend,
+                             "llm": settings.llm.model or settings.llm.backend,
+                             "tts": settings.tts.model or settings.tts.backend},
             }],
         }
 
@@ -229,5 +230,5 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
         finally:
             gate.leave(address)
 
-    app.state.demo = settings.demo and mount_demo(app)
+    app.state.demo = settings.server.demo and mount_demo(app)
     return app

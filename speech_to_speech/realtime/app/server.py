@@ -23,8 +23,8 @@ def build_app(settings: ServerSettings) -> tuple[FastAPI, PipelinePool]:
     ice_servers_from_env()  # a bad SPEECH_TO_SPEECH_ICE_SERVERS stops startup before any model loads
     factory = PipelineFactory(settings)
     settings = factory.settings  # with "auto" made a number
-    pool = PipelinePool(factory.size.units, factory.build_unit, settings.release_timeout_s, on_close=factory.close,
-                        sizing=factory.size.reason)
+    pool = PipelinePool(factory.size.units, factory.build_unit, settings.server.release_timeout_s,
+                        on_close=factory.close, sizing=factory.size.reason)
     first = pool.units()[0]
     try:
         languages = LanguageService.from_handlers(
@@ -39,19 +39,21 @@ def build_app(settings: ServerSettings) -> tuple[FastAPI, PipelinePool]:
 
 
 def run(settings: ServerSettings) -> None:
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=settings.server.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     tune_allocator()
     app, pool = build_app(settings)
     release_free_memory()  # what loading and converting the models freed
-    log.info("ready: ws://%s:%d/v1/realtime (%d pipeline(s): %s)", settings.host, settings.port, pool.size,
-             pool.sizing)
+    log.info("ready: ws://%s:%d/v1/realtime (%d pipeline(s): %s)", settings.server.host, settings.server.port,
+             pool.size, pool.sizing)
     if app.state.demo:
         # Browsers give the microphone to https pages and to localhost only: name the local address.
-        host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
-        log.info("demo:  http://%s:%d/demo", host, settings.port)
+        host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::", "") else settings.server.host
+        log.info("demo:  http://%s:%d/demo", host, settings.server.port)
     try:
-        RealtimeServer(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-                       max_event_bytes=settings.max_event_bytes, drain_s=settings.shutdown_drain_s).run()
+        RealtimeServer(app, host=settings.server.host, port=settings.server.port,
+                       log_level=settings.server.log_level.lower(), max_event_bytes=settings.limits.max_event_bytes,
+                       drain_s=settings.server.shutdown_drain_s).run()
     finally:
         pool.close()
     log.info("stopped")

@@ -94,8 +94,8 @@ class RealtimeService:
         def config() -> RuntimeConfig:  # the session's runtime config as the unit has it now
             return unit.config.current
 
-        self.conversation = conversation = Conversation(settings.max_conversation_items)
-        self.event_limits = EventLimits(settings.max_event_bytes, settings.max_event_depth)
+        self.conversation = conversation = Conversation(settings.limits.max_conversation_items)
+        self.event_limits = EventLimits(settings.limits.max_event_bytes, settings.limits.max_event_depth)
         # When the client last sent anything (an event, media audio): the clock of the idle timeout
         # (sessions/guard.py).
         self.last_activity = time.monotonic()
@@ -103,7 +103,7 @@ class RealtimeService:
         self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy)
         self.audio = audio = WireAudio(lambda: state.input_format, lambda: state.output_format)
         self.echo = echo = SessionEcho(lambda: echo_cancellation_available() and media is None and (
-            settings.echo_cancellation == "server" or config().has_extension(ECHO_CANCELLATION_EXTENSION)))
+            settings.vad.echo_cancellation == "server" or config().has_extension(ECHO_CANCELLATION_EXTENSION)))
         stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
         self.speculations = speculations = SpeculationSlot(
             unit.cancel_scope, announce=unit.report_reply_ready if unit.detects_turns else None)
@@ -123,7 +123,7 @@ class RealtimeService:
                                       validate_language=validate_language)
         turns = TurnEvents(unit, settings, config, conversation=conversation, user_input=user_input,
                            responses=responses, speculations=speculations, overlap=overlap,
-                           take_back=TakeBack(responses, settings.take_back_within_ms, on_reply_taken_back),
+                           take_back=TakeBack(responses, settings.turns.take_back_within_ms, on_reply_taken_back),
                            emit=emit,
                            on_turn_decision=on_turn_decision)
         output = ResponseEvents(responses, config, conversation=conversation, user_input=user_input,

@@ -124,8 +124,9 @@ class TurnEvents:
         """Let the LLM read ahead the request the turn would make on the words heard so far, while the user
         goes on: at the pause only the last words are left to read. Nothing else may be in the making."""
         td = self._config().turn_detection
-        if (not self._settings.prefill_during_speech or not item.text.strip() or td is None or not td.create_response
-                or self._responses.active is not None or self._speculations.current is not None
+        if (not self._settings.turns.prefill_during_speech or not item.text.strip() or td is None
+                or not td.create_response or self._responses.active is not None
+                or self._speculations.current is not None
                 or self._input.pending_transcriptions or self._overlap.listening(item.item_id)):
             return
         history = self._responses.history(heard=(item.item_id, item.text))

@@ -80,10 +80,11 @@ class SessionGate:
                  evict: Callable[[], bool] | None = None) -> None:
         """``evict``: end the session detached longest ago, if any (returns whether it did)."""
         self._pool = pool
-        self._wait_s = max(settings.admission_wait_s, BUSY_GRACE_S)
-        self._drain_s = settings.release_timeout_s
+        self._wait_s = max(settings.server.admission_wait_s, BUSY_GRACE_S)
+        self._drain_s = settings.server.release_timeout_s
         self._evict = evict
-        self._clients = ClientAdmission(settings.max_sessions_per_client, settings.max_sessions_per_minute)
+        self._clients = ClientAdmission(settings.server.max_sessions_per_client,
+                                        settings.server.max_sessions_per_minute)
         self._waiting: deque[object] = deque()
         self.stopped: str | None = None  # why no session is let in any more (a shutdown began)
 

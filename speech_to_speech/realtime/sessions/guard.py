@@ -38,7 +38,7 @@ class Closing:
 async def guard(service: RealtimeService, settings: ServerSettings,
                 detached: Callable[[], bool] = lambda: False) -> Closing:
     """Return when the session is idle past its timeout (stalled responses are failed on the way)."""
-    idle, stall = settings.idle_timeout_s, settings.response_stall_timeout_s
+    idle, stall = settings.limits.idle_timeout_s, settings.limits.response_stall_timeout_s
     while True:
         now = time.monotonic()
         if detached():

@@ -81,7 +81,7 @@ class LiveSession:
         self.settings = settings
         self.metrics = metrics
         self.registry = registry  # None: the session cannot be resumed (WebRTC: it dies with its call)
-        local = MemoryJournal(settings.replay_journal_max_bytes, settings.replay_journal_ttl_s)
+        local = MemoryJournal(settings.limits.replay_journal_max_bytes, settings.limits.replay_journal_ttl_s)
         self.journal = journal or local
         loop = asyncio.get_running_loop()
         self.closer: asyncio.Future[Closing | None] = loop.create_future()  # None: the client went
@@ -181,7 +181,7 @@ class LiveSession:
         self.end(None)
 
     def _snapshot(self) -> tuple[dict[str, Any], tuple[ChatMessage, ...]]:
-        return self.service.state.session, self.service.conversation.history(self.settings.chat_size)
+        return self.service.state.session, self.service.conversation.history(self.settings.llm.chat_size)
 
     def _start_tasks(self, wake: Any) -> None:
         name = f"unit{self.unit.index}"
@@ -266,15 +266,16 @@ class LiveSession:
             # At once (inside the emit that overflowed): a response.done the same drain would queue must be failed.
             closing = _output_overflow(self.settings)
             self.service.fail_active(closing.error_code, closing.message)
+            limits = self.settings.limits
             self.emit({"type": "session.closed", "session_id": self.id, "reason": closing.error_code,
-                       "details": {"max_pending_output_bytes": self.settings.max_pending_output_bytes_per_session,
-                                   "max_pending_output_events": self.settings.max_pending_output_events_per_session}})
+                       "details": {"max_pending_output_bytes": limits.max_pending_output_bytes_per_session,
+                                   "max_pending_output_events": limits.max_pending_output_events_per_session}})
             if self.registry is not None:
                 self.registry.remove(self.id)  # a session closed for its slow client cannot be resumed
             self.end(closing)
 
-        outgoing = OutboundQueue(self.settings.max_pending_output_bytes_per_session,
-                                 self.settings.max_pending_output_events_per_session, overflowed)
+        outgoing = OutboundQueue(self.settings.limits.max_pending_output_bytes_per_session,
+                                 self.settings.limits.max_pending_output_events_per_session, overflowed)
         attachment = Attachment(self.generation, transport, outgoing, prelude)
         self.attachment = attachment
         if self.detached_at is not None:
@@ -344,11 +345,11 @@ class LiveSession:
 
     def _detach(self, attachment: Attachment, code: int | None) -> None:
         log.info("session %s lost its socket (close code %s); %g s to resume", self.id, code,
-                 self.settings.disconnect_grace_s)
+                 self.settings.limits.disconnect_grace_s)
         self.attachment = None
         self.detached_at = time.monotonic()
         self._count("detached", +1)
-        self._grace = asyncio.create_task(self._expire_after(self.settings.disconnect_grace_s),
+        self._grace = asyncio.create_task(self._expire_after(self.settings.limits.disconnect_grace_s),
                                           name=f"unit{self.unit.index}-grace")
 
     async def _expire_after(self, grace_s: float) -> None:
@@ -395,7 +396,7 @@ def evict_oldest(registry: SessionRegistry[LiveSession]) -> bool:
 
 
 def _output_overflow(settings: ServerSettings) -> Closing:
-    message = (f"More than {settings.max_pending_output_bytes_per_session} bytes or "
-               f"{settings.max_pending_output_events_per_session} events waited for this client; "
+    message = (f"More than {settings.limits.max_pending_output_bytes_per_session} bytes or "
+               f"{settings.limits.max_pending_output_events_per_session} events waited for this client; "
                "the session is closed")
     return Closing(POLICY_VIOLATION, "output limit exceeded", error_codes.OUTPUT_LIMIT_EXCEEDED, message, reported=True)

@@ -143,8 +143,8 @@ async def resume_session(
                       POLICY_VIOLATION, "no session.resume", metrics)
         return
     try:
-        event = parse_client_event(raw, CLIENT_EVENTS, EventLimits(settings.max_event_bytes,
-                                                                   settings.max_event_depth))
+        event = parse_client_event(raw, CLIENT_EVENTS, EventLimits(settings.limits.max_event_bytes,
+                                                                   settings.limits.max_event_depth))
         request = resume_request(event)
         if take_over is not None and request.session_id not in registry:
             session, attachment = await take_over(transport, request)

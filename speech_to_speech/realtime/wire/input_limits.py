@@ -23,11 +23,11 @@ def input_refusal(settings: ServerSettings, uncommitted: int, queued_chunks: int
 
     ``manual``: turn detection is off, so the uncommitted audio is all kept.
     """
-    if manual and uncommitted + samples > int(settings.max_uncommitted_audio_s * PIPELINE_RATE):
+    if manual and uncommitted + samples > int(settings.limits.max_uncommitted_audio_s * PIPELINE_RATE):
         return RealtimeError(error_codes.INPUT_AUDIO_BUFFER_FULL,
-                             f"The input audio buffer holds {settings.max_uncommitted_audio_s:g} s at most: "
+                             f"The input audio buffer holds {settings.limits.max_uncommitted_audio_s:g} s at most: "
                              "commit or clear it", param="audio")
-    if (queued_chunks * CHUNK_SAMPLES) + samples > int(settings.max_queued_input_s * PIPELINE_RATE):
+    if (queued_chunks * CHUNK_SAMPLES) + samples > int(settings.limits.max_queued_input_s * PIPELINE_RATE):
         return RealtimeError(error_codes.INPUT_QUEUE_FULL,
                              "Input audio arrives faster than it is processed; send it in real time", param="audio")
     return None

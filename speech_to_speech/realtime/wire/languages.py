@@ -101,8 +101,8 @@ class LanguageService:
         cls, settings: ServerSettings, stt: SpeechLanguageCapabilities, tts: SpeechLanguageCapabilities
     ) -> LanguageService:
         return cls(
-            apply_declaration("stt", stt, settings.stt_supported_languages, settings.stt_auto_language_supported),
-            apply_declaration("tts", tts, settings.tts_supported_languages, settings.tts_auto_language_supported),
+            apply_declaration("stt", stt, settings.stt.supported_languages, settings.stt.auto_language_supported),
+            apply_declaration("tts", tts, settings.tts.supported_languages, settings.tts.auto_language_supported),
         )
 
     def capabilities(self, pipelines: int) -> dict[str, Any]:

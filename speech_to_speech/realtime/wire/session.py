@@ -214,14 +214,14 @@ class SessionState:
         """
         return cls(
             model="speech-to-speech",
-            instructions=settings.init_chat_prompt,
-            voice=settings.tts_voice or "alloy",
-            startup_reasoning=settings.responses_api_reasoning_effort,
-            vad_threshold=settings.thresh,
-            silence_ms=settings.min_silence_ms,
-            prefix_ms=settings.speech_pad_ms,
-            transcription_model=settings.stt_model or settings.stt,
-            limits=ContentLimits(settings.max_instructions_chars, settings.max_tools),
+            instructions=settings.llm.init_chat_prompt,
+            voice=settings.tts.voice or "alloy",
+            startup_reasoning=settings.llm.responses_api_reasoning_effort,
+            vad_threshold=settings.vad.thresh,
+            silence_ms=settings.vad.min_silence_ms,
+            prefix_ms=settings.vad.speech_pad_ms,
+            transcription_model=settings.stt.model or settings.stt.backend,
+            limits=ContentLimits(settings.limits.max_instructions_chars, settings.limits.max_tools),
             semantic_turns=semantic_turns,
             voices=voices,
         )

@@ -34,7 +34,7 @@ def open_store(settings: ServerSettings, on_write: Callable[[str, int], None] | 
 
     ``on_write(outcome, count)``: told of every write (ok, dropped, failed), for ``/metrics``.
     """
-    url = settings.session_store
+    url = settings.server.session_store
     if url == "memory":
         return MemoryStore()
     if url.startswith(("redis://", "rediss://", "unix://")):
@@ -43,9 +43,9 @@ def open_store(settings: ServerSettings, on_write: Callable[[str, int], None] | 
         except ImportError as error:  # the redis package is an extra
             raise RuntimeError(f"--session_store {url} needs the redis package: {REDIS_EXTRA_HINT}") from error
         # Keys outlive a dead server by the grace its sessions had, and the journal's age.
-        keep_s = max(settings.disconnect_grace_s, settings.replay_journal_ttl_s) + LEASE_S
-        return RedisStore(url, lease_s=LEASE_S, keep_s=keep_s, max_bytes=settings.replay_journal_max_bytes,
-                          ttl_s=settings.replay_journal_ttl_s, on_write=on_write)
+        keep_s = max(settings.limits.disconnect_grace_s, settings.limits.replay_journal_ttl_s) + LEASE_S
+        return RedisStore(url, lease_s=LEASE_S, keep_s=keep_s, max_bytes=settings.limits.replay_journal_max_bytes,
+                          ttl_s=settings.limits.replay_journal_ttl_s, on_write=on_write)
     raise ValueError(f"--session_store must be 'memory' or a redis:// URL, not {url!r}")
 
 
