@@ -129,7 +129,7 @@ def test_runtime_client_in_yaml_and_flags_win(tmp_path: Path) -> None:
     local_args = parse("local", "--config", str(config_file), "--voice", "heart")
     local_config = client_config(local_args, local_args.client_fields)
     assert (local_config.vad_threshold, local_config.voice) == (0.8, "heart")
-    assert cli.settings_from_args(local_args, cli.build_parser()[1]).thresh == 0.6
+    assert cli.settings_from_args(local_args, cli.build_parser()[1]).vad.thresh == 0.6
 
 
 def test_a_bad_client_setting_is_a_usage_error(tmp_path: Path, capsys: Any) -> None:

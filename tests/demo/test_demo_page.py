@@ -60,8 +60,8 @@ def test_no_demo_serves_no_page() -> None:
 
 def test_the_demo_is_on_by_default_and_the_no_demo_flag_turns_it_off() -> None:
     parser, fields = build_parser()
-    assert settings_from_args(parser.parse_args(["serve"]), fields).demo is True
-    assert settings_from_args(parser.parse_args(["serve", "--no-demo"]), fields).demo is False
+    assert settings_from_args(parser.parse_args(["serve"]), fields).server.demo is True
+    assert settings_from_args(parser.parse_args(["serve", "--no-demo"]), fields).server.demo is False
 
 
 def test_an_unbuilt_demo_is_not_mounted_and_the_log_says_how_to_build_it(
