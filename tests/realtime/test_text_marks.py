@@ -105,7 +105,8 @@ class Answer:
                            session_id="sess_1")
 
     def history(self) -> str:
-        assistant = [m.content for m in self.conversation.history(8) if m.role == "assistant"]
+        said = self.playback.history_text
+        assistant = [m.content for m in self.conversation.history(8, said=said) if m.role == "assistant"]
         return assistant[0] if assistant else ""
 
     @property
@@ -261,7 +262,8 @@ def test_over_webrtc_ack_only_commits_what_the_track_played_without_any_ack() ->
     playback.settle("resp_a", "completed")
 
     def history() -> str:
-        return "".join(m.content for m in conversation.history(8) if m.role == "assistant")
+        return "".join(m.content for m in conversation.history(8, said=playback.history_text)
+                       if m.role == "assistant")
 
     assert history() == ""  # generated and queued, nothing played yet: nothing was heard
     track.advance(1000 * MS)

@@ -3,8 +3,9 @@
 Items are kept as the dicts clients were sent (``conversation.item.retrieve``
 returns them as delivered). Items of a response that ended ``incomplete`` or
 ``failed`` stay retrievable but leave the model's history (rolled back). An
-assistant answer may enter the history only as far as it was heard
-(``history_text``, set by the playback ledger for ``ack_only`` sessions).
+assistant answer may enter the history only as far as it was heard (the
+``said`` text :meth:`Conversation.history` is given: the playback ledger's,
+for ``ack_only`` sessions).
 An item the server withdrew (a reply taken back, conversation/take_back.py) is deleted,
 and its id remembered for a while: a client's truncate or ack of it that
 crossed the deletion is not the client's mistake.
@@ -21,6 +22,8 @@ from speech_to_speech.pipeline.messages import ChatMessage
 
 # Ids of withdrawn items kept, for the client events about them still on their way.
 WITHDRAWN_REMEMBERED = 16
+# (item id, item) -> the text the item has in the model's history, when not its own (None: its own).
+SaidText = Callable[[str, dict[str, Any]], str | None]
 
 
 class Conversation:
@@ -31,8 +34,6 @@ class Conversation:
         self._excluded: set[str] = set()  # rolled back: not part of the model's history
         self.max_items = max_items
         self._withdrawn: deque[str] = deque(maxlen=WITHDRAWN_REMEMBERED)
-        # The text an item has in the model's history when not its own (None: its own).
-        self.history_text: Callable[[str, dict[str, Any]], str | None] = lambda item_id, item: None
 
     def __contains__(self, item_id: object) -> bool:
         return item_id in self._items
@@ -91,8 +92,12 @@ class Conversation:
     def input_call_ids(self, history: tuple[ChatMessage, ...]) -> tuple[str, ...]:
         return tuple(m.tool_call_id for m in history if m.role == "tool" and m.tool_call_id)
 
-    def history(self, max_turns: int, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
+    def history(self, max_turns: int, heard: tuple[str | None, str] | None = None,
+                said: SaidText | None = None) -> tuple[ChatMessage, ...]:
         """The model's view: the last ``max_turns`` user turns and what followed them.
+
+        ``said`` gives the text an item has in that view when not its own (what
+        the user heard of an answer: playback truth; None from it: its own).
 
         ``heard`` is (item id, words) of a user turn whose transcript is not in
         yet: it takes that item's place, or comes last if the item is not
@@ -108,9 +113,9 @@ class Conversation:
             if item_id in self._excluded:
                 continue
             message = to_chat_message(item)
-            said = self.history_text(item_id, item) if message is not None else None
-            if said is not None:  # an unheard answer leaves no empty turn behind: nothing was said
-                message = ChatMessage("assistant", said) if said else None
+            text = said(item_id, item) if said is not None and message is not None else None
+            if text is not None:  # an unheard answer leaves no empty turn behind: nothing was said
+                message = ChatMessage("assistant", text) if text else None
             if message is None:
                 continue
             # An assistant turn's text and its tool calls become one message, as providers expect.

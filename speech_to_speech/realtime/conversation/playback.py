@@ -88,7 +88,6 @@ class Playback:
         self._policy = policy
         self._items: dict[str, ItemAudio] = {}
         self._responses: dict[str, list[str]] = {}  # response id -> its items with audio, oldest first
-        conversation.history_text = self.history_text
         # What the track holds, in its order: [item_id, samples not yet played].
         self._queue: deque[list[Any]] = deque()
         self._playing: str | None = None  # the response whose audio is playing (started, not stopped)

@@ -65,7 +65,7 @@ class Responses:
 
     def history(self, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
         """The LLM's view of the conversation (``heard``: a user turn whose transcript is not in yet)."""
-        return self._conversation.history(self._settings.llm.chat_size, heard=heard)
+        return self._conversation.history(self._settings.llm.chat_size, heard=heard, said=self._playback.history_text)
 
     def start(self, options: dict[str, Any], turn_item_id: str | None = None) -> None:
         """Open a response (response.created); it is submitted once its input is transcribed.

@@ -181,7 +181,7 @@ class LiveSession:
         self.end(None)
 
     def _snapshot(self) -> tuple[dict[str, Any], tuple[ChatMessage, ...]]:
-        return self.service.state.session, self.service.conversation.history(self.settings.llm.chat_size)
+        return self.service.state.session, self.service.responses.history()
 
     def _start_tasks(self, wake: Any) -> None:
         name = f"unit{self.unit.index}"
