@@ -14,55 +14,12 @@ from typing import Any
 
 import yaml
 
-from speech_to_speech.settings import (
-    FLAT_FIELDS,
-    SECRET_FIELDS,
-    SECTIONS,
-    TEST_ONLY_FIELDS,
-    Device,
-    GGUFWeightType,
-    LimitsSettings,
-    LLMBackendName,
-    LLMSettings,
-    LoadContext,
-    PipelineCount,
-    ServerSettings,
-    ServingSettings,
-    STTSettings,
-    TestingSettings,
-    TTSSettings,
-    TurnSettings,
-    VADSettings,
-    flat_location,
-    flat_settings,
-    settings_from_flat,
-)
+# The sections and their helpers, under the names users import them by (``from speech_to_speech.config import
+# ServerSettings``): the settings package's own list, not a copy of it.
+from speech_to_speech.settings import *  # noqa: F403
+from speech_to_speech.settings import __all__ as _SETTINGS_NAMES
 
-__all__ = [
-    "FLAT_FIELDS",
-    "SECRET_FIELDS",
-    "SECTIONS",
-    "TEST_ONLY_FIELDS",
-    "Device",
-    "GGUFWeightType",
-    "LLMBackendName",
-    "LLMSettings",
-    "LimitsSettings",
-    "LoadContext",
-    "PipelineCount",
-    "STTSettings",
-    "ServerSettings",
-    "ServingSettings",
-    "TTSSettings",
-    "TestingSettings",
-    "TurnSettings",
-    "VADSettings",
-    "flat_location",
-    "flat_settings",
-    "load_yaml",
-    "settings_from_flat",
-    "settings_from_yaml",
-]
+__all__ = [*_SETTINGS_NAMES, "load_yaml", "settings_from_yaml"]
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
