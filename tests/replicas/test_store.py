@@ -15,6 +15,7 @@ from speech_to_speech.realtime.connection.frames import to_frame
 from speech_to_speech.realtime.sessions.journal import MemoryJournal
 from speech_to_speech.realtime.sessions.registry import digest
 from speech_to_speech.realtime.sessions.store import MemoryStore, open_store
+from speech_to_speech.realtime.sessions.store.base import Snapshot
 from speech_to_speech.realtime.sessions.store.redis_store import RedisStore
 from speech_to_speech.testing.redis_server import RedisServer
 
@@ -43,8 +44,8 @@ async def _ignore(session_id: str) -> None:
     pass
 
 
-def _snapshot() -> tuple[dict[str, Any], tuple[ChatMessage, ...]]:
-    return {"id": "sess_1", "instructions": "be brief"}, HISTORY
+def _snapshot() -> Snapshot:
+    return Snapshot({"id": "sess_1", "instructions": "be brief"}, HISTORY, "evt_client_7")
 
 
 def _frame(seq: int, kind: str = "response.output_audio.delta", **fields: Any) -> Any:
@@ -70,6 +71,7 @@ async def test_a_session_s_journal_token_and_state_reach_redis_behind_it(store: 
     assert [f.seq for f in stored.frames] == [3, 4, 5, 6] and stored.last_seq == 6 and stored.floor == 2
     assert stored.frames == link.journal.after(2).frames
     assert stored.session == {"id": "sess_1", "instructions": "be brief"} and stored.history == HISTORY
+    assert stored.last_client_event_id == "evt_client_7"
     assert stored.response == {"id": "resp_1", "status": "in_progress"}
     assert await store.token_digest("sess_1") == digest("rt_first")
     assert await store.rotate("sess_1", digest("rt_first"), digest("rt_second"))

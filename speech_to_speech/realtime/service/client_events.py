@@ -21,6 +21,7 @@ from speech_to_speech.audio import codecs
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.protocol import error_codes, error_types
 from speech_to_speech.protocol.metadata import followup_call_ids
+from speech_to_speech.protocol.resume import STREAMED_CLIENT_EVENTS
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.echo import SessionEcho
 from speech_to_speech.realtime.conversation.history import Conversation
@@ -227,14 +228,20 @@ def prepare_event(target: EventTarget, raw: str | bytes | dict[str, Any]) -> Cli
         return error
 
 
-def apply_event(target: EventTarget, raw: str | bytes | dict[str, Any] | ClientEvent | RealtimeError) -> None:
-    """Apply one client event (raw, or as :func:`prepare_event` left it); a rejection becomes an error event."""
+def apply_event(target: EventTarget, raw: str | bytes | dict[str, Any] | ClientEvent | RealtimeError) -> str | None:
+    """Apply one client event (raw, or as :func:`prepare_event` left it); a rejection becomes an error event.
+
+    Returns the ``event_id`` of a taken event that a client would send again after a lost
+    connection (applied or refused alike; not a stream's, see protocol.resume), else None.
+    """
     event_id: str | None = None
+    kind: str | None = None
     try:
         event = raw if isinstance(raw, ClientEvent | RealtimeError) else prepare_event(target, raw)
         if isinstance(event, RealtimeError):
+            event_id = event.event_id
             raise event
-        event_id = event.event_id
+        event_id, kind = event.event_id, event.type
         CLIENT_EVENTS[event.type](target, event)
     except RealtimeError as error:
         if error.event_id is None:
@@ -244,3 +251,4 @@ def apply_event(target: EventTarget, raw: str | bytes | dict[str, Any] | ClientE
         log.exception("client event failed")
         target.emit(errors.error_event(error_codes.SERVER_ERROR, f"{type(error).__name__}: {error}",
                                         type=error_types.SERVER_ERROR, event_id=event_id))
+    return None if kind in STREAMED_CLIENT_EVENTS else event_id

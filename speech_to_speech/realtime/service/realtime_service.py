@@ -99,6 +99,10 @@ class RealtimeService:
         # When the client last sent anything (an event, media audio): the clock of the idle timeout
         # (sessions/guard.py).
         self.last_activity = time.monotonic()
+        # The last client event taken that a client would send again after a lost connection
+        # (session.resumed says it: protocol/resume.py).
+        self.last_client_event_id: str | None = None
+        self._session_control = session_control
         # What the user heard of each assistant item; with a media track, also what it played.
         self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy)
         self.audio = audio = WireAudio(lambda: state.input_format, lambda: state.output_format)
@@ -173,7 +177,11 @@ class RealtimeService:
     def handle_client_event(self, raw: str | bytes | dict[str, Any] | ClientEvent | RealtimeError) -> None:
         """Apply one client event (raw, or as :meth:`prepare_client_event` left it); rejections become errors."""
         self.last_activity = time.monotonic()
-        apply_event(self._client_events, raw)
+        taken = apply_event(self._client_events, raw)
+        if taken is not None:
+            self.last_client_event_id = taken
+            if self._session_control is not None:
+                self._session_control.client_event_taken()
 
     def configure(self, session: Any, event_id: str | None = None) -> None:
         """Apply a session patch (the session a WebRTC call opens with); raises RealtimeError."""

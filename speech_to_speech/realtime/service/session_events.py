@@ -36,6 +36,9 @@ class SessionControl(Protocol):
     def close_by_client(self) -> None:
         """``session.closed``, then the socket closes and the session ends."""
 
+    def client_event_taken(self) -> None:
+        """A client event that a resume would count was taken (the store should write the session)."""
+
 
 class ControlledService(Protocol):
     """The one thing these events need of what they act on: the session around it, if any."""

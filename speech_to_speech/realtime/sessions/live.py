@@ -27,13 +27,13 @@ from collections.abc import Callable
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import ChatMessage
 from speech_to_speech.protocol import (
     INTERNAL_ERROR,
     NORMAL_CLOSURE,
     POLICY_VIOLATION,
     error_codes,
 )
+from speech_to_speech.protocol.resume import LAST_CLIENT_EVENT_ID
 from speech_to_speech.realtime.connection.frames import Frame, to_frame
 from speech_to_speech.realtime.connection.outbound import OutboundQueue
 from speech_to_speech.realtime.connection.transport import Transport
@@ -55,6 +55,7 @@ from speech_to_speech.realtime.sessions.journal import MemoryJournal, ReplayJour
 from speech_to_speech.realtime.sessions.registry import SessionRegistry
 from speech_to_speech.realtime.sessions.restore import lost_response_done, restore_service
 from speech_to_speech.realtime.sessions.store import SessionLink, SessionStore, StoredSession
+from speech_to_speech.realtime.sessions.store.base import Snapshot
 from speech_to_speech.realtime.wire import errors
 from speech_to_speech.units.pool import PipelinePool
 from speech_to_speech.units.unit import PipelineUnit
@@ -180,8 +181,9 @@ class LiveSession:
             self._count("replaced")
         self.end(None)
 
-    def _snapshot(self) -> tuple[dict[str, Any], tuple[ChatMessage, ...]]:
-        return self.service.state.session, self.service.responses.history()
+    def _snapshot(self) -> Snapshot:
+        return Snapshot(self.service.state.session, self.service.responses.history(),
+                        self.service.last_client_event_id)
 
     def _start_tasks(self, wake: Any) -> None:
         name = f"unit{self.unit.index}"
@@ -300,7 +302,8 @@ class LiveSession:
         replay = self.journal.after(request.last_received_server_event_seq)
         resumed = to_frame({"type": "session.resumed", "session_id": self.id,
                             "session": {**self.service.state.session, "capabilities": self.capabilities()},
-                            "attachment_generation": self.generation + 1, "resume_token": token})
+                            "attachment_generation": self.generation + 1, "resume_token": token,
+                            LAST_CLIENT_EVENT_ID: self.service.last_client_event_id})
         prelude = [resumed]
         if not replay.complete:
             prelude.append(self._emit({"type": "session.resync_required", "session_id": self.id,
@@ -384,6 +387,10 @@ class LiveSession:
     def close_by_client(self) -> None:
         self.emit({"type": "session.closed", "session_id": self.id, "reason": error_codes.CLIENT_CLOSE})
         self.end(Closing(NORMAL_CLOSURE, "client close", error_codes.CLIENT_CLOSE, "client close", reported=True))
+
+    def client_event_taken(self) -> None:
+        if self.link is not None:
+            self.link.changed()  # the store's marker moves with what it holds of the conversation
 
 
 def evict_oldest(registry: SessionRegistry[LiveSession]) -> bool:

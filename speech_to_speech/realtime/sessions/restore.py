@@ -23,6 +23,7 @@ SERVER_LOST_MESSAGE = "The server generating this response was lost; the session
 
 def restore_service(service: RealtimeService, stored: StoredSession) -> None:
     service.state.session = copy.deepcopy(stored.session)
+    service.last_client_event_id = stored.last_client_event_id
     service.unit.config.replace(service.state.runtime_config())
     history = list(stored.history)
     while stored.response is not None and history and history[-1].role == "assistant":

@@ -10,10 +10,21 @@ from speech_to_speech.pipeline.messages import ChatMessage
 from speech_to_speech.realtime.connection.frames import Frame
 from speech_to_speech.realtime.sessions.journal import MemoryJournal, ReplayJournal
 
-# What a session is now, read when the store writes it: its session object and its LLM history.
-Snapshot = Callable[[], tuple[dict[str, Any], tuple[ChatMessage, ...]]]
 # Called with a session id when another replica takes that session (or its lease was lost).
 Takeover = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a session is now, read when the store writes it."""
+
+    session: dict[str, Any]  # the session object
+    history: tuple[ChatMessage, ...]  # what the LLM will be given
+    last_client_event_id: str | None  # the last client event taken (protocol/resume.py)
+
+
+# Reads a session's snapshot when the store is about to write it.
+SnapshotSource = Callable[[], Snapshot]
 
 
 @dataclass(frozen=True)
@@ -28,6 +39,7 @@ class StoredSession:
     last_seq: int
     # The body of the response.created of a response that had not ended when last written.
     response: dict[str, Any] | None
+    last_client_event_id: str | None = None
 
 
 class SessionLink(Protocol):
@@ -52,7 +64,7 @@ class SessionStore(Protocol):
     def shared(self) -> bool:
         """Whether other replicas see these sessions (a resume of a session unknown here may find it)."""
 
-    def link(self, session_id: str, journal: MemoryJournal, snapshot: Snapshot) -> SessionLink:
+    def link(self, session_id: str, journal: MemoryJournal, snapshot: SnapshotSource) -> SessionLink:
         """Tie a session this replica now owns to the store (a new one, or one it took over)."""
 
     async def start(self, on_takeover: Takeover) -> None:

@@ -7,7 +7,7 @@ are the whole truth; a resume that lands on another server finds nothing.
 from __future__ import annotations
 
 from speech_to_speech.realtime.sessions.journal import MemoryJournal, ReplayJournal
-from speech_to_speech.realtime.sessions.store.base import Snapshot, StoredSession, Takeover
+from speech_to_speech.realtime.sessions.store.base import SnapshotSource, StoredSession, Takeover
 
 
 class MemoryLink:
@@ -31,7 +31,7 @@ class MemoryLink:
 class MemoryStore:
     shared = False
 
-    def link(self, session_id: str, journal: MemoryJournal, snapshot: Snapshot) -> MemoryLink:
+    def link(self, session_id: str, journal: MemoryJournal, snapshot: SnapshotSource) -> MemoryLink:
         return MemoryLink(journal)
 
     async def start(self, on_takeover: Takeover) -> None:

@@ -27,7 +27,7 @@ from redis.asyncio import Redis
 
 from speech_to_speech.pipeline.messages import ChatMessage
 from speech_to_speech.realtime.sessions.journal import MemoryJournal
-from speech_to_speech.realtime.sessions.store.base import Snapshot, StoredSession, Takeover
+from speech_to_speech.realtime.sessions.store.base import SnapshotSource, StoredSession, Takeover
 from speech_to_speech.realtime.sessions.store.mirror import MirroredJournal, RedisLink
 from speech_to_speech.realtime.sessions.store.redis_journal import RedisJournal, SessionKeys
 from speech_to_speech.realtime.sessions.store.writer import STORE_ERRORS, StoreWriter
@@ -92,7 +92,7 @@ class RedisStore:
 
     # ------------------------------------------------------------ this replica's sessions
 
-    def link(self, session_id: str, journal: MemoryJournal, snapshot: Snapshot) -> RedisLink:
+    def link(self, session_id: str, journal: MemoryJournal, snapshot: SnapshotSource) -> RedisLink:
         self._ensure_started()
         self.writer.add(session_id, self.journal_of(session_id), snapshot, int(self.keep_s * 1000))
         self._owned.add(session_id)
@@ -229,7 +229,8 @@ class RedisStore:
         history = tuple(ChatMessage(m["role"], m["content"], tuple(m.get("tool_calls") or ()), m.get("tool_call_id"))
                         for m in state.get("history", []))
         response = json.loads(fields["response"]) if fields.get("response") else None
-        return StoredSession(session_id, state["session"], history, replay.frames, floor, last, response)
+        return StoredSession(session_id, state["session"], history, replay.frames, floor, last, response,
+                             state.get("last_client_event_id"))
 
 
 def _text(value: Any) -> str:

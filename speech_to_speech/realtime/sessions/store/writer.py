@@ -29,7 +29,7 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import RedisError
 
 from speech_to_speech.realtime.connection.frames import Frame
-from speech_to_speech.realtime.sessions.store.base import Snapshot
+from speech_to_speech.realtime.sessions.store.base import SnapshotSource
 from speech_to_speech.realtime.sessions.store.redis_journal import RedisJournal
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ Op = Append | Ack
 @dataclass
 class _Session:
     journal: RedisJournal
-    snapshot: Snapshot
+    snapshot: SnapshotSource
     keep_ms: int
     token: bytes | None = None
     dirty: bool = True
@@ -81,7 +81,7 @@ class StoreWriter:
         self._wake = asyncio.Event()
         self._flushes: list[asyncio.Future[None]] = []
 
-    def add(self, session_id: str, journal: RedisJournal, snapshot: Snapshot, keep_ms: int) -> None:
+    def add(self, session_id: str, journal: RedisJournal, snapshot: SnapshotSource, keep_ms: int) -> None:
         self._sessions[session_id] = _Session(journal, snapshot, keep_ms)
         self._wake.set()
 
@@ -197,8 +197,9 @@ class StoreWriter:
             if not session.dirty:
                 continue
             with contextlib.suppress(Exception):  # a snapshot that fails is retried at the next mark
-                settings, history = session.snapshot()
-                state = json.dumps({"session": settings, "history": [asdict(m) for m in history]})
+                now = session.snapshot()
+                state = json.dumps({"session": now.session, "history": [asdict(m) for m in now.history],
+                                    "last_client_event_id": now.last_client_event_id})
                 session.dirty = False
                 if state != session.written:
                     session.written = state
