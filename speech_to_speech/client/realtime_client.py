@@ -61,6 +61,7 @@ from speech_to_speech.client.events import (
 from speech_to_speech.client.link import Connector, Link, LinkClosed, websocket_connector
 from speech_to_speech.client.reconnect import ReconnectPolicy, resume, resume_url
 from speech_to_speech.client.responses import ResponseHandle, ResponseTracker
+from speech_to_speech.client.sent_events import SentEvents
 from speech_to_speech.client.sequence import ReceivedSeqs
 from speech_to_speech.client.streams import Fanout, Subscription
 from speech_to_speech.protocol import GOING_AWAY, NORMAL_CLOSURE, POLICY_VIOLATION, TRY_AGAIN_LATER
@@ -112,6 +113,7 @@ class RealtimeClient:
         self._link: Link | None = None
         self._connected = asyncio.Event()
         self._outgoing: deque[dict[str, Any]] = deque()
+        self._sent = SentEvents()  # sent, not yet known to be taken: what a resume may send again
         self._outgoing_ready = asyncio.Event()
         self._events: Fanout[RealtimeEvent] = Fanout()
         self._responses = ResponseTracker(lambda: self.output_rate, keep_responses)
@@ -459,6 +461,8 @@ class RealtimeClient:
             session = resumed.event.get("session")
             if isinstance(session, Mapping):
                 self.session_info = {**self.session_info, **session}
+            unread = self._sent.lost(resumed.event)
+            self._outgoing.extendleft(reversed(unread))  # before what was queued while we were away
             self._connected.set()
             self._dispatch(resumed_event(resumed.event, attempt))
             self._writer = asyncio.create_task(self._write_loop(link), name="realtime-client-writer")
@@ -488,6 +492,7 @@ class RealtimeClient:
                 return  # the reader sees the close too, and recovers
             if self._outgoing and self._outgoing[0] is event:
                 self._outgoing.popleft()
+                self._sent.sent(event)
 
     async def _every(self, interval: float, tick: Any) -> None:
         while True:
