@@ -151,3 +151,28 @@ def test_without_the_redis_package_the_redis_store_names_the_extra(monkeypatch: 
     monkeypatch.setitem(sys.modules, "redis", None)  # as if not installed
     with pytest.raises(RuntimeError, match=r"speech-to-speech\[redis\]"):
         open_store(ServerSettings(session_store="redis://127.0.0.1:1/0"))
+
+
+async def test_a_store_that_lost_a_session_gets_its_token_and_state_again_and_says_the_gap(
+        redis_server: RedisServer) -> None:
+    store = RedisStore(redis_server.url, lease_s=0.6)
+    try:
+        await store.start(_ignore)
+        link = store.link("sess_1", MemoryJournal(), _snapshot)
+        link.token("rt_first")
+        for seq in range(1, 4):
+            link.journal.append(seq, _frame(seq))
+        assert await store.writer.flush(2.0) and await store.token_digest("sess_1") == digest("rt_first")
+        await store.redis.flushall()  # Redis restarted without persistence: every key gone
+        link.journal.append(4, _frame(4))
+        for _ in range(50):  # the heartbeat finds the lease gone and has the rest written again
+            await asyncio.sleep(0.1)
+            if await store.token_digest("sess_1") is not None:
+                break
+        assert await store.writer.flush(2.0)
+        stored = await store.load("sess_1")
+        assert await store.token_digest("sess_1") == digest("rt_first")
+        assert stored is not None and stored.history == HISTORY and stored.last_client_event_id == "evt_client_7"
+        assert [f.seq for f in stored.frames] == [4] and stored.floor == 3  # 1-3 are gone, and it says so
+    finally:
+        await store.close()

@@ -5,8 +5,9 @@ Three keys per session: a hash (held bytes, floor, last seq), a list of
 Every operation is one Lua script, so it is atomic and one round trip; it
 trims by bytes and by age as the memory journal does, with the writer's
 wall clock (replicas share no monotonic clock). ``gap``: every seq up to
-it is known lost (a write that was dropped or failed), so a resume from
-before it is told to resync rather than silently missing an event.
+it is known lost (a write that was dropped or failed, or a journal that
+Redis no longer has), so a resume from before it is told to resync rather
+than silently missing an event.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ local result = 0
 if op == 'append' then
   local seq, gap = tonumber(ARGV[6]), tonumber(ARGV[8])
   if seq <= last then return -1 end
+  -- a journal with nothing yet whose first event is not 1 lost the events before it (Redis restarted)
+  if last == 0 and gap < seq - 1 then gap = seq - 1 end
   while gap > floor do
     local first = oldest()
     if first == nil or first > gap then floor = gap; break end

@@ -158,6 +158,8 @@ class RedisStore:
                 continue
             for index, session_id in enumerate(owned):
                 self.writer.mark(session_id)  # playback acks move the history without an event
+                if results[index * 5] == 2:  # the lease had lapsed: what else of it did the store lose?
+                    self.writer.lost(session_id)
                 if results[index * 5] == 0 and session_id in self._owned:
                     log.info("session %s: another replica holds its lease", session_id)
                     self._owned.discard(session_id)

@@ -63,7 +63,8 @@ class _Session:
     journal: RedisJournal
     snapshot: SnapshotSource
     keep_ms: int
-    token: bytes | None = None
+    token: bytes | None = None  # a token digest to write with the next batch
+    digest: bytes | None = None  # the latest digest, to write again should the store lose it
     dirty: bool = True
     written: str = ""  # the state last written, to skip rewriting an unchanged one
 
@@ -102,8 +103,17 @@ class StoreWriter:
 
     def token(self, session_id: str, digest: bytes) -> None:
         if (session := self._sessions.get(session_id)) is not None:
-            session.token = digest
+            session.token = session.digest = digest
             self._wake.set()
+
+    def lost(self, session_id: str) -> None:
+        """The store may have lost what it held of the session (Redis restarted, or its keys expired):
+        write its token and state again (the journal says its own gap: redis_journal.py)."""
+        if (session := self._sessions.get(session_id)) is None:
+            return
+        session.token = session.digest
+        session.dirty, session.written = True, ""
+        self._wake.set()
 
     def mark(self, session_id: str) -> None:
         if (session := self._sessions.get(session_id)) is not None:
@@ -162,6 +172,7 @@ class StoreWriter:
                 self._gaps[op.session_id] = max(self._gaps.get(op.session_id, 0), op.seq)
         for session in self._sessions.values():
             session.dirty, session.written = True, ""
+            session.token = session.digest  # it may have been in this batch
         log.warning("session store: %d write(s) failed: %r", count, error)
 
     async def _queue_ops(self, pipe: Pipeline, batch: list[Op], applied: dict[str, int]) -> int:
