@@ -6,6 +6,10 @@ test can cut at an exact point ("after the first audio delta"). A cut aborts
 both TCP connections without a close frame, which is what a network failure
 looks like to each side; new connections (the client's reconnect) are relayed
 as before.
+
+Given several upstreams it is also a load balancer in front of replicas: a
+new connection goes to the preferred one (``prefer``), or, where that one
+refuses it (its process is gone), to the next that accepts.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import websockets
 from websockets.asyncio.client import ClientConnection
@@ -26,8 +30,11 @@ from speech_to_speech.protocol import ABNORMAL_CLOSURE, NO_STATUS_RECEIVED, Even
 
 
 class CuttingRelay:
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream.rstrip("/")  # ws://host:port
+    def __init__(self, upstream: str | Sequence[str]) -> None:
+        listed = [upstream] if isinstance(upstream, str) else list(upstream)
+        self.upstreams = [url.rstrip("/") for url in listed]  # ws://host:port each
+        self.prefer = 0  # the upstream a new connection tries first
+        self.routed: list[int] = []  # the upstream each relayed connection went to, in order
         self.port = 0
         self.connections = 0  # client connections relayed so far
         self.cuts = 0
@@ -95,10 +102,9 @@ class CuttingRelay:
         path = downstream.request.path if downstream.request is not None else "/v1/realtime"
         self.connections += 1
         self.paths.append(path)
-        try:
-            upstream = await websockets.connect(self.upstream + path, max_size=None, compression=None)
-        except (OSError, websockets.InvalidHandshake):
-            await downstream.close(1011, "relay: upstream refused")
+        upstream = await self._open(path)
+        if upstream is None:
+            await downstream.close(1011, "relay: every upstream refused")
             return
         pair = (downstream, upstream)
         self._live.add(pair)
@@ -140,6 +146,18 @@ class CuttingRelay:
                 with contextlib.suppress(BaseException):
                     await task
             self._live.discard(pair)
+
+    async def _open(self, path: str) -> ClientConnection | None:
+        """The preferred upstream, or the first after it that accepts the connection."""
+        for step in range(len(self.upstreams)):
+            index = (self.prefer + step) % len(self.upstreams)
+            try:
+                upstream = await websockets.connect(self.upstreams[index] + path, max_size=None, compression=None)
+            except (OSError, websockets.InvalidHandshake):
+                continue
+            self.routed.append(index)
+            return upstream
+        return None
 
     @contextlib.contextmanager
     def running(self) -> Iterator[CuttingRelay]:

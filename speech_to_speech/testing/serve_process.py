@@ -17,9 +17,12 @@ SCRIPTED_FLAGS = ["--vad", "scripted", "--stt", "scripted", "--llm", "scripted",
 
 
 class ServeProcess:
-    def __init__(self, *flags: str) -> None:
+    """``flags`` come after ``base`` (the scripted stages, unless given others), so they win over it."""
+
+    def __init__(self, *flags: str, base: tuple[str, ...] | list[str] = tuple(SCRIPTED_FLAGS)) -> None:
         self.port = free_port()
         self.flags = flags
+        self.base = tuple(base)
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -31,9 +34,10 @@ class ServeProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60.0) -> ServeProcess:
+        """Start it (again, after a kill: on the same port) and wait until /health answers."""
         self.process = subprocess.Popen(
             [sys.executable, "-m", "speech_to_speech.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             *SCRIPTED_FLAGS, *self.flags],
+             *self.base, *self.flags],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         deadline = time.monotonic() + timeout
         while True:
