@@ -114,6 +114,7 @@ class RealtimeClient:
         self._connected = asyncio.Event()
         self._outgoing: deque[dict[str, Any]] = deque()
         self._sent = SentEvents()  # sent, not yet known to be taken: what a resume may send again
+        self._last_finished_response_id: str | None = None  # told in session.resume
         self._outgoing_ready = asyncio.Event()
         self._events: Fanout[RealtimeEvent] = Fanout()
         self._responses = ResponseTracker(lambda: self.output_rate, keep_responses)
@@ -402,6 +403,8 @@ class RealtimeClient:
             session = event.raw.get("session")
             if isinstance(session, Mapping):
                 self.session_info = {**self.session_info, **session}
+        elif event.type == "response.done" and event.response_id is not None:
+            self._last_finished_response_id = event.response_id
         self._responses.handle(event)
         self._events.publish(event)
         if isinstance(event, SessionEnded):
@@ -441,7 +444,8 @@ class RealtimeClient:
             try:
                 resumed = await resume(link, session_id=self.session_id, resume_token=self.resume_token,
                                        last_seq=self.last_server_event_seq, event_id=f"evt_client_{next(self._serial)}",
-                                       timeout=self.handshake_timeout_s)
+                                       timeout=self.handshake_timeout_s,
+                                       last_finished_response_id=self._last_finished_response_id)
             except asyncio.CancelledError:
                 link.abort()  # closed while resuming: this link is nobody's
                 raise

@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from speech_to_speech.client.errors import ResumeFailed
 from speech_to_speech.client.link import Link
 from speech_to_speech.protocol.error_codes import SESSION_RESUME_EXPIRED, SESSION_RESUME_INVALID_TOKEN
+from speech_to_speech.protocol.resume import LAST_FINISHED_RESPONSE_ID
 
 
 @dataclass(frozen=True)
@@ -66,14 +67,17 @@ class Resumed:
 
 
 async def resume(link: Link, *, session_id: str, resume_token: str, last_seq: int, event_id: str,
-                 timeout: float) -> Resumed:
+                 timeout: float, last_finished_response_id: str | None = None) -> Resumed:
     """Send ``session.resume`` on a fresh ``link`` and read the answer.
 
     Raises ResumeFailed when the server refuses (final), LinkClosed or TimeoutError when the
     connection failed first (worth another attempt).
     """
-    await link.send(json.dumps({"type": "session.resume", "event_id": event_id, "session_id": session_id,
-                                "resume_token": resume_token, "last_received_server_event_seq": last_seq}))
+    request = {"type": "session.resume", "event_id": event_id, "session_id": session_id,
+               "resume_token": resume_token, "last_received_server_event_seq": last_seq}
+    if last_finished_response_id is not None:  # so a replica taking over does not end it a second time
+        request[LAST_FINISHED_RESPONSE_ID] = last_finished_response_id
+    await link.send(json.dumps(request))
     async with asyncio.timeout(timeout):
         while True:
             message = await link.recv()

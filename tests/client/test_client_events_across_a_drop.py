@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from speech_to_speech.client import ConnectionResumed, RealtimeClient
 from speech_to_speech.client.sent_events import SentEvents
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
-from speech_to_speech.protocol.resume import LAST_CLIENT_EVENT_ID, STREAMED_CLIENT_EVENTS
+from speech_to_speech.protocol.resume import LAST_CLIENT_EVENT_ID, LAST_FINISHED_RESPONSE_ID, STREAMED_CLIENT_EVENTS
 
 from .conftest import ServerFactory
 from .test_realtime_client import FAST_RETRY, TIMEOUT, collected, relayed
@@ -88,3 +88,18 @@ def test_a_server_that_does_not_say_or_names_an_event_not_held_gets_nothing_agai
     for n in range(3):
         sent.sent({"type": "response.create", "event_id": f"evt_{n}"})
     assert sent.lost({LAST_CLIENT_EVENT_ID: "evt_0"}) == []  # evt_0 fell out: what followed it is unknown
+
+
+async def test_a_resume_says_which_response_the_client_last_heard_end(make_server: ServerFactory) -> None:
+    server = make_server(scripted_replies=["Noted."])
+    with relayed(server) as relay:
+        client = RealtimeClient(relay.ws_url, reconnect=FAST_RETRY, heartbeat_interval_s=None,
+                                event_ack_interval_s=None)
+        async with collected(client):
+            await client.send(_said("one thing"))
+            await client.create_response()
+            done = await client.wait_for("response.done", timeout_s=TIMEOUT)
+            relay.cut_now()
+            await client.wait_for("session.resumed", timeout_s=TIMEOUT)
+    resumes = [e for e in relay.from_client if e.get("type") == "session.resume"]
+    assert len(resumes) == 1 and resumes[0][LAST_FINISHED_RESPONSE_ID] == done.response_id

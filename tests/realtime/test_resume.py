@@ -182,7 +182,9 @@ async def test_an_unknown_session_and_a_malformed_resume_are_refused_with_the_cl
     for fields, param in [({"resume_token": "rt_x"}, "session_id"),
                           ({"session_id": "s", "resume_token": 7}, "resume_token"),
                           ({"session_id": "s", "resume_token": "rt", "last_received_server_event_seq": -1},
-                           "last_received_server_event_seq")]:
+                           "last_received_server_event_seq"),
+                          ({"session_id": "s", "resume_token": "rt", "last_finished_response_id": 3},
+                           "last_finished_response_id")]:
         error, code, event_id = await _refused(server.ws_url, fields)
         assert error["error"]["code"] == "invalid_request_error", error
         assert (error["error"]["param"], error["error"]["event_id"], code) == (param, event_id, 1008)

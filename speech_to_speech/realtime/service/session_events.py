@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from speech_to_speech.protocol import error_codes
+from speech_to_speech.protocol.resume import LAST_FINISHED_RESPONSE_ID
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.events import ClientEvent
 
@@ -53,6 +54,7 @@ class ResumeRequest:
     resume_token: str
     last_received_server_event_seq: int
     event_id: str | None
+    last_finished_response_id: str | None = None  # protocol/resume.py
 
 
 def _seq(data: dict[str, Any], name: str, event_id: str | None, default: int | None = None) -> int:
@@ -78,8 +80,10 @@ def resume_request(event: ClientEvent) -> ResumeRequest:
                             f"A socket opened with ?autostart=0 must start with {RESUME}, not {event.type}",
                             param="type", event_id=event.event_id)
     data, event_id = event.data, event.event_id
+    finished = data.get(LAST_FINISHED_RESPONSE_ID)
     return ResumeRequest(_string(data, "session_id", event_id), _string(data, "resume_token", event_id),
-                         _seq(data, "last_received_server_event_seq", event_id, 0), event_id)
+                         _seq(data, "last_received_server_event_seq", event_id, 0), event_id,
+                         None if finished is None else _string(data, LAST_FINISHED_RESPONSE_ID, event_id))
 
 
 def _control(service: ControlledService, event: ClientEvent) -> SessionControl:

@@ -160,7 +160,7 @@ class LiveSession:
         self._seq = max(self._seq, request.last_received_server_event_seq)  # what the client got past the store
         wake = attach_wakeup(self.unit, asyncio.get_running_loop())
         attachment = self.resume(transport, request, token)
-        lost = lost_response_done(stored)
+        lost = lost_response_done(stored, request.last_finished_response_id)
         if lost is not None:
             self.emit(lost)
         self._start_tasks(wake)

@@ -51,9 +51,10 @@ def history_items(message: ChatMessage) -> list[dict[str, Any]]:
     return items
 
 
-def lost_response_done(stored: StoredSession) -> dict[str, Any] | None:
-    """The ``response.done`` of the response that was in the making when its server was lost, if one was."""
-    if stored.response is None:
+def lost_response_done(stored: StoredSession, finished_id: str | None = None) -> dict[str, Any] | None:
+    """The ``response.done`` of the response that was in the making when its server was lost, if one was
+    and the client has not heard it end (``finished_id``: the last response it heard end)."""
+    if stored.response is None or stored.response.get("id") == finished_id:
         return None
     error = {"type": error_types.SERVER_ERROR, "code": error_codes.SERVER_LOST, "message": SERVER_LOST_MESSAGE}
     body = {**stored.response, "status": "failed", "status_details": {"type": "failed", "error": error}}
