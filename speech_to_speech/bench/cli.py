@@ -214,6 +214,9 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     resume.add_argument("--reconnect-delay-ms", type=float, default=None,
                         help="The client's first reconnect wait (default: RealtimeClient's own, 250 ms jittered "
                              "down to half; 0: reconnect at once, leaving the server's resume alone in the figure).")
+    resume.add_argument("--failover", action="store_true",
+                        help="Two replicas on a redis-server of their own (redis-server on PATH): each session's "
+                             "replica is killed (SIGKILL) mid-answer and the session resumed on the other.")
     resume.set_defaults(settings_base=RESUME_SERVER)
     report = kinds.add_parser("report", help="The plot and the README table from the JSON files.")
     report.add_argument("--input-dir", type=Path, default=Path("docs/benchmarks"), help="Where the JSON files are.")
@@ -312,7 +315,7 @@ def run_bench(settings: ServerSettings, args: argparse.Namespace) -> int:
     from speech_to_speech.bench.report import print_summary
     from speech_to_speech.bench.target import target
 
-    output = args.output or results.default_output(name)
+    output = args.output or results.default_output("failover" if getattr(args, "failover", False) else name)
     if name == "soak":
         return _run_soak(settings, args, output)
     if name == "resume":

@@ -34,6 +34,11 @@ def typical_events() -> dict[str, dict[str, Any]]:
     }
 
 
+def _rates(count: int, seconds: float, size: int) -> dict[str, Any]:
+    return {"events": count, "events_per_s": round(count / seconds), "us_per_event": round(seconds / count * 1e6, 2),
+            "json_mb_per_s": round(size / seconds / 1e6, 1), "bytes_per_event": size // count}
+
+
 def measure_emit(count: int = 20000) -> dict[str, Any]:
     """Events/s and MB/s (of JSON) through stamp + serialise + journal, per kind of event."""
     figures: dict[str, Any] = {}
@@ -45,8 +50,47 @@ def measure_emit(count: int = 20000) -> dict[str, Any]:
             frame = to_frame(event, seq)
             journal.append(seq, frame)
             size += frame.size
-        seconds = time.perf_counter() - started
-        figures[name] = {"events": count, "events_per_s": round(count / seconds),
-                         "us_per_event": round(seconds / count * 1e6, 2),
-                         "json_mb_per_s": round(size / seconds / 1e6, 1), "bytes_per_event": size // count}
+        figures[name] = _rates(count, time.perf_counter() - started, size)
+    return figures
+
+
+async def measure_store_emit(url: str, count: int = 20000, batch: int = 500) -> dict[str, Any]:
+    """The same exit with the journal mirrored to the Redis at ``url`` (``--session_store``), per kind:
+
+    ``session_path``: what the session pays (stamp, serialise, memory journal, queue the write);
+    ``redis``: the writer's drain into Redis, timed from the first event of a batch until the
+    batch is written (``batch`` at a time, below the writer's queue bound, so nothing is dropped);
+    ``redis_bytes_per_event``: Redis's memory growth per event, over the first ``batch``.
+    """
+    from speech_to_speech.realtime.sessions.store.base import Snapshot
+    from speech_to_speech.realtime.sessions.store.redis_store import RedisStore
+
+    writes: dict[str, int] = {}
+    store = RedisStore(url, on_write=lambda outcome, n: writes.__setitem__(outcome, writes.get(outcome, 0) + n))
+    figures: dict[str, Any] = {}
+    try:
+        for name, event in typical_events().items():
+            link = store.link(f"sess_bench_{name}", MemoryJournal(), lambda: Snapshot({}, (), None))
+            path_s = total_s = 0.0
+            size = 0
+            before = (await store.redis.info("memory"))["used_memory"]
+            grown = 0
+            for start in range(1, count + 1, batch):
+                began = time.perf_counter()
+                for seq in range(start, min(start + batch, count + 1)):
+                    frame = to_frame(event, seq)
+                    link.journal.append(seq, frame)
+                    size += frame.size
+                path_s += time.perf_counter() - began
+                await store.writer.flush(30.0)
+                total_s += time.perf_counter() - began
+                if start == 1:
+                    grown = (await store.redis.info("memory"))["used_memory"] - before
+            figures[name] = {"session_path": _rates(count, path_s, size), "redis": _rates(count, total_s, size),
+                             "redis_bytes_per_event": round(grown / min(batch, count)),
+                             "writes": dict(writes)}
+            writes.clear()
+            await link.finish(keep=False)
+    finally:
+        await store.close()
     return figures

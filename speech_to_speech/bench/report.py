@@ -19,10 +19,11 @@ from speech_to_speech.bench.load_report import load_counts, load_figures
 from speech_to_speech.bench.quality_report import HEADER as QUALITY_HEADER
 from speech_to_speech.bench.quality_report import quality_row, quality_section
 from speech_to_speech.bench.resume_report import LABELS as RESUME_LABELS
-from speech_to_speech.bench.resume_report import resume_rows
+from speech_to_speech.bench.resume_report import failover_rows, resume_rows
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-ORDER = ("latency", "turns", "load", "quality", "bargein", "echo", "overhead", "resume", "capacity", "startup")
+ORDER = ("latency", "turns", "load", "quality", "bargein", "echo", "overhead", "resume", "failover", "capacity",
+         "startup")
 TABLED = ("capacity", "startup")  # their own tables, not figure rows (and every quality* result)
 PLOT_NAME = "benchmarks.png"
 # Labels of the figures a reader looks for; others show under their key.
@@ -123,6 +124,7 @@ SPOKEN_ROWS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "echo": echo_rows,
     "bargein": bargein_rows,
     "resume": lambda summary: figure_rows("resume", summary) + resume_rows(summary),
+    "failover": lambda summary: figure_rows("failover", summary) + failover_rows(summary),
 }
 
 

@@ -40,3 +40,9 @@ def shared_redis() -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def redis_binary() -> str:
+    """The redis-server a test (or the bench it runs) starts itself."""
+    return _binary()
