@@ -65,9 +65,13 @@ from speech_to_speech.client.sent_events import SentEvents
 from speech_to_speech.client.sequence import ReceivedSeqs
 from speech_to_speech.client.streams import Fanout, Subscription
 from speech_to_speech.protocol import GOING_AWAY, NORMAL_CLOSURE, POLICY_VIOLATION, TRY_AGAIN_LATER
-from speech_to_speech.protocol.error_codes import CLIENT_CLOSE, SESSION_LIMIT_REACHED
+from speech_to_speech.protocol.error_codes import CLIENT_CLOSE, SESSION_LIMIT_REACHED, SESSION_STORE_UNAVAILABLE
 
 log = logging.getLogger(__name__)
+
+# Refusals of session.resume that a later attempt may not meet: a store of shared sessions that did
+# not answer, or a session whose old replica did not let it go in time.
+RETRIED_REFUSALS = frozenset({SESSION_STORE_UNAVAILABLE})
 
 # Close codes after which there is no session to resume: a goodbye (1000), the server going away (1001),
 # a policy close (1008: output limit, refused resume), "try again later" (1013). Any other close is resumed,
@@ -451,6 +455,9 @@ class RealtimeClient:
                 raise
             except ResumeFailed as refusal:
                 await link.close()
+                if refusal.code in RETRIED_REFUSALS:  # "try again": the next attempt may be served
+                    last_error = refusal
+                    continue
                 self._finish(refusal, refusal)
                 return None
             except (LinkClosed, TimeoutError, ValueError) as error:
