@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from speech_to_speech.audio.rates import WIRE_RATE
 from speech_to_speech.protocol import TIMINGS_KEY
 from speech_to_speech.realtime.metrics import STAGE_HOPS
 from speech_to_speech.testing.realtime_client import Event, Received
 
-OUTPUT_RATE = 24000  # the session's default output: PCM16 at 24 kHz
 AUDIO_DELTA = "response.output_audio.delta"
 SOUND_LEVEL = 33  # PCM16 magnitude of -60 dBFS: quieter samples are silence
 # End of speech -> the reply's first sound, for a client that plays each delta on arrival.
@@ -62,12 +62,12 @@ def of_type(kind: str, rid: str | None = None) -> Callable[[Event], bool]:
     return lambda event: event.get("type") == kind and (rid is None or response_id(event) == rid)
 
 
-def audio_ms(event: Event, rate: int = OUTPUT_RATE) -> float:
+def audio_ms(event: Event, rate: int = WIRE_RATE) -> float:
     """Duration of the PCM16 audio in an ``output_audio.delta`` (decoded size, not the text's)."""
     return len(base64.b64decode(event.get("delta") or "")) / 2 * 1000.0 / rate
 
 
-def leading_silence_ms(log: Iterable[Received], rid: str, rate: int = OUTPUT_RATE) -> float | None:
+def leading_silence_ms(log: Iterable[Received], rid: str, rate: int = WIRE_RATE) -> float | None:
     """Milliseconds of response ``rid``'s audio before its first sound (-60 dBFS), None if it has none.
 
     A client that plays each delta as it arrives hears the reply start that
