@@ -35,6 +35,11 @@ class StreamResampler:
             return samples
         return np.asarray(self._stream.resample_chunk(samples), dtype=np.float32)
 
+    @property
+    def held(self) -> int:
+        """Output samples owed for input already given: what the next call returns first."""
+        return 0 if self._stream is None else round(self._stream.delay())
+
     def flush(self) -> npt.NDArray[np.float32]:
         if self._stream is None:
             return np.zeros(0, dtype=np.float32)

@@ -103,3 +103,52 @@ def test_a_playback_ack_places_the_reference_where_the_client_is_playing() -> No
     assert echo.reference_position == 11200
     echo.acked("item_unknown", 900)
     assert echo.reference_position == 11200
+
+
+def _db(samples: np.ndarray) -> float:
+    return float(10 * np.log10(np.mean(samples.astype(np.float64) ** 2) + 1e-15))
+
+
+@pytest.mark.parametrize("delay_ms", [60, 250])
+def test_after_the_speaker_ran_dry_the_next_clause_is_cancelled_as_well_as_the_first(delay_ms: int) -> None:
+    # A loaded server: the second clause comes 300 ms after the first one finished playing. The client's
+    # speaker (and so the send clock) plays it from when it comes; the echo of its start must go as the
+    # first clause's did, not leak while the canceller looks for an echo path that moved.
+    from speech_to_speech.audio.resample import resample
+    from speech_to_speech.tts.hibari import load_hibari
+
+    say = load_hibari(*loading("tts", ServerSettings())).get(None)
+    clauses = [say(text, seed=0) for text in ("Paris is the capital of France, and it has been for centuries.",
+                                              "Its museums, its cafes and its river draw visitors all year.")]
+    rate = 16000
+    room = Room(delay_ms=delay_ms, rate=rate)
+    lag = rate * 20 // 1000  # from a chunk's send to the speaker playing it
+    sends, plays, at = [], [], rate // 2
+    for clause in clauses:
+        heard = resample(clause, RATE, rate)
+        sends.append((at - lag, clause))
+        plays.append((at, len(heard)))
+        at += len(heard) + rate * 300 // 1000
+    speaker = np.zeros(at + rate, np.float32)
+    for (start, length), clause in zip(plays, clauses, strict=True):
+        speaker[start:start + length] = resample(clause, RATE, rate)
+    microphone = room.echo_of(speaker) + room.noise(len(speaker))
+    echo = SessionEcho(lambda: True)
+    cancelled = []
+    for position in range(0, len(microphone), 320):  # 20 ms appends
+        for sent_at, clause in sends:
+            if position <= sent_at < position + 320:
+                for chunk in range(0, len(clause), RATE // 10):  # the TTS's 100 ms chunks, sent at once
+                    echo.sent((clause[chunk:chunk + RATE // 10] * 32767).astype(np.int16), "item_a")
+        cancelled.append(echo.heard(microphone[position:position + 320]))
+    out = np.concatenate(cancelled)
+    delay = delay_ms * rate // 1000
+
+    def removed_db(start: int, end: int) -> float:
+        return _db(microphone[start + delay:end + delay]) - _db(out[start + delay:end + delay])
+
+    first_start, first_length = plays[0]
+    settled = removed_db(first_start + first_length - rate, first_start + first_length)
+    restart = removed_db(plays[1][0], plays[1][0] + rate // 2)
+    assert settled > 25.0
+    assert restart > settled - 10.0, (settled, restart)

@@ -18,6 +18,15 @@ the moment it is sent, after what was sent before it (the send clock), and
 dropped when the client stops playing (a reply cut off, or
 ``conversation.item.truncate``). A client's playback buffer delays
 the real sound; the canceller's delay estimator finds that lag.
+
+The reference is resampled to the pipeline's rate as a stream, and the
+resampler holds back the last 8-35 ms of what it was given. When the
+speaker runs dry (the next clause comes later than the last one takes to
+play: a loaded machine), that held tail belongs to the audio that already
+played; handed over with the next chunk, it would start the next run up to
+35 ms late, and AEC3 loses the echo path it had found for a second or more
+(offline, the first half second after such a restart: 8 dB of echo removed
+instead of 45). So it is counted as played and left out.
 """
 
 from __future__ import annotations
@@ -36,6 +45,10 @@ from speech_to_speech.audio.resample import StreamResampler
 # How far the reference may run ahead of what an ack says is playing before it is held back: the echo
 # comes later than its reference anyway (the room, the devices), and the canceller finds that much.
 AHEAD_TOLERANCE_MS = 120
+# How far it may run behind before it is moved on. Acks are counted in whole appends (20 ms) and the
+# canceller takes whole 10 ms frames, so the two disagree by that much with nothing wrong; moving the
+# reference for it would shift the echo path AEC3 has found on every other ack.
+BEHIND_TOLERANCE_MS = 30
 
 
 @cache
@@ -52,6 +65,7 @@ class SessionEcho:
         self._canceller: EchoCanceller | None = None
         self._reference = StreamResampler(TTS_RATE, PIPELINE_RATE)
         self._handed = 0  # reference samples handed to the canceller
+        self._stale = 0  # resampler output still to come that belongs to audio played before a gap
         self._item_starts: dict[str, int] = {}  # where each assistant item's audio starts in the reference
 
     @property
@@ -69,10 +83,15 @@ class SessionEcho:
         if not self.active:
             return
         canceller = self._ensure()
+        if canceller.pending_reference == 0 and not self._stale:  # the speaker ran dry
+            self._stale = self._reference.held  # what the resampler held back has played already
+            self._handed += self._stale
         self._item_starts.setdefault(item_id, self._handed)  # played after what is queued
         reference = self._reference.process(samples.astype(np.float32) / 32768.0)
-        canceller.played(reference)
-        self._handed += len(reference)
+        skipped = min(self._stale, len(reference))
+        self._stale -= skipped
+        canceller.played(reference[skipped:])
+        self._handed += len(reference) - skipped
 
     def acked(self, item_id: str | None, played_ms: int) -> None:
         """The client says it has played ``played_ms`` of ``item_id``, as of the audio it sent so far."""
@@ -80,7 +99,7 @@ class SessionEcho:
             return
         playing = self._item_starts[item_id] + played_ms * PIPELINE_RATE // 1000
         head = self.reference_position
-        if playing > head:
+        if playing - head > BEHIND_TOLERANCE_MS * PIPELINE_RATE // 1000:
             self._canceller.drop_reference(playing - head)  # the client is further on than the send clock says
         elif head - playing > AHEAD_TOLERANCE_MS * PIPELINE_RATE // 1000:
             self._canceller.delay_reference(head - playing)  # it buffers more than the canceller would find
