@@ -56,6 +56,7 @@ class EchoCanceller:
         self._apm.set_stream_delay_ms(delay_hint_ms)
         self._reference: list[np.ndarray] = []  # what is still to play, in order
         self._reference_len = 0
+        self._starved = 0
         self._near = np.zeros(0, np.float32)  # microphone samples short of a whole frame
         self._silence = np.zeros(self._frame, np.float32)
 
@@ -68,11 +69,17 @@ class EchoCanceller:
     def pending_reference_ms(self) -> int:
         return self._reference_len * 1000 // self.rate
 
+    @property
+    def starved(self) -> int:
+        """Samples of silence taken as the reference since it last ran out (0 while it has some)."""
+        return self._starved
+
     def played(self, samples: np.ndarray) -> None:
         """The speaker plays ``samples`` (float32 at ``rate``) after what it already has queued."""
         if len(samples):
             self._reference.append(np.asarray(samples, np.float32))
             self._reference_len += len(samples)
+            self._starved = 0
 
     def set_delay_hint_ms(self, delay_ms: int) -> None:
         """Where the delay estimator starts looking: the path from a handed-over frame to the microphone."""
@@ -109,10 +116,13 @@ class EchoCanceller:
         self._near = near[whole:]
         out = np.empty(whole, np.float32)
         for start in range(0, whole, self._frame):
-            self._apm.process_reverse_stream(self._frame_of(self._next_reference()))
-            frame = self._frame_of(near[start:start + self._frame], writable=True)
+            reference = self._next_reference()
+            self._apm.process_reverse_stream(self._frame_of(reference))
+            microphone = near[start:start + self._frame]
+            frame = self._frame_of(microphone, writable=True)
             self._apm.process_stream(frame)
-            out[start:start + self._frame] = np.frombuffer(frame.data, np.int16) / _SCALE
+            cancelled = (np.frombuffer(frame.data, np.int16) / _SCALE).astype(np.float32)
+            out[start:start + self._frame] = cancelled
         return out
 
     def _next_reference(self) -> np.ndarray:
@@ -127,6 +137,7 @@ class EchoCanceller:
             else:
                 self._reference[0] = head[len(take):]
         self._reference_len -= self._frame - needed
+        self._starved += needed
         if not frame:
             return self._silence
         if needed:

@@ -84,7 +84,8 @@ class SessionEcho:
             return
         canceller = self._ensure()
         if canceller.pending_reference == 0 and not self._stale:  # the speaker ran dry
-            self._stale = self._reference.held  # what the resampler held back has played already
+            # what the resampler held back played while the canceller took silence for the reference
+            self._stale = min(self._reference.held, canceller.starved)
             self._handed += self._stale
         self._item_starts.setdefault(item_id, self._handed)  # played after what is queued
         reference = self._reference.process(samples.astype(np.float32) / 32768.0)
