@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from speech_to_speech.audio.rates import PIPELINE_RATE
+from speech_to_speech.audio.residual_echo import ResidualEchoSuppressor
 
 FRAME_MS = 10  # the only frame length WebRTC's audio processing takes
 MISSING = "echo cancellation needs the livekit package: pip install 'livekit>=1.1'"
@@ -59,6 +60,7 @@ class EchoCanceller:
         self._starved = 0
         self._near = np.zeros(0, np.float32)  # microphone samples short of a whole frame
         self._silence = np.zeros(self._frame, np.float32)
+        self._residual = ResidualEchoSuppressor()  # what AEC3 lets through now and then
 
     @property
     def pending_reference(self) -> int:
@@ -122,7 +124,7 @@ class EchoCanceller:
             frame = self._frame_of(microphone, writable=True)
             self._apm.process_stream(frame)
             cancelled = (np.frombuffer(frame.data, np.int16) / _SCALE).astype(np.float32)
-            out[start:start + self._frame] = cancelled
+            out[start:start + self._frame] = self._residual.process(reference, microphone, cancelled)
         return out
 
     def _next_reference(self) -> np.ndarray:
