@@ -75,6 +75,13 @@ class ServerMetrics:
             registry=self.registry)
         for outcome in STORE_OUTCOMES:
             self.store_writes.labels(outcome)
+        self.echo_cancelled_audio = Counter(
+            "s2s_echo_cancelled_audio_seconds", "Microphone audio the server's echo cancellers took the "
+            "assistant's voice out of (--echo_cancellation server, or the session's extension).",
+            registry=self.registry)
+        self.echo_cancellation_cpu = Counter(
+            "s2s_echo_cancellation_cpu_seconds", "CPU time the server's echo cancellers took for that audio.",
+            registry=self.registry)
 
     def response_finished(self, status: str, marks: Mapping[str, float]) -> None:
         self.responses.labels(status).inc()
@@ -98,6 +105,10 @@ class ServerMetrics:
         self.session_lifecycle.labels(event).inc()
         if detached_change:
             self.detached_sessions.inc(detached_change)
+
+    def echo_cancelled(self, audio_s: float, cpu_s: float) -> None:
+        self.echo_cancelled_audio.inc(audio_s)
+        self.echo_cancellation_cpu.inc(cpu_s)
 
     def store_wrote(self, outcome: str, count: int) -> None:
         self.store_writes.labels(outcome).inc(count)

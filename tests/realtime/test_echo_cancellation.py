@@ -6,8 +6,10 @@ the rig plays every answer into its microphone through a simulated room.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
+import httpx
 import numpy as np
 import pytest
 
@@ -82,6 +84,11 @@ async def test_the_server_flag_cancels_for_every_session_that_does_not_ask(quest
                               log_level="warning")
     with running_server(settings) as cancelling:
         _answered_once(await _ask(cancelling, question, cancel=None, room=Room(delay_ms=150, rate=RATE)))
+        metrics = httpx.get(cancelling.http_url + "/metrics").text
+    # /metrics counts the microphone audio the canceller took the echo out of, and what that cost
+    counted = dict(re.findall(r"^s2s_echo_(cancelled_audio|cancellation_cpu)_seconds_total (\S+)$", metrics, re.M))
+    assert float(counted["cancelled_audio"]) >= len(question) / RATE
+    assert 0.0 < float(counted["cancellation_cpu"]) < float(counted["cancelled_audio"])
 
 
 def test_a_webrtc_session_is_not_offered_it_the_browser_cancels() -> None:

@@ -32,6 +32,7 @@ instead of 45). So it is counted as played and left out.
 from __future__ import annotations
 
 import importlib.util
+import time
 from collections.abc import Callable
 from functools import cache
 
@@ -60,8 +61,12 @@ def echo_cancellation_available() -> bool:
 class SessionEcho:
     """The echo canceller of one session, built the first time the session needs it."""
 
-    def __init__(self, wanted: Callable[[], bool]) -> None:
+    def __init__(self, wanted: Callable[[], bool], *,
+                 on_cancelled: Callable[[float, float], None] | None = None) -> None:
+        """``on_cancelled``: told the seconds of microphone audio each call cancelled and the CPU seconds
+        it took (the server's metrics)."""
         self._wanted = wanted  # read per call: a session.update may turn it on or off
+        self._on_cancelled = on_cancelled
         self._canceller: EchoCanceller | None = None
         self._reference = StreamResampler(TTS_RATE, PIPELINE_RATE)
         self._handed = 0  # reference samples handed to the canceller
@@ -76,7 +81,11 @@ class SessionEcho:
         """The microphone's audio as the pipeline should hear it."""
         if not self.active:
             return samples_16k
-        return self._ensure().cancel(samples_16k)
+        started = time.thread_time()
+        cancelled = self._ensure().cancel(samples_16k)
+        if self._on_cancelled is not None:
+            self._on_cancelled(len(samples_16k) / PIPELINE_RATE, time.thread_time() - started)
+        return cancelled
 
     def sent(self, samples: npt.NDArray[np.int16], item_id: str) -> None:
         """An audio chunk of ``item_id`` (pipeline output, at the TTS rate) went to the client to play."""

@@ -77,10 +77,12 @@ class RealtimeService:
         on_response_finished: Callable[[str, dict[str, float]], None] | None = None,
         on_turn_decision: Callable[[TurnDecision], None] | None = None,
         on_reply_taken_back: Callable[[], None] | None = None,
+        on_echo_cancelled: Callable[[float, float], None] | None = None,
     ) -> None:
         """``session_control``: the live session around this service (heartbeat, event_ack, close); None: not
         served. ``on_response_finished`` (status, its monotonic stage marks), ``on_turn_decision`` (each
-        decision of the turn detector) and ``on_reply_taken_back``: the server's metrics."""
+        decision of the turn detector), ``on_reply_taken_back`` and ``on_echo_cancelled`` (seconds of
+        microphone audio, CPU seconds): the server's metrics."""
         self.unit = unit
         self.settings = settings
         self.emit = emit = stamping(send)
@@ -107,7 +109,8 @@ class RealtimeService:
         self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy)
         self.audio = audio = WireAudio(lambda: state.input_format, lambda: state.output_format)
         self.echo = echo = SessionEcho(lambda: echo_cancellation_available() and media is None and (
-            settings.vad.echo_cancellation == "server" or config().has_extension(ECHO_CANCELLATION_EXTENSION)))
+            settings.vad.echo_cancellation == "server" or config().has_extension(ECHO_CANCELLATION_EXTENSION)),
+            on_cancelled=on_echo_cancelled)
         stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
         self.speculations = speculations = SpeculationSlot(
             unit.cancel_scope, announce=unit.report_reply_ready if unit.detects_turns else None)

@@ -97,7 +97,8 @@ class LiveSession:
             unit, settings, self.emit, media=media, validate_language=validate_language, session_control=self,
             on_response_finished=metrics.response_finished if metrics is not None else None,
             on_turn_decision=metrics.turn_decided if metrics is not None else None,
-            on_reply_taken_back=metrics.reply_taken_back if metrics is not None else None)
+            on_reply_taken_back=metrics.reply_taken_back if metrics is not None else None,
+            on_echo_cancelled=metrics.echo_cancelled if metrics is not None else None)
         if restored is not None:  # taken over from another replica (sessions/move.py)
             restore_service(self.service, restored)
             local.restore(restored.frames, restored.floor)
