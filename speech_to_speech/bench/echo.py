@@ -17,6 +17,12 @@ Then the user really talks over the answer (the next question,
 once without (the room silent): start of that speech -> ``response.done``
 cancelled, so the echo's cost to a real barge-in shows as a ratio.
 
+Then four sessions at once (as many as the pool holds, up to four), each
+asking a question through the rig with cancellation on: what they got, and
+the server's canceller CPU per second of microphone audio and as a share of
+a core, read from ``/metrics`` (``s2s_echo_cancellation_cpu_seconds``); the
+one-at-a-time trials report the same per second of audio.
+
 Beside them, offline: the canceller's echo return loss enhancement in dB and
 its CPU per second of audio on the questions through the same rooms, for
 one session and for four at once.
@@ -24,11 +30,14 @@ one session and for four at once.
 
 from __future__ import annotations
 
+import asyncio
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 
 from speech_to_speech.audio.echo import EchoCanceller
@@ -113,6 +122,38 @@ async def _barge_in(target: Target, question: audio.Speech, interruption: audio.
     return _barge_in_ms(run, received_at)
 
 
+def _canceller_counters(target: Target) -> tuple[float, float]:
+    """(seconds of microphone audio cancelled, CPU seconds it took) so far, from the server's /metrics."""
+    text = httpx.get(target.http_url + "/metrics", timeout=10.0).text
+    counted = dict(re.findall(r"^s2s_echo_(cancelled_audio|cancellation_cpu)_seconds_total (\S+)$", text, re.M))
+    return float(counted.get("cancelled_audio", 0.0)), float(counted.get("cancellation_cpu", 0.0))
+
+
+def _server_cost(before: tuple[float, float], after: tuple[float, float], wall_s: float) -> dict[str, Any]:
+    audio_s, cpu_s = after[0] - before[0], after[1] - before[1]
+    return {"cancelled_audio_s": round(audio_s, 2), "cpu_s": round(cpu_s, 3),
+            "cpu_s_per_audio_s": round(cpu_s / audio_s, 4) if audio_s else None,
+            "share_of_a_core": round(cpu_s / wall_s, 4) if wall_s else None}
+
+
+async def _at_once(target: Target, questions: list[audio.Speech],
+                   config: EchoConfig) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Up to four sessions talking at once through the rig, cancellation on; the server's canceller cost."""
+    count = min(4, target.pool_size(), len(questions))
+    delay = config.delays_ms[len(config.delays_ms) // 2]
+    before, started = _canceller_counters(target), time.monotonic()
+    runs = await asyncio.gather(*(
+        _speak(target, question, Room(delay_ms=delay, rate=question.rate), config, cancel=True,
+               instructions=config.instructions) for question in questions[:count]))
+    cost = _server_cost(before, _canceller_counters(target), time.monotonic() - started)
+    outcomes = [{"kind": "at_once", "question": question.name, "delay_ms": delay, **_outcome(run_, received_at)}
+                for question, (run_, received_at) in zip(questions, runs, strict=False)]
+    summary = {"sessions": count, "delay_ms": delay, "answered": sum(o["answered"] for o in outcomes),
+               "runs_with_self_interruption": sum(bool(o["self_interruptions"]) for o in outcomes),
+               "echo_turns": sum(o["echo_turns"] for o in outcomes), "server": cost}
+    return summary, outcomes
+
+
 def offline_figures(questions: list[audio.Speech], delays_ms: tuple[int, ...]) -> dict[str, Any]:
     """The canceller alone on the questions' voice through each room: dB removed and CPU per second."""
     voice = np.concatenate([resample(q.samples, q.rate, PIPELINE_RATE) for q in questions]).astype(np.float32)
@@ -155,6 +196,7 @@ def _db(samples: np.ndarray) -> float:
 async def run(target: Target, config: EchoConfig) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     questions = audio.load_questions(config.questions_dir, config.questions)
     samples: list[dict[str, Any]] = []
+    before, started = _canceller_counters(target), time.monotonic()
     for repeat in range(config.repeat):
         for question in questions:
             for delay in config.delays_ms:
@@ -165,6 +207,7 @@ async def run(target: Target, config: EchoConfig) -> tuple[dict[str, Any], list[
                     samples.append({"kind": "echo", "repeat": repeat, "question": question.name,
                                     "delay_ms": delay, "mode": mode, **_outcome(run_, received_at)})
     summary: dict[str, Any] = {}
+    summary["server_one_at_a_time"] = _server_cost(before, _canceller_counters(target), time.monotonic() - started)
     for mode in MODES:
         runs = [s for s in samples if s["kind"] == "echo" and s["mode"] == mode]
         summary[mode] = {"trials": len(runs), "answered": sum(s["answered"] for s in runs),
@@ -187,6 +230,8 @@ async def run(target: Target, config: EchoConfig) -> tuple[dict[str, Any], list[
     summary["barge_in"]["missed"] = sum(1 for s in samples if s["kind"] == "barge_in" and s["missed"])
     with_echo, without = (summary["barge_in"][k].get("p50") for k in ("with_echo", "without_echo"))
     summary["barge_in"]["p50_ratio"] = round(with_echo / without, 2) if with_echo and without else None
+    summary["at_once"], at_once = await _at_once(target, questions, config)
+    samples += at_once
     summary["offline"] = offline_figures(questions, config.delays_ms)
     recorded = {**asdict(config), "questions": [q.name for q in questions],
                 "questions_dir": str(config.questions_dir or audio.DEFAULT_QUESTIONS_DIR)}

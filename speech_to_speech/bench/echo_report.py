@@ -21,7 +21,7 @@ def echo_figures(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def echo_counts(summary: dict[str, Any]) -> list[str]:
-    """What the echo did with cancellation off and on, then the canceller's offline figures."""
+    """What the echo did with cancellation off and on and with sessions at once, then the canceller's cost."""
     off, on = summary["off"], summary["on"]
     rows = [f"| | answers played out (cancellation off / on) | {off['answered']} of {off['trials']} / "
             f"{on['answered']} of {on['trials']} | | |",
@@ -29,6 +29,16 @@ def echo_counts(summary: dict[str, Any]) -> list[str]:
             f"{on['runs_with_self_interruption']} | | |",
             f"| | the assistant's words heard as the user's, turns (off / on) | {off['echo_turns']} / "
             f"{on['echo_turns']} | | |"]
+    at_once = summary.get("at_once")
+    if at_once:
+        rows.append(f"| | {at_once['sessions']} sessions at once, cancellation on: answers played out / runs that "
+                    f"interrupted themselves | {at_once['answered']} of {at_once['sessions']} / "
+                    f"{at_once['runs_with_self_interruption']} | | |")
+    one, together = summary.get("server_one_at_a_time") or {}, (at_once or {}).get("server") or {}
+    if one.get("cpu_s_per_audio_s") and together.get("cpu_s_per_audio_s"):
+        rows.append(f"| | server's canceller CPU per second of audio, one session / {at_once['sessions']} at once "
+                    f"| {one['cpu_s_per_audio_s']:.1%} / {together['cpu_s_per_audio_s']:.1%} "
+                    f"({together['share_of_a_core']:.1%} of a core in all) | | |")
     offline = summary.get("offline") or {}
     if offline:
         erle = ", ".join(f"{delay} late {db:.0f} dB" for delay, db in offline["erle_db"].items())

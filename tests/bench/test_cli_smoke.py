@@ -257,7 +257,13 @@ def test_bench_echo_runs_every_mode_and_room_and_the_offline_figures(questions: 
         assert all(ms >= 0 for ms in sample["self_interruption_ms_into_answer"])
     assert summary["off"]["self_interruption_ms_into_answer"]["n"] == summary["off"]["self_interruptions"]
     kinds = sorted((s["kind"], s.get("mode") or s.get("echo")) for s in result["samples"])
-    assert kinds == [("barge_in", "with_echo"), ("barge_in", "without_echo"), ("echo", "off"), ("echo", "on")]
+    at_once = summary["at_once"]
+    assert kinds == sorted([("barge_in", "with_echo"), ("barge_in", "without_echo"), ("echo", "off"), ("echo", "on"),
+                            *[("at_once", None)] * at_once["sessions"]])
+    assert at_once["sessions"] >= 2 and at_once["answered"] <= at_once["sessions"]
+    # the server's canceller ran only for the sessions that asked for it, and /metrics says what it cost
+    for cost in (summary["server_one_at_a_time"], at_once["server"]):
+        assert cost["cancelled_audio_s"] > 0 and 0 < cost["cpu_s_per_audio_s"] < 1
     offline = summary["offline"]
     assert set(offline["erle_db"]) == {"150ms"} and offline["cpu_s_per_audio_s"] > 0
     assert offline["four_sessions_cpu_s_per_audio_s"] > offline["cpu_s_per_audio_s"]

@@ -184,7 +184,10 @@ def echo_summary(barge_with: list[float], barge_without: list[float]) -> dict[st
             "on": {**mode, "runs_with_self_interruption": 1},
             "barge_in": {"with_echo": summarize(barge_with), "without_echo": summarize(barge_without), "missed": 0},
             "offline": {"audio_s": 9.0, "erle_db": {"60ms": 38.4, "250ms": 40.6}, "cpu_s_per_audio_s": 0.0123,
-                        "four_sessions_cpu_s_per_audio_s": 0.051}}
+                        "four_sessions_cpu_s_per_audio_s": 0.051},
+            "server_one_at_a_time": {"cpu_s_per_audio_s": 0.0141, "share_of_a_core": 0.007},
+            "at_once": {"sessions": 4, "answered": 4, "runs_with_self_interruption": 1, "echo_turns": 0,
+                        "server": {"cpu_s_per_audio_s": 0.0152, "share_of_a_core": 0.061}}}
 
 
 def test_echo_rows_sit_after_bargein_with_both_barge_ins_and_both_modes() -> None:
@@ -193,18 +196,22 @@ def test_echo_rows_sit_after_bargein_with_both_barge_ins_and_both_modes() -> Non
     start = lines.index("| **echo** | start of speech over the echo → response cancelled (cancellation on) "
                         "| 650 | 695 | 2 |")
     assert lines[start - 1] == "| | trials missed (the answer ended first) | 1 of 2 | | |"  # the last bargein row
-    assert lines[start + 1:start + 7] == [
+    assert lines[start + 1:start + 9] == [
         "|  | · the same without the echo | 650 | 650 | 1 |",
         "| | answers played out (cancellation off / on) | 4 of 15 / 15 of 15 | | |",
         "| | runs that interrupted themselves (off / on) | 15 / 1 | | |",
         "| | the assistant's words heard as the user's, turns (off / on) | 44 / 0 | | |",
+        "| | 4 sessions at once, cancellation on: answers played out / runs that interrupted themselves "
+        "| 4 of 4 / 1 | | |",
+        "| | server's canceller CPU per second of audio, one session / 4 at once | 1.4% / 1.5% "
+        "(6.1% of a core in all) | | |",
         "| | echo removed offline (ERLE) | 60ms late 38 dB, 250ms late 41 dB | | |",
         "| | canceller CPU, one session / four | 1.2% / 5.1% of a core | | |",
     ]
 
 
 def test_an_echo_result_without_barge_ins_prints_its_counts(capsys: pytest.CaptureFixture[str]) -> None:
-    summary = {**echo_summary([], []), "offline": {}}
+    summary = {**echo_summary([], []), "offline": {}, "at_once": None, "server_one_at_a_time": None}
     report.print_summary(result("echo", summary, []))
     out = capsys.readouterr().out.splitlines()
     assert out[1] == "| | answers played out (cancellation off / on) | 4 of 15 / 15 of 15 | | |"
