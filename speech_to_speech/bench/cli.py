@@ -154,6 +154,9 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     parsers["echo"].add_argument("--ack-every-ms", type=int, default=100,
                                  help="Send playback.ack this often, as the packaged client does (default 100; "
                                       "0: never, the server places the echo by its send clock alone).")
+    parsers["echo"].add_argument("--busy-neighbours", type=int, default=0,
+                                 help="Processes that each keep a core busy beside the server through the echo "
+                                      "trials (default 0): the echo on a loaded machine.")
     _add_turn_flags(parsers["turns"])
     _add_turn_flags(parsers["load"])
     parsers["load"].add_argument("--phases", type=_phases, default=None,
@@ -266,7 +269,8 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
 
         instructions = FEW_SENTENCES if args.instructions is None else (args.instructions or None)
         return EchoConfig(**asked, **timeout, delays_ms=args.delays_ms, barge_in_after_ms=args.barge_in_after_ms,
-                          instructions=instructions, ack_every_ms=args.ack_every_ms or None)
+                          instructions=instructions, ack_every_ms=args.ack_every_ms or None,
+                          busy_neighbours=args.busy_neighbours)
     if name == "overhead":
         from speech_to_speech.bench.overhead import OverheadConfig
 
@@ -298,6 +302,8 @@ def server_settings(name: str, args: argparse.Namespace, settings: ServerSetting
 
         if TWO in (args.phases or PHASES):
             update["num_pipelines"] = 2  # two sessions speaking at once
+    if name == "echo" and (units == "auto" or units < 4):
+        update["num_pipelines"] = 4  # the four sessions at once
     if name == "bargein" and settings.llm.backend == "scripted" and not settings.testing.replies:
         from speech_to_speech.bench.bargein import SCRIPTED_REPLY
 

@@ -17,6 +17,10 @@ Then the user really talks over the answer (the next question,
 once without (the room silent): start of that speech -> ``response.done``
 cancelled, so the echo's cost to a real barge-in shows as a ratio.
 
+With ``busy_neighbours``, that many processes each keep a core busy beside
+the server through those trials (:mod:`neighbour`), as a browser or a build
+would: the echo on a loaded machine.
+
 Then four sessions at once (as many as the pool holds, up to four), each
 asking a question through the rig with cancellation on: what they got, and
 the server's canceller CPU per second of microphone audio and as a share of
@@ -31,6 +35,7 @@ one session and for four at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from dataclasses import asdict, dataclass
@@ -44,6 +49,7 @@ from speech_to_speech.audio.echo import EchoCanceller
 from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.bench import audio
+from speech_to_speech.bench.neighbour import busy_core
 from speech_to_speech.bench.stats import summarize
 from speech_to_speech.bench.target import Target
 from speech_to_speech.protocol import ECHO_CANCELLATION_EXTENSION
@@ -52,6 +58,7 @@ from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.room import Room
 
 MODES = ("off", "on")
+NEIGHBOUR_LIMIT_S = 3600.0  # a busy neighbour stops by itself after this, should the bench die without killing it
 ANSWERED = ("completed", "incomplete")  # an answer that played out (incomplete: cut at its token limit)
 SETTLED_S = 2.0  # the canceller has found the echo path by then (the ERLE counts what follows)
 LONG_ANSWER = "You are a helpful voice assistant. Answer every question in three or four sentences."
@@ -69,6 +76,7 @@ class EchoConfig:
     instructions: str | None = LONG_ANSWER
     timeout_s: float = 60.0
     ack_every_ms: int | None = 100  # the packaged client's playback.ack interval
+    busy_neighbours: int = 0  # processes spinning a core each beside the server through the echo trials
 
 
 async def _speak(target: Target, question: audio.Speech, room: Room, config: EchoConfig, *, cancel: bool,
@@ -139,15 +147,16 @@ def _server_cost(before: tuple[float, float], after: tuple[float, float], wall_s
 async def _at_once(target: Target, questions: list[audio.Speech],
                    config: EchoConfig) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Up to four sessions talking at once through the rig, cancellation on; the server's canceller cost."""
-    count = min(4, target.pool_size(), len(questions))
+    count = min(4, target.pool_size())
+    questions = [questions[index % len(questions)] for index in range(count)]
     delay = config.delays_ms[len(config.delays_ms) // 2]
     before, started = _canceller_counters(target), time.monotonic()
     runs = await asyncio.gather(*(
         _speak(target, question, Room(delay_ms=delay, rate=question.rate), config, cancel=True,
-               instructions=config.instructions) for question in questions[:count]))
+               instructions=config.instructions) for question in questions))
     cost = _server_cost(before, _canceller_counters(target), time.monotonic() - started)
     outcomes = [{"kind": "at_once", "question": question.name, "delay_ms": delay, **_outcome(run_, received_at)}
-                for question, (run_, received_at) in zip(questions, runs, strict=False)]
+                for question, (run_, received_at) in zip(questions, runs, strict=True)]
     summary = {"sessions": count, "delay_ms": delay, "answered": sum(o["answered"] for o in outcomes),
                "runs_with_self_interruption": sum(bool(o["self_interruptions"]) for o in outcomes),
                "echo_turns": sum(o["echo_turns"] for o in outcomes), "server": cost}
@@ -197,16 +206,18 @@ async def run(target: Target, config: EchoConfig) -> tuple[dict[str, Any], list[
     questions = audio.load_questions(config.questions_dir, config.questions)
     samples: list[dict[str, Any]] = []
     before, started = _canceller_counters(target), time.monotonic()
-    for repeat in range(config.repeat):
-        for question in questions:
-            for delay in config.delays_ms:
-                room = Room(delay_ms=delay, rate=question.rate)
-                for mode in MODES:
-                    run_, received_at = await _speak(target, question, room, config, cancel=mode == "on",
-                                                     instructions=config.instructions)
-                    samples.append({"kind": "echo", "repeat": repeat, "question": question.name,
-                                    "delay_ms": delay, "mode": mode, **_outcome(run_, received_at)})
-    summary: dict[str, Any] = {}
+    with contextlib.ExitStack() as neighbours:
+        spinning = [neighbours.enter_context(busy_core(NEIGHBOUR_LIMIT_S)) for _ in range(config.busy_neighbours)]
+        for repeat in range(config.repeat):
+            for question in questions:
+                for delay in config.delays_ms:
+                    room = Room(delay_ms=delay, rate=question.rate)
+                    for mode in MODES:
+                        run_, received_at = await _speak(target, question, room, config, cancel=mode == "on",
+                                                         instructions=config.instructions)
+                        samples.append({"kind": "echo", "repeat": repeat, "question": question.name,
+                                        "delay_ms": delay, "mode": mode, **_outcome(run_, received_at)})
+    summary: dict[str, Any] = {"neighbours": [neighbour.report for neighbour in spinning]}
     summary["server_one_at_a_time"] = _server_cost(before, _canceller_counters(target), time.monotonic() - started)
     for mode in MODES:
         runs = [s for s in samples if s["kind"] == "echo" and s["mode"] == mode]

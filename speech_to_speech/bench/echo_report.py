@@ -35,7 +35,7 @@ def echo_counts(summary: dict[str, Any]) -> list[str]:
                     f"interrupted themselves | {at_once['answered']} of {at_once['sessions']} / "
                     f"{at_once['runs_with_self_interruption']} | | |")
     one, together = summary.get("server_one_at_a_time") or {}, (at_once or {}).get("server") or {}
-    if one.get("cpu_s_per_audio_s") and together.get("cpu_s_per_audio_s"):
+    if at_once and one.get("cpu_s_per_audio_s") and together.get("cpu_s_per_audio_s"):
         rows.append(f"| | server's canceller CPU per second of audio, one session / {at_once['sessions']} at once "
                     f"| {one['cpu_s_per_audio_s']:.1%} / {together['cpu_s_per_audio_s']:.1%} "
                     f"({together['share_of_a_core']:.1%} of a core in all) | | |")
