@@ -77,13 +77,17 @@ class ResidualEchoSuppressor:
             return output
         return (output * 10 ** ((target_db - output_db) / 20)).astype(np.float32)
 
-    def _window(self, lag: int) -> npt.NDArray[np.float64]:
-        """The reference's level heard at each microphone frame of the history through a lag: the loudest of
-        the frames that still sound then (the room's tail)."""
+    def _heard(self) -> npt.NDArray[np.float64]:
+        """The reference's level still sounding at each frame: the loudest of the last ``TAIL`` (the room's
+        tail). Entry ``i`` is for the frame ``TAIL - 1`` after the reference history's ``i``-th."""
         levels = np.asarray(self._reference, np.float64)
-        end = len(levels) - lag
-        stacked = np.stack([levels[end - HISTORY - k:end - k] for k in range(TAIL)])
-        return stacked.max(axis=0)
+        return np.lib.stride_tricks.sliding_window_view(levels, TAIL).max(axis=1)
+
+    @staticmethod
+    def _through(heard: npt.NDArray[np.float64], lag: int) -> npt.NDArray[np.float64]:
+        """What each microphone frame of the history hears of the reference through ``lag``."""
+        end = len(heard) - lag
+        return heard[end - HISTORY:end]
 
     def _predicted_echo_db(self) -> float | None:
         if self.lag is None or self.gain_db is None:
@@ -95,19 +99,27 @@ class ResidualEchoSuppressor:
     def _learn(self) -> None:
         microphone = np.asarray(self._microphone, np.float64)
         cancelled = np.asarray(self._cancelled, bool)
-        best, best_lag = MIN_CORRELATION, None
-        for lag in range(MAX_LAG + 1):
-            heard = self._window(lag)
-            echo_alone = cancelled & (heard >= ACTIVE_DB)
-            if echo_alone.sum() < 30:
-                continue
-            correlation = np.corrcoef(heard[echo_alone], microphone[echo_alone])[0, 1]
-            if correlation > best:
-                best, best_lag = correlation, lag
-        if best_lag is None:
-            return
-        heard = self._window(best_lag)
+        sounding = self._heard()
+        # Every lag at once: row ``lag`` is what the history heard through it, and where that was echo alone.
+        heard = np.stack([self._through(sounding, lag) for lag in range(MAX_LAG + 1)])
         echo_alone = cancelled & (heard >= ACTIVE_DB)
+        counts = echo_alone.sum(axis=1)
+        usable = counts >= 30
+        if not usable.any():
+            return
+        n = np.maximum(counts, 1)
+        x = np.where(echo_alone, heard, 0.0)
+        y = np.where(echo_alone, microphone, 0.0)
+        x_mean, y_mean = x.sum(axis=1) / n, y.sum(axis=1) / n
+        dx = np.where(echo_alone, heard - x_mean[:, None], 0.0)
+        dy = np.where(echo_alone, microphone - y_mean[:, None], 0.0)
+        spread = np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            correlation = np.where(usable & (spread > 0), (dx * dy).sum(axis=1) / spread, -1.0)
+        best_lag = int(np.argmax(correlation))
+        if correlation[best_lag] <= MIN_CORRELATION:
+            return
+        alone = echo_alone[best_lag]
         self.lag = best_lag
         # The loud end of the echo against its reference: a frame's echo is never louder than this.
-        self.gain_db = float(np.percentile(microphone[echo_alone] - heard[echo_alone], 90))
+        self.gain_db = float(np.percentile(microphone[alone] - heard[best_lag][alone], 90))
