@@ -9,6 +9,7 @@ the response closes on every queue behind it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speech_to_speech.config import LLMSettings
+from speech_to_speech.llm.context_window import ContextOverflow
 from speech_to_speech.llm.speakable import speaks_latin_only
 from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages import (
@@ -65,7 +67,8 @@ class LLMHandler(BackendHandler):
     def process(self, item: GenerateResponseRequest | PromptPrefill) -> Iterator[Any]:
         if isinstance(item, PromptPrefill):
             if self.queue_in.empty():  # a request behind it makes it moot: the request reads the prompt
-                self.prefill(item.request)
+                with contextlib.suppress(ContextOverflow):  # the request itself will fail, and say why
+                    self.prefill(item.request)
             return
         generation, response_id = item.generation, item.response_id
         terminal = Terminal("completed")

@@ -15,14 +15,13 @@ from dataclasses import replace
 from typing import Any
 
 from speech_to_speech.config import LLMSettings
+from speech_to_speech.llm.context_window import ModelContext, fitted_history
 from speech_to_speech.llm.tools import local_system_prompt, native_tools
 from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
 
 log = logging.getLogger(__name__)
 
 Turn = dict[str, Any]
-
-
 def knows_tools(tokenizer: Any) -> bool:
     """Whether the model's chat template renders a ``tools`` list itself (Qwen2.5's, Hermes-style)."""
     template = getattr(tokenizer, "chat_template", None)
@@ -65,15 +64,18 @@ def _turn(message: ChatMessage, tool_names: dict[str, str]) -> Turn | None:
     return {"role": message.role, "content": message.content}
 
 
-def chat_turns(request: GenerateResponseRequest, settings: LLMSettings, native: bool = False) -> list[Turn]:
-    """System prompt, then the last ``chat_size`` exchanges of the conversation.
+def chat_turns(request: GenerateResponseRequest, settings: LLMSettings, native: bool = False,
+               context: ModelContext | None = None) -> list[Turn]:
+    """System prompt, then the conversation as far as it fits ``context`` (llm/context_window.py).
 
     ``native``: the chat template renders the tools (see ``knows_tools``);
     otherwise they are written into the system prompt. Either way the
-    backends split the calls back out of the reply.
+    backends split the calls back out of the reply. Raises ContextOverflow
+    where the conversation does not fit and the session's truncation is disabled.
     """
+    context = context or ModelContext.of(settings)
     system = local_system_prompt(request, settings.init_chat_prompt, native)
-    history = request.messages[-2 * settings.chat_size :]
+    history = fitted_history(request, settings, context, system, native_tools(request) if native else None)
     tool_names = _tool_names(request.messages)
     turns: list[Turn] = [{"role": "system", "content": system}] if system else []
     for message in history:
@@ -98,8 +100,10 @@ def _without_system(turns: list[Turn]) -> list[Turn]:
     return [{"role": "user", "content": system}, *rest]
 
 
-def prompt_for(tokenizer: Any, request: GenerateResponseRequest, settings: LLMSettings) -> str:
-    """The prompt of ``request`` for a model: its tools in the template's own format when it has one.
+def prompt_for(tokenizer: Any, request: GenerateResponseRequest, settings: LLMSettings,
+               context: ModelContext | None = None) -> str:
+    """The prompt of ``request`` for a model: its tools in the template's own format when it has one,
+    the conversation as far as it fits ``context``.
 
     The answer to a tool's result is asked without the tools, the result as
     user text: shown its own call format there, the small model answers with
@@ -107,8 +111,8 @@ def prompt_for(tokenizer: Any, request: GenerateResponseRequest, settings: LLMSe
     """
     native = knows_tools(tokenizer) and bool(native_tools(request))
     if native and request.messages and request.messages[-1].role == "tool" and request.tool_choice == "auto":
-        return render_prompt(tokenizer, chat_turns(replace(request, tools=()), settings))
-    turns = chat_turns(request, settings, native)
+        return render_prompt(tokenizer, chat_turns(replace(request, tools=()), settings, context=context))
+    turns = chat_turns(request, settings, native, context)
     return render_prompt(tokenizer, turns, native_tools(request) if native else None)
 
 

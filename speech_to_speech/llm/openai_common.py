@@ -5,8 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from speech_to_speech.config import LLMSettings, LoadContext
+from speech_to_speech.llm.context_window import ModelContext, fitted_history
 from speech_to_speech.openai_client import make_client
 from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
+
+# A provider's context where --llm_context_tokens does not say (today's hosted and vLLM models hold at least this).
+REMOTE_CONTEXT_TOKENS = 32768
 
 
 def llm_client(settings: LLMSettings, context: LoadContext | None = None) -> Any:
@@ -22,11 +26,19 @@ def system_prompt(request: GenerateResponseRequest, settings: LLMSettings) -> st
     return request.instructions or settings.init_chat_prompt
 
 
+def provider_history(request: GenerateResponseRequest, settings: LLMSettings) -> tuple[ChatMessage, ...]:
+    """The conversation a provider is sent: as much as fits its context (``--llm_context_tokens``, else
+    REMOTE_CONTEXT_TOKENS), counted by estimate, cut in blocks as a local model's is."""
+    context = ModelContext.of(settings, REMOTE_CONTEXT_TOKENS)
+    return fitted_history(request, settings, context, system_prompt(request, settings))
+
+
 def chat_messages(request: GenerateResponseRequest, settings: LLMSettings) -> list[dict[str, Any]]:
     """History in Chat Completions shape (tool calls and results included)."""
-    answered = {m.tool_call_id for m in request.messages if m.role == "tool"}
+    history = provider_history(request, settings)
+    answered = {m.tool_call_id for m in history if m.role == "tool"}
     messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(request, settings)}]
-    for message in request.messages:
+    for message in history:
         # Providers reject a tool call that has no result after it; drop unanswered ones.
         calls = tuple(c for c in message.tool_calls if c["call_id"] in answered)
         if message.tool_calls and not calls and not message.content:
@@ -51,10 +63,10 @@ def _chat_message(message: ChatMessage) -> dict[str, Any]:
     return {"role": message.role, "content": message.content}
 
 
-def responses_input(request: GenerateResponseRequest) -> list[dict[str, Any]]:
+def responses_input(request: GenerateResponseRequest, settings: LLMSettings) -> list[dict[str, Any]]:
     """History as Responses API input items."""
     items: list[dict[str, Any]] = []
-    for message in request.messages:
+    for message in provider_history(request, settings):
         if message.role == "tool":
             items.append({"type": "function_call_output", "call_id": message.tool_call_id or "",
                           "output": message.content})

@@ -22,7 +22,7 @@ class ResponsesApiLLM(LLMHandler):
         kwargs: dict[str, Any] = {
             "model": common.model_name(settings),
             "instructions": common.system_prompt(request, settings),
-            "input": common.responses_input(request),
+            "input": common.responses_input(request, self.settings),
             "stream": True,
             "store": False,
             "max_output_tokens": request.max_output_tokens or settings.max_new_tokens,

@@ -74,7 +74,13 @@ class LLMSettings(BaseModel):
         "You are a helpful and friendly voice assistant. Answer in one or two short sentences.",
         description="System prompt.",
     )
-    chat_size: int = Field(10, ge=1, description="Conversation turns kept in the LLM context.")
+    chat_size: int | None = Field(
+        None, ge=1, description="At most this many exchanges of the conversation in the LLM's context; by "
+        "default the whole conversation up to the context's tokens (the session's truncation says how it is cut).")
+    context_tokens: int | None = Field(
+        None, ge=256, alias="llm_context_tokens",
+        description="The LLM's context in tokens (prompt and answer); by default the backend's own "
+        "(4096 for local models, 32768 for remote providers).")
     max_new_tokens: int = Field(128, ge=1, description="Token limit per response.")
     temperature: float = Field(0.0, ge=0.0, description="Sampling temperature (0 = greedy).")
     top_p: float = Field(

@@ -36,10 +36,10 @@ def test_tool_results_become_user_text_named_after_their_call() -> None:
     ]
 
 
-def test_history_keeps_the_last_chat_size_exchanges() -> None:
+def test_history_keeps_at_most_chat_size_exchanges_the_opening_and_the_newest() -> None:
     messages = [ChatMessage("user" if i % 2 == 0 else "assistant", f"m{i}") for i in range(10)]
     turns = chat_turns(request(*messages), ServerSettings(chat_size=2).llm)
-    assert [t["content"] for t in turns[1:]] == ["m6", "m7", "m8", "m9"]
+    assert [t["content"] for t in turns[1:]] == ["m0", "m1", "m8", "m9"]
 
 
 class StrictTemplate:

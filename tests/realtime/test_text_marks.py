@@ -106,7 +106,7 @@ class Answer:
 
     def history(self) -> str:
         said = self.playback.history_text
-        assistant = [m.content for m in self.conversation.history(8, said=said) if m.role == "assistant"]
+        assistant = [m.content for m in self.conversation.history(said=said) if m.role == "assistant"]
         return assistant[0] if assistant else ""
 
     @property
@@ -262,7 +262,7 @@ def test_over_webrtc_ack_only_commits_what_the_track_played_without_any_ack() ->
     playback.settle("resp_a", "completed")
 
     def history() -> str:
-        return "".join(m.content for m in conversation.history(8, said=playback.history_text)
+        return "".join(m.content for m in conversation.history(said=playback.history_text)
                        if m.role == "assistant")
 
     assert history() == ""  # generated and queued, nothing played yet: nothing was heard

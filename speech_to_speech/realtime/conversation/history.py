@@ -92,9 +92,10 @@ class Conversation:
     def input_call_ids(self, history: tuple[ChatMessage, ...]) -> tuple[str, ...]:
         return tuple(m.tool_call_id for m in history if m.role == "tool" and m.tool_call_id)
 
-    def history(self, max_turns: int, heard: tuple[str | None, str] | None = None,
+    def history(self, heard: tuple[str | None, str] | None = None,
                 said: SaidText | None = None) -> tuple[ChatMessage, ...]:
-        """The model's view: the last ``max_turns`` user turns and what followed them.
+        """The model's view: the whole conversation (the LLM stage fits it to its context:
+        llm/context_window.py).
 
         ``said`` gives the text an item has in that view when not its own (what
         the user heard of an answer: playback truth; None from it: its own).
@@ -123,9 +124,6 @@ class Conversation:
                 last = messages.pop()
                 message = ChatMessage("assistant", last.content, last.tool_calls + message.tool_calls)
             messages.append(message)
-        user_turns = [i for i, m in enumerate(messages) if m.role == "user"]
-        if len(user_turns) > max_turns:
-            messages = messages[user_turns[-max_turns] :]
         return tuple(messages)
 
 

@@ -65,7 +65,7 @@ class Responses:
 
     def history(self, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
         """The LLM's view of the conversation (``heard``: a user turn whose transcript is not in yet)."""
-        return self._conversation.history(self._settings.llm.chat_size, heard=heard, said=self._playback.history_text)
+        return self._conversation.history(heard=heard, said=self._playback.history_text)
 
     def start(self, options: dict[str, Any], turn_item_id: str | None = None) -> None:
         """Open a response (response.created); it is submitted once its input is transcribed.
@@ -150,6 +150,7 @@ class Responses:
             input_call_ids=self._conversation.input_call_ids(history),
             output_modalities=tuple(options.get("output_modalities") or config.output_modalities),
             metadata=options.get("metadata"),
+            truncation=config.truncation,
         )
 
     def finish(self, status: str, reason: str | None = None, error: str | None = None, *,
