@@ -244,6 +244,22 @@ class ChatMessage:
 
 
 @dataclass(frozen=True)
+class Truncation:
+    """How a conversation longer than the model's context is cut (the session's ``truncation``).
+
+    ``retention_ratio``: when the conversation outgrows its budget, the oldest
+    turns go at once until this share of the budget is left, so that the
+    prompt's prefix, and the model's cache of it, then holds for many turns.
+    None: never cut (``"disabled"``); a conversation that does not fit fails
+    the response. ``post_instructions``: a budget of the client's own for
+    what follows the instructions, below the model's.
+    """
+
+    retention_ratio: float | None = 0.8
+    post_instructions: int | None = None
+
+
+@dataclass(frozen=True)
 class GenerateResponseRequest(ResponseOwned):
     messages: tuple[ChatMessage, ...]
     instructions: str | None = None
@@ -257,6 +273,7 @@ class GenerateResponseRequest(ResponseOwned):
     input_call_ids: tuple[str, ...] = ()
     output_modalities: tuple[str, ...] = ("audio",)
     metadata: dict[str, Any] | None = None
+    truncation: Truncation = Truncation()
 
 
 @dataclass(frozen=True)
@@ -275,6 +292,8 @@ class AssistantToolCallPart(ResponseOwned):
 class TokenUsage(ResponseOwned, AlwaysDelivered):
     input_tokens: int = 0
     output_tokens: int = 0
+    # Of input_tokens, those the model had in its cache already and did not read again.
+    cached_tokens: int = 0
 
 
 @dataclass(frozen=True)

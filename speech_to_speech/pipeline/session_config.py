@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from speech_to_speech.pipeline.messages import Truncation
+
 
 class TurnDetection(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -42,6 +44,7 @@ class RuntimeConfig(BaseModel):
     extensions: tuple[str, ...] = ()
     # listen_only sessions: the VAD reports (SpeechOngoing) when an utterance's voiced span reaches it.
     overlap_barge_in_ms: int | None = None
+    truncation: Truncation = Truncation()
 
     @property
     def interrupt_response_enabled(self) -> bool:

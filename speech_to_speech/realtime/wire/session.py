@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from speech_to_speech import ids
 from speech_to_speech.audio.rates import WIRE_RATE
+from speech_to_speech.pipeline.messages import Truncation
 from speech_to_speech.pipeline.session_config import RuntimeConfig, TurnDetection
 from speech_to_speech.protocol.error_codes import INVALID_REQUEST, INVALID_SESSION_TYPE
 from speech_to_speech.protocol.policies import (
@@ -97,6 +98,22 @@ class FunctionTool(_Open):
     parameters: dict[str, Any] | None = None
 
 
+class TokenLimits(_Open):
+    post_instructions: int | None = Field(default=None, ge=0, strict=True)
+
+
+class RetentionRatio(_Open):
+    """``truncation`` as a block cut: past the context, drop the oldest turns down to this share of it."""
+
+    type: Literal["retention_ratio"]
+    retention_ratio: float = Field(ge=0.0, le=1.0)
+    token_limits: TokenLimits | None = None
+
+
+# What "auto" keeps when it cuts: a fifth of the context goes at once, so a cut comes rarely.
+AUTO_RETENTION_RATIO = 0.8
+
+
 class Reasoning(_Open):
     effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
 
@@ -110,6 +127,7 @@ class SessionModel(_Open):
     tool_choice: str | dict[str, Any] | None = None
     max_output_tokens: int | Literal["inf"] | None = None
     reasoning: Reasoning | None = None
+    truncation: Literal["auto", "disabled"] | RetentionRatio | None = "auto"  # None: "auto"
     overlap_policy: OverlapPolicy = BARGE_IN_ON_SPEECH
     overlap_short_ack_ms: int = Field(default=700, ge=0, le=MAX_THRESHOLD_MS, strict=True)
     overlap_barge_in_ms: int = Field(default=1200, ge=0, le=MAX_THRESHOLD_MS, strict=True)
@@ -255,6 +273,8 @@ class SessionState:
             if isinstance(value, dict) and "type" in value:
                 defaults = self._turn_detection_defaults(value["type"]) if key == "turn_detection" else {}
                 merged["audio"][direction][key] = {**defaults, **value}
+        if "truncation" in patch:
+            merged["truncation"] = copy.deepcopy(patch["truncation"])  # a whole rule, never a mix of two
         self._without_unserved_semantic_vad(merged)
         if "reasoning" in patch:
             reasoning = patch["reasoning"]
@@ -320,6 +340,16 @@ class SessionState:
         return runtime_config(SessionModel.model_validate(self.session))
 
 
+def truncation(value: Literal["auto", "disabled"] | RetentionRatio | None) -> Truncation:
+    """The session's ``truncation`` as the LLM stage applies it (llm/context_window.py)."""
+    if value == "disabled":
+        return Truncation(retention_ratio=None)
+    if isinstance(value, RetentionRatio):
+        limits = value.token_limits
+        return Truncation(value.retention_ratio, limits.post_instructions if limits else None)
+    return Truncation(AUTO_RETENTION_RATIO)
+
+
 def _with_voice(patch: dict[str, Any], voice: Any) -> dict[str, Any]:
     """``patch`` with a beta client's top-level voice where the GA session keeps it."""
     audio = patch.get("audio", {})
@@ -361,6 +391,7 @@ def runtime_config(session: SessionModel) -> RuntimeConfig:
     transcription = audio_in.transcription
     max_tokens = session.max_output_tokens
     return RuntimeConfig(
+        truncation=truncation(session.truncation),
         instructions=session.instructions,
         voice=audio_out.voice,
         language=transcription.language if transcription else None,
