@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from speech_to_speech.llm.llama_kv import cut_dropped_block
+
 
 class ContextPool:
     def __init__(self, contexts: Sequence[Any]) -> None:
@@ -70,12 +72,9 @@ class ContextPool:
 def read_ahead(llm: Any, tokens: list[int], still_wanted: Callable[[], bool], step: int) -> int:
     """Read ``tokens`` into ``llm``'s KV cache past the prefix it holds already, ``step`` at a time while
     ``still_wanted``; returns how many were read. The next ``generate`` of a prompt that begins with them
-    reads only what follows (llama-cpp-python keeps the longest matching prefix)."""
-    held = 0
-    for cached, token in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
-        if cached != token:
-            break
-        held += 1
+    reads only what follows (llama-cpp-python keeps the longest matching prefix; a block a trim dropped
+    from the conversation is cut out of the cache first, llm/llama_kv.py)."""
+    held = cut_dropped_block(llm, tokens)
     read = 0
     for start in range(held, len(tokens), step):
         if not still_wanted():

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import codecs
 import ctypes
+import functools
 import logging
 import os
 from collections.abc import Iterator
@@ -49,8 +50,10 @@ from speech_to_speech.cpu import half_the_cpus, physical_cores
 from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
+from speech_to_speech.llm.context_window import ModelContext
 from speech_to_speech.llm.llama_backends import load_cpu_kernels
 from speech_to_speech.llm.llama_contexts import ContextPool, read_ahead
+from speech_to_speech.llm.llama_kv import cut_dropped_block
 from speech_to_speech.llm.local_tokenizer import ChatTemplate
 from speech_to_speech.llm.packaged import packaged_path
 from speech_to_speech.llm.speakable import foreign_token_ids
@@ -62,7 +65,10 @@ from speech_to_speech.pool_size import pool_size
 
 log = logging.getLogger(__name__)
 
-CONTEXT_TOKENS = 4096  # chat_size exchanges of spoken turns, with the system prompt and tool stubs
+# The default context: a conversation of ~60 spoken exchanges, with the system prompt and tool stubs, before the
+# first cut (llm/context_window.py); ~150 MB of KV cache and buffers per context for the packaged models.
+CONTEXT_TOKENS = 4096
+TOKEN_COUNTS_CACHED = 4096  # message texts whose token counts are kept: a conversation's, many times over
 MISSING = (
     "the llama-cpp backend needs llama-cpp-python: pip install --no-cache-dir 'speech-to-speech[llama-cpp]' "
     "(it builds llama.cpp from source; set CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON "
@@ -107,6 +113,7 @@ class LoadedLlama:
     path: Path
     foreign_tokens: npt.NDArray[np.intp]  # tokens that write a script other than Latin (llm/speakable.py)
     threads: DecodeThreads
+    context: ModelContext  # the tokens a context holds, counted by the model's own tokenizer
     # What runs now (cpu/gate.py): a reply's prompt and first words are urgent, its rest waits for other
     # sessions' urgent work, and neither uses more threads than are free. None (--llm_threads): the
     # counts are used as they are.
@@ -202,14 +209,20 @@ def load_llama_cpp(settings: LLMSettings, context: LoadContext) -> LoadedLlama:
                             first_words=settings.threads or physical_cores(),
                             rest=settings.threads or half_the_cpus())
     count = settings.contexts or min(pool_size(context.num_pipelines).units, MAX_DEFAULT_CONTEXTS)
-    contexts = [Llama(model_path=str(path), n_ctx=CONTEXT_TOKENS, n_threads=threads.rest,
+    n_ctx = settings.context_tokens or CONTEXT_TOKENS
+    contexts = [Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads.rest,
                       n_threads_batch=threads.batch, verbose=False) for _ in range(count)]
     llm = contexts[0]
+
+    @functools.lru_cache(maxsize=TOKEN_COUNTS_CACHED)
+    def count_tokens(text: str) -> int:
+        return len(llm.tokenize(text.encode(), add_bos=False, special=False))
+
     foreign = foreign_token_ids([llm.detokenize([token]) for token in range(llm.n_vocab())])
     # --llm_threads is a number the user chose: kept as it is, busy neighbours or not.
     gate = None if settings.threads else cpu_gate.shared()
     return LoadedLlama(pool=ContextPool(contexts), template=_template(llm), path=path, foreign_tokens=foreign,
-                       threads=threads, gate=gate)
+                       threads=threads, context=ModelContext(n_ctx, count_tokens), gate=gate)
 
 
 class _ThreadCounts:
@@ -263,7 +276,7 @@ class LlamaCppLM(LLMHandler):
         its prompt. Where the words change, llama.cpp reads on from the first token that differs, as it would
         have anyway."""
         lm = self.model
-        prompt = prompt_for(lm.template, request, self.settings)
+        prompt = prompt_for(lm.template, request, self.settings, lm.context)
         with lm.pool.checkout_if_free(self._context) as free:
             if free is None:
                 return
@@ -283,10 +296,11 @@ class LlamaCppLM(LLMHandler):
 
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         lm = self.model
-        text = prompt_for(lm.template, request, self.settings)
+        text = prompt_for(lm.template, request, self.settings, lm.context)
         limit = request.max_output_tokens or self.settings.max_new_tokens
         generated: list[int] = []
         prompt: list[int] = []
+        cached = 0  # of the prompt, the tokens the context held and did not read again
         ended = False
 
         def texts(llm: Any, urgent: ExitStack) -> Iterator[str]:
@@ -317,9 +331,11 @@ class LlamaCppLM(LLMHandler):
         with lm.pool.checkout(self._context) as (index, llm), ExitStack() as urgent:
             self._context = index
             prompt = llm.tokenize(text.encode(), add_bos=False, special=True)
+            # At least one token is read again, for the logits the first one is drawn from.
+            cached = min(cut_dropped_block(llm, prompt), len(prompt) - 1)
             if lm.gate is not None:
                 urgent.enter_context(lm.gate.urgent(lm.threads.batch))
             yield from split_tool_calls(request, texts(llm, urgent))
-        yield TokenUsage(request.response_id, request.generation, len(prompt), len(generated))
+        yield TokenUsage(request.response_id, request.generation, len(prompt), len(generated), cached)
         if not ended and len(generated) >= limit:
             yield Terminal("incomplete", reason="max_output_tokens")

@@ -39,6 +39,7 @@ class ResponseState:
     message: OpenMessage | None = None
     usage_in: int = 0
     usage_out: int = 0
+    usage_cached: int = 0  # of usage_in, what the model held in its cache from the turns before
     # Submitted to the LLM (False while waiting for committed input to be transcribed).
     submitted: bool = False
     input_call_ids: tuple[str, ...] = ()
@@ -81,7 +82,8 @@ class ResponseState:
             "total_tokens": self.usage_in + self.usage_out,
             "input_tokens": self.usage_in,
             "output_tokens": self.usage_out,
-            "input_token_details": {"text_tokens": self.usage_in, "audio_tokens": 0, "cached_tokens": 0},
+            "input_token_details": {"text_tokens": self.usage_in, "audio_tokens": 0,
+                                    "cached_tokens": self.usage_cached},
             "output_token_details": {
                 "text_tokens": self.usage_out,
                 "audio_tokens": 0,

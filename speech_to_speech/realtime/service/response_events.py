@@ -114,6 +114,7 @@ class ResponseEvents:
         if response is not None:
             response.usage_in += item.input_tokens
             response.usage_out += item.output_tokens
+            response.usage_cached += item.cached_tokens
 
     def first_token(self, item: LLMFirstToken) -> None:
         response = self._responses.current(item)
