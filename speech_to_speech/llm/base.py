@@ -90,6 +90,8 @@ class LLMHandler(BackendHandler):
                         yield AssistantTextPart(response_id, generation, part)
                 else:
                     yield part
+        except ContextOverflow as overflow:  # the session asked never to cut: the response says why it failed
+            terminal = Terminal("failed", error=str(overflow))
         finally:
             close = getattr(parts, "close", None)
             if close is not None:

@@ -36,6 +36,8 @@ PINNED_SHARE = 0.2
 # Tokens a chat template adds around one message (role header and end marker; Qwen's ChatML: 5).
 MESSAGE_OVERHEAD = 5
 CHARS_PER_TOKEN = 3  # the estimate where no tokenizer is at hand: cautious (English runs ~4)
+# Counted apart, texts come out a token or two off their count inside the template: a margin for the sum.
+COUNTING_MARGIN = 16
 LOCAL_CONTEXT_TOKENS = 4096  # a local model's context where neither it nor the settings say
 
 
@@ -65,7 +67,8 @@ def fitted_history(request: GenerateResponseRequest, settings: LLMSettings, cont
     """``request``'s conversation as far as it fits ``context`` beside the system turn (``system`` and
     ``tools``) and the answer's room; raises ContextOverflow where it may not be cut."""
     answer = request.max_output_tokens or settings.max_new_tokens
-    fixed = context.count(system) + (context.count(json.dumps(tools)) if tools else 0) + 2 * MESSAGE_OVERHEAD
+    fixed = (context.count(system) + (context.count(json.dumps(tools)) if tools else 0) + 2 * MESSAGE_OVERHEAD
+             + COUNTING_MARGIN)
     budget = max(0, context.tokens - answer - fixed)
     return fit(request.messages, budget, request.truncation, context.count, settings.chat_size).messages
 

@@ -1,0 +1,77 @@
+"""A long conversation on llama.cpp: cut in blocks to its context, each turn reading only its new words."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.llm.chat_prompt import prompt_for
+from speech_to_speech.llm.llama_cpp_lm import LlamaCppLM, LoadedLlama, load_llama_cpp
+from speech_to_speech.pipeline.messages import (
+    AssistantTextPart,
+    ChatMessage,
+    GenerateResponseRequest,
+    ResponseDone,
+    TokenUsage,
+    Truncation,
+)
+from speech_to_speech.testing.engine import loading
+
+pytestmark = pytest.mark.real_models
+
+AUTO = Truncation()
+CONTEXT = 512  # small, so that a few dozen turns are cut several times
+ANSWER = 8
+
+
+@pytest.fixture(scope="module")
+def small_context() -> LoadedLlama:
+    return load_llama_cpp(*loading("llm", ServerSettings(llm="llama-cpp", llm_context_tokens=CONTEXT,
+                                                         llm_contexts=1)))
+
+
+def _turn(handler: LlamaCppLM, messages: tuple[ChatMessage, ...],
+          truncation: Truncation = AUTO) -> tuple[str, TokenUsage | None, ResponseDone]:
+    request = GenerateResponseRequest("r", 0, messages, max_output_tokens=ANSWER, truncation=truncation)
+    items = list(handler.process(request))
+    usage = next((item for item in items if isinstance(item, TokenUsage)), None)
+    done = next(item for item in items if isinstance(item, ResponseDone))
+    return "".join(item.text for item in items if isinstance(item, AssistantTextPart)), usage, done
+
+
+def test_a_conversation_longer_than_the_context_is_cut_in_blocks_and_each_pause_reads_its_new_words(
+        small_context: LoadedLlama, make_handler: Any) -> None:
+    handler = make_handler(LlamaCppLM, small_context)
+    messages: tuple[ChatMessage, ...] = ()
+    inputs, reads = [], []
+    for turn in range(36):
+        said = "Hi, my name is Oliver and I live in Lisbon." if turn == 0 else f"Tell me a fact about number {turn}."
+        messages = (*messages, ChatMessage("user", said))
+        prompt = prompt_for(small_context.template, GenerateResponseRequest("r", 0, messages), handler.settings,
+                            small_context.context)
+        assert "Oliver" in prompt  # the opening is pinned through every cut
+        answer, usage, done = _turn(handler, messages)
+        assert done.status in ("completed", "incomplete") and usage is not None
+        inputs.append(usage.input_tokens)
+        reads.append(usage.input_tokens - usage.cached_tokens)
+        messages = (*messages, ChatMessage("assistant", answer))
+    assert max(inputs) <= CONTEXT - ANSWER
+    cuts = [turn for turn in range(1, len(inputs)) if inputs[turn] < inputs[turn - 1]]
+    assert len(cuts) >= 2, inputs
+    # A turn reads its own words and the last answer's end marker, never the conversation again: at a cut
+    # too, where the dropped block leaves the cache instead of what follows it being read anew.
+    assert max(reads[1:]) < 40, list(zip(inputs, reads, strict=True))
+    assert all(reads[turn] < 40 for turn in cuts)
+
+
+def test_a_disabled_truncation_fails_a_conversation_that_does_not_fit(small_context: LoadedLlama,
+                                                                      make_handler: Any) -> None:
+    handler = make_handler(LlamaCppLM, small_context)
+    long = tuple(ChatMessage("user" if i % 2 == 0 else "assistant", f"Sentence number {i} of many, said aloud.")
+                 for i in range(61))
+    _, _, done = _turn(handler, long, Truncation(None))
+    assert done.status == "failed" and done.error and "truncation is disabled" in done.error
+    _, usage, done = _turn(handler, long)  # the same conversation under auto is cut and answered
+    assert done.status != "failed" and usage is not None and usage.input_tokens <= CONTEXT - ANSWER
