@@ -2,8 +2,8 @@
 
 The conversation benchmarks take ``--url`` (a running server) or start one
 from the ``serve`` flags, over per-benchmark defaults: overhead and capacity
-default to the scripted backends, latency, turns, load, quality and bargein
-to the real default models (``load`` lives in its own module, which says
+default to the scripted backends, latency, turns, load, conversation, quality
+and bargein to the real default models (``load`` lives in its own module, which says
 why). ``startup`` starts its own servers (the real default models unless the
 flags say otherwise), one per measurement; ``soak`` one child server with
 scripted backends, whose threads, fds and RSS it reads.
@@ -60,6 +60,9 @@ BENCHES = {
     "load": Bench("The spoken-turn corpus alone, beside a process keeping one core busy, and two sessions "
                   "speaking at once: end of speech -> first audio and its ratio to alone (real models by "
                   "default).", QUIET),
+    "conversation": Bench("Scripted conversations of 30+ turns, each spoken in one session, the user hearing "
+                          "every answer out: end of speech -> first audio early and late, prompt tokens read per "
+                          "turn, recall and accuracy (real models by default).", QUIET),
     "quality": Bench("Spoken requests with checkable answers: accuracy per category, tool-call precision and "
                      "recall, end of speech -> first audio (real models by default).", QUIET),
     "bargein": Bench("Talking over the answer -> response cancelled, and stale audio after it.", QUIET),
@@ -113,9 +116,27 @@ def _add_turn_flags(parser: argparse.ArgumentParser) -> None:
                       help="Say the WAVs of this folder instead of the corpus (words from its README table).")
 
 
+def _add_conversation_flags(parser: argparse.ArgumentParser) -> None:
+    """What bench conversation says and how its user listens."""
+    parser.add_argument("--corpus", type=Path, default=None,
+                        help="The conversations (default: the packaged ones).")
+    parser.add_argument("--conversations", type=_positive, default=None, help="Say the first N conversations only.")
+    parser.add_argument("--turns", type=_positive, default=None, help="Say the first N turns of each only.")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="Turns of the first conversation said first in a session of their own, not counted "
+                             "(default 1).")
+    parser.add_argument("--chunk-ms", type=_positive, default=20, help="Microphone chunk (default 20 ms).")
+    parser.add_argument("--gap-s", type=float, default=0.6,
+                        help="The user's pause after an answer has played out, before the next turn "
+                             "(default 0.6 s).")
+    parser.add_argument("--settle-s", type=float, default=1.5,
+                        help="A turn with no answer is over after this long with nothing open and nothing read "
+                             "(default 1.5 s).")
+
+
 def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.ArgumentParser) -> None:
-    bench = commands.add_parser("bench", help="Benchmarks: latency, turns, load, quality, bargein, echo, overhead, "
-                                              "capacity, startup, soak, resume; and their report.")
+    bench = commands.add_parser("bench", help="Benchmarks: latency, turns, load, conversation, quality, bargein, "
+                                              "echo, overhead, capacity, startup, soak, resume; and their report.")
     kinds = bench.add_subparsers(dest="bench", required=True)
     output = argparse.ArgumentParser(add_help=False)
     output.add_argument("--output", type=Path, help="The JSON file (default: docs/benchmarks/<benchmark>.json).")
@@ -162,6 +183,7 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     parsers["load"].add_argument("--phases", type=_phases, default=None,
                                  help="Some of alone,busy_neighbour,two_at_once (default all three, run in "
                                       "that order).")
+    _add_conversation_flags(parsers["conversation"])
     quality = parsers["quality"]
     quality.add_argument("--set", dest="request_set", type=Path, default=None,
                          help="The requests (default: the packaged set).")
@@ -252,6 +274,12 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
         from speech_to_speech.bench.load import LoadConfig
 
         return LoadConfig(speech=said, **({"phases": args.phases} if args.phases else {}))
+    if name == "conversation":
+        from speech_to_speech.bench.conversation import ConversationConfig
+
+        return ConversationConfig(corpus=args.corpus, conversations=args.conversations, turns=args.turns,
+                                  warmup=args.warmup, chunk_ms=args.chunk_ms, gap_s=args.gap_s,
+                                  settle_s=args.settle_s, **timeout)
     if name == "quality":
         from speech_to_speech.bench.quality import QualityConfig
 
@@ -283,9 +311,10 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
 
 
 def _runner(name: str) -> Runner:
-    from speech_to_speech.bench import bargein, capacity, echo, latency, load, overhead, quality, turns
+    from speech_to_speech.bench import bargein, capacity, conversation, echo, latency, load, overhead, quality, turns
 
     runners: dict[str, Runner] = {"latency": latency.run, "turns": turns.run, "load": load.run,
+                                  "conversation": conversation.run,
                                   "quality": quality.run, "bargein": bargein.run, "overhead": overhead.run,
                                   "capacity": capacity.run, "echo": echo.run}
     return runners[name]

@@ -102,6 +102,21 @@ def stage_marks(done: Event) -> dict[str, float]:
     return {name: float(value) for name, value in json.loads(raw).items()}
 
 
+def prompt_tokens(done: Event) -> dict[str, int]:
+    """Of a ``response.done``: the prompt's tokens, those the LLM found in its cache, and those it read.
+
+    Read defensively: a backend that keeps no prompt cache reports 0 cached
+    (or no details at all), and a response without usage gives nothing.
+    """
+    usage = (done.get("response") or {}).get("usage") or {}
+    total = usage.get("input_tokens")
+    if not isinstance(total, int) or isinstance(total, bool):
+        return {}
+    cached = (usage.get("input_token_details") or {}).get("cached_tokens")
+    cached = cached if isinstance(cached, int) and not isinstance(cached, bool) and cached >= 0 else 0
+    return {"input_tokens": total, "cached_tokens": cached, "prompt_tokens_read": max(0, total - cached)}
+
+
 def hops(marks: dict[str, float], hop_list: Sequence[tuple[str, str, str]] = TURN_HOPS) -> dict[str, float]:
     """Duration (ms) of every hop whose two marks are both present."""
     return {name: round(marks[end] - marks[start], 2)

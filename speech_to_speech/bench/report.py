@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from speech_to_speech.bench.conversation_report import conversation_counts, conversation_figures
 from speech_to_speech.bench.echo_report import echo_counts, echo_figures
 from speech_to_speech.bench.load_report import load_counts, load_figures
 from speech_to_speech.bench.quality_report import HEADER as QUALITY_HEADER
@@ -22,8 +23,8 @@ from speech_to_speech.bench.resume_report import LABELS as RESUME_LABELS
 from speech_to_speech.bench.resume_report import failover_rows, resume_rows
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-ORDER = ("latency", "turns", "load", "quality", "bargein", "echo", "overhead", "resume", "failover", "capacity",
-         "startup")
+ORDER = ("latency", "turns", "load", "conversation", "quality", "bargein", "echo", "overhead", "resume", "failover",
+         "capacity", "startup")
 TABLED = ("capacity", "startup")  # their own tables, not figure rows (and every quality* result)
 PLOT_NAME = "benchmarks.png"
 # Labels of the figures a reader looks for; others show under their key.
@@ -121,6 +122,8 @@ def bargein_rows(summary: dict[str, Any]) -> list[str]:
 SPOKEN_ROWS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "turns": lambda summary: figure_rows("turns", summary) + turns_rows(summary),
     "load": load_rows,
+    "conversation": lambda summary: (figure_rows("conversation", conversation_figures(summary))
+                                     + conversation_counts(summary)),
     "echo": echo_rows,
     "bargein": bargein_rows,
     "resume": lambda summary: figure_rows("resume", summary) + resume_rows(summary),
