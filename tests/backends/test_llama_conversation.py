@@ -75,3 +75,33 @@ def test_a_disabled_truncation_fails_a_conversation_that_does_not_fit(small_cont
     assert done.status == "failed" and done.error and "truncation is disabled" in done.error
     _, usage, done = _turn(handler, long)  # the same conversation under auto is cut and answered
     assert done.status != "failed" and usage is not None and usage.input_tokens <= CONTEXT - ANSWER
+
+
+def test_barge_ins_take_backs_and_tool_calls_between_turns_cost_no_full_read(small_context: LoadedLlama,
+                                                                           make_handler: Any) -> None:
+    """The history a barge-in cuts (the answer as far as heard), a reply taken back (the user's words run on
+    into one turn) and a tool's call and result: the next pause reads around the change, not the conversation."""
+    handler = make_handler(LlamaCppLM, small_context)
+    messages: tuple[ChatMessage, ...] = (ChatMessage("user", "Hi, my name is Oliver and I live in Lisbon."),)
+    answer, usage, _ = _turn(handler, messages)
+    messages = (*messages, ChatMessage("assistant", answer))
+    reads: dict[str, int] = {}
+    call = {"call_id": "c1", "name": "get_weather", "arguments": '{"city": "Lisbon"}'}
+    edits = {
+        "barge-in": lambda m, a: (*m, ChatMessage("assistant", a.split(" ")[0])),
+        "take-back": lambda m, a: (*m[:-1], ChatMessage("user", m[-1].content + " And in Porto?")),
+        "tool call": lambda m, a: (*m, ChatMessage("assistant", "", (call,)),
+                                   ChatMessage("tool", '{"sky": "sunny"}', tool_call_id="c1"),
+                                   ChatMessage("assistant", a)),
+    }
+    for name, edit in edits.items():
+        messages = (*messages, ChatMessage("user", f"What is the weather like today? ({name})"))
+        answer, usage, _ = _turn(handler, messages)
+        messages = edit(messages, answer)
+        answer, usage, _ = _turn(handler, (*messages, ChatMessage("user", "Thanks, and tomorrow?")))
+        assert usage is not None
+        reads[name] = usage.input_tokens - usage.cached_tokens
+        messages = (*messages, ChatMessage("user", "Thanks, and tomorrow?"), ChatMessage("assistant", answer))
+    total = usage.input_tokens if usage else 0
+    assert all(read < 60 for read in reads.values()), (reads, total)
+    assert total > 150  # the conversation is long enough that a full read would show
