@@ -2,7 +2,7 @@
 
 A stage forwards every item it does not consume, so a queue carries what its
 stage makes, what the stages before it let through, and the control items
-every queue carries. ``tests/pipeline/test_queue_items.py`` runs sessions
+every queue carries. ``tests/realtime/test_queue_items.py`` runs sessions
 through a unit and checks each queue against its type.
 """
 
