@@ -49,25 +49,22 @@ class Backend:
 
 _BACKENDS: dict[tuple[Kind, str], Backend] = {}
 
-# name -> module that registers it; imported only when that backend is chosen.
+# name -> module that registers it; imported only when that backend is chosen. The scripted ones come from
+# the package's own entry points (pyproject.toml), as another package's backends would.
 _MODULES: dict[tuple[Kind, str], str] = {
     ("vad", "silero"): "speech_to_speech.vad.silero",
-    ("vad", "scripted"): "speech_to_speech.testing.scripted",
     ("stt", "faster-whisper"): "speech_to_speech.stt.faster_whisper",
     ("stt", "moonshine"): "speech_to_speech.stt.moonshine",
     ("stt", "openai"): "speech_to_speech.stt.openai_api",
-    ("stt", "scripted"): "speech_to_speech.testing.scripted",
     ("llm", "ctranslate2"): "speech_to_speech.llm.ctranslate2_lm",
     ("llm", "transformers"): "speech_to_speech.llm.transformers_lm",
     ("llm", "llama-cpp"): "speech_to_speech.llm.llama_cpp_lm",
     ("llm", "mlx-lm"): "speech_to_speech.llm.mlx_lm",
     ("llm", "chat-completions"): "speech_to_speech.llm.chat_completions",
     ("llm", "responses-api"): "speech_to_speech.llm.responses_api",
-    ("llm", "scripted"): "speech_to_speech.testing.scripted",
     ("tts", "hibari"): "speech_to_speech.tts.hibari",
     ("tts", "kokoro"): "speech_to_speech.tts.kokoro",
     ("tts", "openai"): "speech_to_speech.tts.openai_api",
-    ("tts", "scripted"): "speech_to_speech.testing.scripted",
 }
 
 
