@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import ChatMessage
 from speech_to_speech.realtime.connection.frames import to_frame
+from speech_to_speech.realtime.conversation.history import ConversationState
 from speech_to_speech.realtime.sessions.journal import MemoryJournal
 from speech_to_speech.realtime.sessions.registry import digest
 from speech_to_speech.realtime.sessions.store import MemoryStore, open_store
@@ -21,7 +21,11 @@ from speech_to_speech.testing.redis_server import RedisServer
 
 STORE_MODULES = ("speech_to_speech.realtime.sessions.store.redis", "speech_to_speech.realtime.sessions.store.writer",
                  "speech_to_speech.realtime.sessions.store.mirror")
-HISTORY = (ChatMessage("user", "hello"), ChatMessage("assistant", "hi there"))
+CONVERSATION = ConversationState((
+    {"id": "item_1", "object": "realtime.item", "type": "message", "role": "user", "status": "completed",
+     "content": [{"type": "input_text", "text": "hello"}]},
+    {"id": "item_2", "object": "realtime.item", "type": "message", "role": "assistant", "status": "completed",
+     "content": [{"type": "output_audio", "transcript": "hi there"}]}), said={"item_2": "hi"})
 
 
 class Counts:
@@ -45,7 +49,7 @@ async def _ignore(session_id: str) -> None:
 
 
 def _snapshot() -> Snapshot:
-    return Snapshot({"id": "sess_1", "instructions": "be brief"}, HISTORY, "evt_client_7")
+    return Snapshot({"id": "sess_1", "instructions": "be brief"}, CONVERSATION, "evt_client_7")
 
 
 def _frame(seq: int, kind: str = "response.output_audio.delta", **fields: Any) -> Any:
@@ -70,7 +74,7 @@ async def test_a_session_s_journal_token_and_state_reach_redis_behind_it(store: 
     assert stored is not None
     assert [f.seq for f in stored.frames] == [3, 4, 5, 6] and stored.last_seq == 6 and stored.floor == 2
     assert stored.frames == link.journal.after(2).frames
-    assert stored.session == {"id": "sess_1", "instructions": "be brief"} and stored.history == HISTORY
+    assert stored.session == {"id": "sess_1", "instructions": "be brief"} and stored.conversation == CONVERSATION
     assert stored.last_client_event_id == "evt_client_7"
     assert stored.response == {"id": "resp_1", "status": "in_progress"}
     assert await store.token_digest("sess_1") == digest("rt_first")
@@ -172,7 +176,8 @@ async def test_a_store_that_lost_a_session_gets_its_token_and_state_again_and_sa
         assert await store.writer.flush(2.0)
         stored = await store.load("sess_1")
         assert await store.token_digest("sess_1") == digest("rt_first")
-        assert stored is not None and stored.history == HISTORY and stored.last_client_event_id == "evt_client_7"
+        assert stored is not None and stored.conversation == CONVERSATION
+        assert stored.last_client_event_id == "evt_client_7"
         assert [f.seq for f in stored.frames] == [4] and stored.floor == 3  # 1-3 are gone, and it says so
     finally:
         await store.close()

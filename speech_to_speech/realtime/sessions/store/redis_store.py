@@ -25,11 +25,11 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from speech_to_speech.pipeline.messages import ChatMessage
 from speech_to_speech.realtime.sessions.journal import MemoryJournal
 from speech_to_speech.realtime.sessions.store.base import SnapshotSource, StoredSession, Takeover
 from speech_to_speech.realtime.sessions.store.mirror import MirroredJournal, RedisLink
 from speech_to_speech.realtime.sessions.store.redis_journal import RedisJournal, SessionKeys
+from speech_to_speech.realtime.sessions.store.state import read_state
 from speech_to_speech.realtime.sessions.store.writer import STORE_ERRORS, StoreWriter
 
 log = logging.getLogger(__name__)
@@ -226,13 +226,11 @@ class RedisStore:
         fields = {_text(k): _text(v) for k, v in (await self.redis.hgetall(SessionKeys(session_id).state)).items()}
         if "state" not in fields:
             return None
-        state = json.loads(fields["state"])
         replay, floor, last = await self.journal_of(session_id).read(0)
-        history = tuple(ChatMessage(m["role"], m["content"], tuple(m.get("tool_calls") or ()), m.get("tool_call_id"))
-                        for m in state.get("history", []))
         response = json.loads(fields["response"]) if fields.get("response") else None
-        return StoredSession(session_id, state["session"], history, replay.frames, floor, last, response,
-                             state.get("last_client_event_id"))
+        state = read_state(fields["state"], response)
+        return StoredSession(session_id, state.session, state.conversation, replay.frames, floor, last, response,
+                             state.last_client_event_id, state.conversation_id, state.response_items)
 
 
 def _text(value: Any) -> str:
