@@ -101,6 +101,32 @@ async def test_the_lease_of_a_replica_that_is_gone_is_taken_at_once(redis_server
         await other.close()
 
 
+async def test_an_owner_that_heard_the_request_and_died_before_answering_loses_the_session_as_it_dies(
+        redis_server: RedisServer) -> None:
+    """A killed process takes a while to die (a server holding GBs of weights, tens of ms or more): a request
+    it heard meanwhile is never answered. Its lease (a minute here) is not waited for: once Redis saw its
+    connections close, the session is taken."""
+    owner = RedisStore(redis_server.url, lease_s=60.0)
+    other = RedisStore(redis_server.url, lease_s=3.0)  # it gives up after its own lease (and a second)
+    heard = asyncio.Event()
+
+    async def dying(session_id: str) -> None:
+        heard.set()  # and never lets go
+
+    try:
+        await owner.start(dying)
+        owner.link("sess_1", MemoryJournal(), _snapshot)
+        await asyncio.sleep(0.3)
+        assert (await owner.redis.get("s2s:{sess_1}:owner")).decode() == owner.replica_id
+        claim = asyncio.create_task(other.claim("sess_1"))
+        await asyncio.wait_for(heard.wait(), 10.0)
+        await owner.close()  # the process is gone: its connections close, its lease stays behind
+        assert await claim
+        assert (await other.redis.get("s2s:{sess_1}:owner")).decode() == other.replica_id
+    finally:
+        await other.close()
+
+
 async def test_a_live_owner_is_asked_and_lets_go(redis_server: RedisServer) -> None:
     owner = RedisStore(redis_server.url, lease_s=5.0)
     other = RedisStore(redis_server.url, lease_s=5.0)

@@ -6,7 +6,10 @@ lease. A replica that must take a session over publishes its id on the
 owner's channel; the owner writes what it has queued, lets the lease go and
 closes its socket with ``session.replaced``. Nobody on that channel (the
 owner died: Redis saw its connections close) means the lease is taken at
-once; an owner that hears but does not answer loses it when it lapses.
+once, and so does the channel emptying after the owner heard (a killed
+process takes a while to die, and hears meanwhile); an owner that hears and
+stays but does not answer (frozen, or cut off with its connections open)
+loses it when it lapses.
 
 Keys live ``keep_s`` after their last renewal (the disconnect grace and
 the journal's age, past the lease), so a session whose server died can be
@@ -202,18 +205,28 @@ class RedisStore:
             if await self.redis.set(owner, self.replica_id, nx=True, px=self.lease_ms):
                 break
             holder = await self.redis.get(owner)
-            if holder is not None and _text(holder) == self.replica_id:
+            holder_id = _text(holder) if holder is not None else None
+            if holder_id == self.replica_id:
                 break
-            if holder is not None and _text(holder) != asked:
-                asked = _text(holder)
-                heard = await self.redis.publish(_channel(asked), session_id)
-                if not heard and await self._steal(keys=[owner], args=[asked, self.replica_id, self.lease_ms]):
+            if holder_id is not None:
+                if holder_id != asked:
+                    asked = holder_id
+                    listening = await self.redis.publish(_channel(asked), session_id)
+                else:  # asked already: one that heard and then died (a process takes a while to die) answers nobody
+                    listening = await self._listening(asked)
+                if not listening and await self._steal(keys=[owner], args=[asked, self.replica_id, self.lease_ms]):
                     log.info("session %s: its replica %s is gone; taken over", session_id, asked)
                     break
             if loop.time() > deadline:
                 return False
             await asyncio.sleep(0.02)  # the owner is writing its last events and letting go
         return True
+
+    async def _listening(self, replica_id: str) -> int:
+        """How many connections listen on the replica's channel (0: it is gone; Redis saw them close)."""
+        channel = _channel(replica_id)
+        counts = {_text(name): int(count) for name, count in await self.redis.pubsub_numsub(channel)}
+        return counts.get(channel, 0)
 
     async def rotate(self, session_id: str, old: bytes, new: bytes) -> bool:
         return bool(await self._rotate(keys=[SessionKeys(session_id).state], args=[old.hex(), new.hex()]))
