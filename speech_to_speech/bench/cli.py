@@ -242,6 +242,9 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     resume.add_argument("--failover", action="store_true",
                         help="Two replicas on a redis-server of their own (redis-server on PATH): each session's "
                              "replica is killed (SIGKILL) mid-answer and the session resumed on the other.")
+    resume.add_argument("--death-ms", type=float, default=None,
+                        help="With --failover: the replica takes this long to die (frozen, then SIGKILL), and the "
+                             "client is cut and resumes on the other at once, as by hand (default: plain SIGKILL).")
     resume.set_defaults(settings_base=RESUME_SERVER)
     report = kinds.add_parser("report", help="The plot and the README table from the JSON files.")
     report.add_argument("--input-dir", type=Path, default=Path("docs/benchmarks"), help="Where the JSON files are.")

@@ -62,6 +62,7 @@ async def measure_store_emit(url: str, count: int = 20000, batch: int = 500) -> 
     batch is written (``batch`` at a time, below the writer's queue bound, so nothing is dropped);
     ``redis_bytes_per_event``: Redis's memory growth per event, over the first ``batch``.
     """
+    from speech_to_speech.realtime.conversation.history import ConversationState
     from speech_to_speech.realtime.sessions.store.base import Snapshot
     from speech_to_speech.realtime.sessions.store.redis_store import RedisStore
 
@@ -70,7 +71,7 @@ async def measure_store_emit(url: str, count: int = 20000, batch: int = 500) -> 
     figures: dict[str, Any] = {}
     try:
         for name, event in typical_events().items():
-            link = store.link(f"sess_bench_{name}", MemoryJournal(), lambda: Snapshot({}, (), None))
+            link = store.link(f"sess_bench_{name}", MemoryJournal(), lambda: Snapshot({}, ConversationState(()), None))
             path_s = total_s = 0.0
             size = 0
             before = (await store.redis.info("memory"))["used_memory"]

@@ -19,6 +19,13 @@ resumes from Redis. Per session:
 - whether the next question's LLM request held every earlier turn (the
   scripted reply repeats the request's whole history).
 
+With ``death_ms`` (``--death-ms``) the replica dies as a server holding its
+models does, and is resumed from as the issue's by-hand path did: it is
+frozen (SIGSTOP: its connections stay open, it answers nobody), the
+client's connection is cut at once and new connections go to the other
+replica, and SIGKILL follows ``death_ms`` later (a real ``serve`` killed
+mid-answer took 28-44 ms to die; a frozen or cut-off one takes the lease).
+
 The killed replica is started again while the session goes on, so every
 session begins with two replicas up. Then one session lives through a
 Redis outage (``redis_down``): answered while Redis is stopped, with what
@@ -33,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import signal
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -66,6 +74,7 @@ class FailoverConfig:
     timeout_s: float = 30.0
     emit_events: int = 20000  # per kind, for the journal's cost in memory and in Redis
     reconnect: dict[str, Any] = field(default_factory=lambda: asdict(ReconnectPolicy()))
+    death_ms: float | None = None  # None: SIGKILL, the client resuming once its connection closed
 
 
 @dataclass
@@ -167,6 +176,7 @@ class Failover:
         self.relay = relay
         self.config = config
         self._restart: threading.Thread | None = None
+        self._death: threading.Timer | None = None
         self.restart_s: list[float] = []
 
     def _client(self) -> RealtimeClient:
@@ -193,7 +203,7 @@ class Failover:
         def kill_when(count: int) -> None:  # called as each event of the second answer arrives
             if count == kill_after and not killed_at:
                 killed_at.append(time.monotonic())
-                self.replicas[owner].kill()
+                self._kill(owner)
 
         sample: dict[str, Any] = {"owner": owner, "kill_after_answer_events": kill_after}
         async with self._client() as client:
@@ -264,6 +274,18 @@ class Failover:
                 f"user: {q}" for q in (*QUESTIONS, QUESTIONS[0], QUESTIONS[1])]))
         return figures
 
+    def _kill(self, index: int) -> None:
+        replica = self.replicas[index]
+        if self.config.death_ms is None:
+            replica.kill()
+            return
+        assert replica.process is not None
+        replica.process.send_signal(signal.SIGSTOP)  # dying: no answer, its connections still open
+        self.relay.prefer = 1 - index
+        self.relay.cut_now()
+        self._death = threading.Timer(self.config.death_ms / 1000, replica.kill)
+        self._death.start()
+
     @staticmethod
     def _is_start(cut: list[RealtimeEvent], reference: list[RealtimeEvent]) -> bool:
         """What the cut response said is the start of the uncut one: its events (but the end), audio, words."""
@@ -274,6 +296,8 @@ class Failover:
 
     def _restart_later(self, index: int) -> None:
         def restart() -> None:
+            if self._death is not None:
+                self._death.join()  # the port is free once it is dead
             started = time.monotonic()
             self.replicas[index].start()
             self.restart_s.append(round(time.monotonic() - started, 2))

@@ -92,7 +92,7 @@ def run_failover(settings: ServerSettings, args: argparse.Namespace, output: Pat
         if not settings.testing.token_delay_ms:
             update["scripted_token_delay_ms"] = FAILOVER_TOKEN_DELAY_MS
         settings = settings.updated(**update)
-    config = FailoverConfig(sessions=args.sessions, seed=args.seed, **_client_options(args))
+    config = FailoverConfig(sessions=args.sessions, seed=args.seed, death_ms=args.death_ms, **_client_options(args))
     try:
         with _replicas(settings) as (replicas, redis):
             summary, samples, recorded = asyncio.run(run(replicas, redis, config))

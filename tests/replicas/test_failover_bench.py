@@ -36,3 +36,17 @@ def test_bench_failover_resumes_every_killed_session_on_the_other_replica(redis_
         assert summary["journal_cost"]["memory"][kind]["events_per_s"] > 0
     rows = spoken_rows("failover", summary)
     assert rows[0].startswith("| **failover** |") and any("resumed on the other replica | 2 of 2" in r for r in rows)
+
+
+def test_bench_failover_with_a_replica_slow_to_die_resumes_every_session_on_the_other(
+        redis_binary: str, tmp_path: Path) -> None:
+    """--death-ms: the owner frozen, the client cut and resumed on the other at once, SIGKILL after."""
+    output = tmp_path / "failover.json"
+    assert cli.main(["bench", "resume", "--failover", "--sessions", "2", "--seed", "3", "--reconnect-delay-ms", "0",
+                     "--death-ms", "40", "--output", str(output)]) == 0
+    result = json.loads(output.read_text())
+    summary = result["summary"]
+    assert result["config"]["death_ms"] == 40
+    assert summary["resumed_on_the_other_replica"] == 2 and summary["kill_to_resumed_ms"]["n"] == 2
+    assert summary["events_lost"] == summary["duplicates_seen_by_consumer"] == summary["responses_ended_twice"] == 0
+    assert summary["follow_ups_holding_every_earlier_turn"] == 2

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from speech_to_speech.realtime.conversation.history import ConversationState
 from speech_to_speech.realtime.sessions.restore import lost_response_done
 from speech_to_speech.realtime.sessions.store import StoredSession
 
 
 def _stored(response: dict[str, str] | None) -> StoredSession:
-    return StoredSession("sess_1", {"id": "sess_1"}, (), (), 0, 9, response)
+    return StoredSession("sess_1", {"id": "sess_1"}, ConversationState(()), (), 0, 9, response)
 
 
 def test_the_response_in_the_making_ends_failed_with_server_lost_unless_the_client_heard_it_end() -> None:

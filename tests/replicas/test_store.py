@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import ChatMessage
 from speech_to_speech.realtime.connection.frames import to_frame
+from speech_to_speech.realtime.conversation.history import ConversationState
 from speech_to_speech.realtime.sessions.journal import MemoryJournal
 from speech_to_speech.realtime.sessions.registry import digest
 from speech_to_speech.realtime.sessions.store import MemoryStore, open_store
@@ -21,7 +21,11 @@ from speech_to_speech.testing.redis_server import RedisServer
 
 STORE_MODULES = ("speech_to_speech.realtime.sessions.store.redis", "speech_to_speech.realtime.sessions.store.writer",
                  "speech_to_speech.realtime.sessions.store.mirror")
-HISTORY = (ChatMessage("user", "hello"), ChatMessage("assistant", "hi there"))
+CONVERSATION = ConversationState((
+    {"id": "item_1", "object": "realtime.item", "type": "message", "role": "user", "status": "completed",
+     "content": [{"type": "input_text", "text": "hello"}]},
+    {"id": "item_2", "object": "realtime.item", "type": "message", "role": "assistant", "status": "completed",
+     "content": [{"type": "output_audio", "transcript": "hi there"}]}), said={"item_2": "hi"})
 
 
 class Counts:
@@ -45,7 +49,7 @@ async def _ignore(session_id: str) -> None:
 
 
 def _snapshot() -> Snapshot:
-    return Snapshot({"id": "sess_1", "instructions": "be brief"}, HISTORY, "evt_client_7")
+    return Snapshot({"id": "sess_1", "instructions": "be brief"}, CONVERSATION, "evt_client_7")
 
 
 def _frame(seq: int, kind: str = "response.output_audio.delta", **fields: Any) -> Any:
@@ -70,7 +74,7 @@ async def test_a_session_s_journal_token_and_state_reach_redis_behind_it(store: 
     assert stored is not None
     assert [f.seq for f in stored.frames] == [3, 4, 5, 6] and stored.last_seq == 6 and stored.floor == 2
     assert stored.frames == link.journal.after(2).frames
-    assert stored.session == {"id": "sess_1", "instructions": "be brief"} and stored.history == HISTORY
+    assert stored.session == {"id": "sess_1", "instructions": "be brief"} and stored.conversation == CONVERSATION
     assert stored.last_client_event_id == "evt_client_7"
     assert stored.response == {"id": "resp_1", "status": "in_progress"}
     assert await store.token_digest("sess_1") == digest("rt_first")
@@ -92,6 +96,32 @@ async def test_the_lease_of_a_replica_that_is_gone_is_taken_at_once(redis_server
         started = asyncio.get_running_loop().time()
         assert await other.claim("sess_1")
         assert asyncio.get_running_loop().time() - started < 1.0  # not the 5 s of the lease
+        assert (await other.redis.get("s2s:{sess_1}:owner")).decode() == other.replica_id
+    finally:
+        await other.close()
+
+
+async def test_an_owner_that_heard_the_request_and_died_before_answering_loses_the_session_as_it_dies(
+        redis_server: RedisServer) -> None:
+    """A killed process takes a while to die (a server holding GBs of weights, tens of ms or more): a request
+    it heard meanwhile is never answered. Its lease (a minute here) is not waited for: once Redis saw its
+    connections close, the session is taken."""
+    owner = RedisStore(redis_server.url, lease_s=60.0)
+    other = RedisStore(redis_server.url, lease_s=3.0)  # it gives up after its own lease (and a second)
+    heard = asyncio.Event()
+
+    async def dying(session_id: str) -> None:
+        heard.set()  # and never lets go
+
+    try:
+        await owner.start(dying)
+        owner.link("sess_1", MemoryJournal(), _snapshot)
+        await asyncio.sleep(0.3)
+        assert (await owner.redis.get("s2s:{sess_1}:owner")).decode() == owner.replica_id
+        claim = asyncio.create_task(other.claim("sess_1"))
+        await asyncio.wait_for(heard.wait(), 10.0)
+        await owner.close()  # the process is gone: its connections close, its lease stays behind
+        assert await claim
         assert (await other.redis.get("s2s:{sess_1}:owner")).decode() == other.replica_id
     finally:
         await other.close()
@@ -172,7 +202,8 @@ async def test_a_store_that_lost_a_session_gets_its_token_and_state_again_and_sa
         assert await store.writer.flush(2.0)
         stored = await store.load("sess_1")
         assert await store.token_digest("sess_1") == digest("rt_first")
-        assert stored is not None and stored.history == HISTORY and stored.last_client_event_id == "evt_client_7"
+        assert stored is not None and stored.conversation == CONVERSATION
+        assert stored.last_client_event_id == "evt_client_7"
         assert [f.seq for f in stored.frames] == [4] and stored.floor == 3  # 1-3 are gone, and it says so
     finally:
         await store.close()

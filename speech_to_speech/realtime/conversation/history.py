@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.pipeline.messages import ChatMessage
@@ -24,6 +25,20 @@ from speech_to_speech.pipeline.messages import ChatMessage
 WITHDRAWN_REMEMBERED = 16
 # (item id, item) -> the text the item has in the model's history, when not its own (None: its own).
 SaidText = Callable[[str, dict[str, Any]], str | None]
+
+
+@dataclass(frozen=True)
+class ConversationState:
+    """A conversation as a session store keeps it, to be set up again on another replica with the same ids.
+
+    ``said``: the text an item has in the model's history where it is not its own (an
+    answer heard only in part, see ``SaidText``); ``excluded``: items out of that history.
+    """
+
+    items: tuple[dict[str, Any], ...]  # in order, as clients were sent them
+    excluded: tuple[str, ...] = ()
+    said: Mapping[str, str] = field(default_factory=dict)
+    withdrawn: tuple[str, ...] = ()
 
 
 class Conversation:
@@ -88,6 +103,24 @@ class Conversation:
     def clear(self) -> None:
         self._items.clear()
         self._excluded.clear()
+
+    def export(self, said: SaidText | None = None) -> ConversationState:
+        """What a store keeps of the conversation. It holds the live item dicts: serialise it at once."""
+        texts = {}
+        for item_id, item in self._items.items():
+            text = said(item_id, item) if said is not None else None
+            if text is not None:
+                texts[item_id] = text
+        return ConversationState(tuple(self._items.values()), tuple(i for i in self._items if i in self._excluded),
+                                 texts, tuple(self._withdrawn))
+
+    def load(self, state: ConversationState) -> None:
+        """Become the conversation ``state`` holds (a session taken over from another replica)."""
+        self.clear()
+        for item in state.items:
+            self.add(copy.deepcopy(item))
+        self.exclude([item_id for item_id in state.excluded if item_id in self._items])
+        self._withdrawn.extend(state.withdrawn)
 
     def input_call_ids(self, history: tuple[ChatMessage, ...]) -> tuple[str, ...]:
         return tuple(m.tool_call_id for m in history if m.role == "tool" and m.tool_call_id)

@@ -23,7 +23,7 @@ Everything here runs on the event loop (the track reports from its ``recv``).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +93,8 @@ class Playback:
         self._playing: str | None = None  # the response whose audio is playing (started, not stopped)
         self._ended: set[str] = set()  # responses with queued or playing audio that will get no more
         self._last_response: str | None = None
+        # Items of a session taken over from another replica: their history text as the ledger there had it.
+        self._restored: dict[str, str] = {}
         if media is not None:
             media.set_play_listener(self._played)
 
@@ -113,6 +115,8 @@ class Playback:
     def forget_stale(self) -> None:
         """Keep the ledger as small as the conversation: items that left it (and are not queued) go."""
         queued = {item_id for item_id, _ in self._queue}
+        for item_id in [i for i in self._restored if i not in self._conversation]:
+            del self._restored[item_id]
         for item_id in [i for i in self._items if i not in self._conversation and i not in queued]:
             entry = self._items.pop(item_id)
             self._responses[entry.response_id].remove(item_id)
@@ -323,10 +327,16 @@ class Playback:
             PLAYBACK_KEY: self.figures(response_id),
         }
 
+    def restore(self, history_texts: Mapping[str, str]) -> None:
+        """Take over what another replica's ledger said of its items' history text (``history_text``)."""
+        self._restored = dict(history_texts)
+
     def history_text(self, item_id: str, item: dict[str, Any]) -> str | None:
         """The text the LLM's history holds for the item; None: its whole text (not an ``ack_only`` answer)."""
         entry = self._items.get(item_id)
-        if entry is None or entry.policy != ACK_ONLY:
+        if entry is None:
+            return self._restored.get(item_id)
+        if entry.policy != ACK_ONLY:
             return None
         transcript = ((item.get("content") or [{}])[0]).get("transcript") or ""
         return marked_text(transcript, entry.marks, _samples_at(entry, self.committed_ms(entry)), entry.produced)

@@ -62,9 +62,10 @@ from speech_to_speech.units.unit import PipelineUnit
 
 log = logging.getLogger(__name__)
 
-# Events after which the store's copy of the session object or history is out of date.
+# Events after which the store's copy of the session object or conversation is out of date.
 STATE_EVENTS = frozenset({"session.created", "session.updated", "conversation.item.added", "conversation.item.done",
-                          "conversation.item.deleted", "conversation.item.truncated", "response.done"})
+                          "conversation.item.deleted", "conversation.item.truncated", "response.done",
+                          "conversation.item.input_audio_transcription.completed", "playback.acknowledged"})
 
 
 class LiveSession:
@@ -183,8 +184,11 @@ class LiveSession:
         self.end(None)
 
     def _snapshot(self) -> Snapshot:
-        return Snapshot(self.service.state.session, self.service.responses.history(),
-                        self.service.last_client_event_id)
+        service = self.service
+        response = service.response
+        return Snapshot(service.state.session, service.conversation.export(service.playback.history_text),
+                        service.last_client_event_id, service.conversation_id,
+                        tuple(item["id"] for item in response.output) if response is not None else ())
 
     def _start_tasks(self, wake: Any) -> None:
         name = f"unit{self.unit.index}"

@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from speech_to_speech.pipeline.messages import ChatMessage
 from speech_to_speech.realtime.connection.frames import Frame
+from speech_to_speech.realtime.conversation.history import ConversationState
 from speech_to_speech.realtime.sessions.journal import MemoryJournal, ReplayJournal
 
 # Called with a session id when another replica takes that session (or its lease was lost).
@@ -16,11 +16,14 @@ Takeover = Callable[[str], Awaitable[None]]
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What a session is now, read when the store writes it."""
+    """What a session is now, read when the store writes it (it holds live objects: serialise it at once)."""
 
     session: dict[str, Any]  # the session object
-    history: tuple[ChatMessage, ...]  # what the LLM will be given
+    conversation: ConversationState  # its items, from which the LLM's history is derived
     last_client_event_id: str | None  # the last client event taken (protocol/resume.py)
+    conversation_id: str | None = None  # what responses name as their conversation
+    # The items of the response in the making: should this server be lost, they leave the history.
+    response_items: tuple[str, ...] = ()
 
 
 # Reads a session's snapshot when the store is about to write it.
@@ -33,13 +36,15 @@ class StoredSession:
 
     session_id: str
     session: dict[str, Any]
-    history: tuple[ChatMessage, ...]
+    conversation: ConversationState
     frames: tuple[Frame, ...]  # the journal, oldest first
     floor: int  # every seq above it up to last_seq is in frames
     last_seq: int
     # The body of the response.created of a response that had not ended when last written.
     response: dict[str, Any] | None
     last_client_event_id: str | None = None
+    conversation_id: str | None = None
+    response_items: tuple[str, ...] = ()  # the items of the response in the making when last written
 
 
 class SessionLink(Protocol):

@@ -6,7 +6,10 @@ lease. A replica that must take a session over publishes its id on the
 owner's channel; the owner writes what it has queued, lets the lease go and
 closes its socket with ``session.replaced``. Nobody on that channel (the
 owner died: Redis saw its connections close) means the lease is taken at
-once; an owner that hears but does not answer loses it when it lapses.
+once, and so does the channel emptying after the owner heard (a killed
+process takes a while to die, and hears meanwhile); an owner that hears and
+stays but does not answer (frozen, or cut off with its connections open)
+loses it when it lapses.
 
 Keys live ``keep_s`` after their last renewal (the disconnect grace and
 the journal's age, past the lease), so a session whose server died can be
@@ -25,11 +28,11 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from speech_to_speech.pipeline.messages import ChatMessage
 from speech_to_speech.realtime.sessions.journal import MemoryJournal
 from speech_to_speech.realtime.sessions.store.base import SnapshotSource, StoredSession, Takeover
 from speech_to_speech.realtime.sessions.store.mirror import MirroredJournal, RedisLink
 from speech_to_speech.realtime.sessions.store.redis_journal import RedisJournal, SessionKeys
+from speech_to_speech.realtime.sessions.store.state import read_state
 from speech_to_speech.realtime.sessions.store.writer import STORE_ERRORS, StoreWriter
 
 log = logging.getLogger(__name__)
@@ -202,18 +205,28 @@ class RedisStore:
             if await self.redis.set(owner, self.replica_id, nx=True, px=self.lease_ms):
                 break
             holder = await self.redis.get(owner)
-            if holder is not None and _text(holder) == self.replica_id:
+            holder_id = _text(holder) if holder is not None else None
+            if holder_id == self.replica_id:
                 break
-            if holder is not None and _text(holder) != asked:
-                asked = _text(holder)
-                heard = await self.redis.publish(_channel(asked), session_id)
-                if not heard and await self._steal(keys=[owner], args=[asked, self.replica_id, self.lease_ms]):
+            if holder_id is not None:
+                if holder_id != asked:
+                    asked = holder_id
+                    listening = await self.redis.publish(_channel(asked), session_id)
+                else:  # asked already: one that heard and then died (a process takes a while to die) answers nobody
+                    listening = await self._listening(asked)
+                if not listening and await self._steal(keys=[owner], args=[asked, self.replica_id, self.lease_ms]):
                     log.info("session %s: its replica %s is gone; taken over", session_id, asked)
                     break
             if loop.time() > deadline:
                 return False
             await asyncio.sleep(0.02)  # the owner is writing its last events and letting go
         return True
+
+    async def _listening(self, replica_id: str) -> int:
+        """How many connections listen on the replica's channel (0: it is gone; Redis saw them close)."""
+        channel = _channel(replica_id)
+        counts = {_text(name): int(count) for name, count in await self.redis.pubsub_numsub(channel)}
+        return counts.get(channel, 0)
 
     async def rotate(self, session_id: str, old: bytes, new: bytes) -> bool:
         return bool(await self._rotate(keys=[SessionKeys(session_id).state], args=[old.hex(), new.hex()]))
@@ -226,13 +239,11 @@ class RedisStore:
         fields = {_text(k): _text(v) for k, v in (await self.redis.hgetall(SessionKeys(session_id).state)).items()}
         if "state" not in fields:
             return None
-        state = json.loads(fields["state"])
         replay, floor, last = await self.journal_of(session_id).read(0)
-        history = tuple(ChatMessage(m["role"], m["content"], tuple(m.get("tool_calls") or ()), m.get("tool_call_id"))
-                        for m in state.get("history", []))
         response = json.loads(fields["response"]) if fields.get("response") else None
-        return StoredSession(session_id, state["session"], history, replay.frames, floor, last, response,
-                             state.get("last_client_event_id"))
+        state = read_state(fields["state"], response)
+        return StoredSession(session_id, state.session, state.conversation, replay.frames, floor, last, response,
+                             state.last_client_event_id, state.conversation_id, state.response_items)
 
 
 def _text(value: Any) -> str:

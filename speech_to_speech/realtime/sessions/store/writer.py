@@ -22,7 +22,7 @@ import json
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
@@ -31,6 +31,7 @@ from redis.exceptions import RedisError
 from speech_to_speech.realtime.connection.frames import Frame
 from speech_to_speech.realtime.sessions.store.base import SnapshotSource
 from speech_to_speech.realtime.sessions.store.redis_journal import RedisJournal
+from speech_to_speech.realtime.sessions.store.state import state_json
 
 log = logging.getLogger(__name__)
 
@@ -208,9 +209,7 @@ class StoreWriter:
             if not session.dirty:
                 continue
             with contextlib.suppress(Exception):  # a snapshot that fails is retried at the next mark
-                now = session.snapshot()
-                state = json.dumps({"session": now.session, "history": [asdict(m) for m in now.history],
-                                    "last_client_event_id": now.last_client_event_id})
+                state = state_json(session.snapshot())
                 session.dirty = False
                 if state != session.written:
                     session.written = state
