@@ -44,7 +44,7 @@ def _item(serial: int, kind: str, text: str) -> dict[str, Any]:
 
 
 def _history(conversation: Conversation, playback: Playback) -> tuple[ChatMessage, ...]:
-    return conversation.history(10**6, said=playback.history_text)
+    return conversation.history(said=playback.history_text)
 
 
 @given(OPS, st.integers(10, 30))
@@ -97,7 +97,7 @@ def test_a_state_from_before_the_items_were_stored_is_read_as_items_and_a_lost_a
     assert kept.response_items == () and kept.last_client_event_id == "evt_9"
     conversation = Conversation()
     conversation.load(kept.conversation)
-    assert [m.content for m in conversation.history(10)] == ["Hi.", "", "42", "It is 42"]
+    assert [m.content for m in conversation.history()] == ["Hi.", "", "42", "It is 42"]
 
     lost = read_state(written, {"id": "resp_1"})  # a response was in the making: its answer is the last item
     assert lost.response_items == (lost.conversation.items[-1]["id"],)
