@@ -63,6 +63,8 @@ def _describe(error: BaseException) -> McpFailure:
         error = error.exceptions[0]
     if isinstance(error, McpFailure):
         return error
+    if isinstance(error, ImportError):
+        return failure("protocol_error", "MCP support is not installed here (pip install 'speech-to-speech[mcp]')")
     status = getattr(getattr(error, "response", None), "status_code", None)
     if isinstance(status, int):
         return failure("http_error", f"the MCP server answered HTTP {status}", status)
