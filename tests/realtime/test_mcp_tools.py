@@ -185,3 +185,34 @@ async def test_stock_function_tools_still_work_beside_mcp(make_server: ServerFac
         events = await client.response_cycle()
     assert "response.function_call_arguments.done" in types(events)
     assert [item["type"] for item in events[-1]["response"]["output"]][-1] == "function_call"
+
+
+async def test_the_time_server_over_stdio_from_the_flag_answers_tokyo(make_server: ServerFactory) -> None:
+    command = f"{sys.executable} -m mcp_server_time --local-timezone UTC"
+    server = make_server(mcp_server=[f"time={command}"], scripted_replies=[TOKYO_CALL, ANSWER])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        listing = await client.wait_for(lambda e: e["type"] == "conversation.item.done"
+                                        and e["item"]["type"] == "mcp_list_tools", timeout=30)
+        await client.send("response.create")
+        events = await client.response_cycle()
+    assert listing["item"]["server_label"] == "time"
+    done = events[-1]["response"]
+    call = next(item for item in done["output"] if item["type"] == "mcp_call")
+    assert call["server_label"] == "time" and json.loads(call["output"])["timezone"] == "Asia/Tokyo"
+    assert "Asia/Tokyo" in done["output"][-1]["content"][0]["transcript"]
+
+
+async def test_an_mcp_tool_given_to_one_response_only(
+        make_server: ServerFactory, time_url: str, llm_requests: list[GenerateResponseRequest]) -> None:
+    server = make_server(scripted_replies=[TOKYO_CALL, ANSWER, "Plain."])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.send("response.create", response={"tools": [mcp_tool(time_url)]})
+        events = await client.response_cycle()  # the listing comes first, inside the wait
+        await client.send("response.create")
+        await client.response_cycle()
+    kinds = types(events)
+    assert kinds.index("mcp_list_tools.completed") < kinds.index("response.mcp_call.completed")
+    assert json.loads(events[-1]["response"]["output"][1]["output"])["timezone"] == "Asia/Tokyo"
+    assert "get_current_time" not in {tool["name"] for tool in llm_requests[-1].tools}  # the session has none
