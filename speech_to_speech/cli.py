@@ -48,6 +48,7 @@ SECTION_HELP: dict[str, str] = {
     "stt": "Speech to text.",
     "llm": "The language model: its backend, prompt and sampling.",
     "tts": "Text to speech, and the viseme stage after it.",
+    "tools": "MCP servers every session may use (stdio), and how long MCP listings and calls may take.",
     "testing": "The scripted backends (tests, benchmarks).",
 }
 

@@ -25,6 +25,7 @@ from speech_to_speech.pipeline.messages import (
     AssistantToolCallPart,
     GenerateResponseRequest,
     LLMFirstToken,
+    Preamble,
     PromptPrefill,
     ResponseDone,
     ResponseStatus,
@@ -73,6 +74,7 @@ class LLMHandler(BackendHandler):
         generation, response_id = item.generation, item.response_id
         terminal = Terminal("completed")
         first = True
+        said = False
         parts = self.generate(item)
         try:
             for part in parts:
@@ -87,9 +89,13 @@ class LLMHandler(BackendHandler):
                     yield LLMFirstToken(response_id, generation, time.monotonic())
                 if isinstance(part, str):
                     if part:
+                        said = said or bool(part.strip())
                         yield AssistantTextPart(response_id, generation, part)
-                else:
-                    yield part
+                    continue
+                if isinstance(part, AssistantToolCallPart) and not said and item.preamble:
+                    said = True  # a call with nothing said: the user hears a preamble while it runs
+                    yield Preamble(response_id, generation, item.preamble)
+                yield part
         except ContextOverflow as overflow:  # the session asked never to cut: the response says why it failed
             terminal = Terminal("failed", error=str(overflow))
         finally:

@@ -20,6 +20,7 @@ from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
 from speech_to_speech.pipeline.messages import (
     AssistantTextPart,
     AssistantToolCallPart,
+    Preamble,
     ResponseDone,
     TokenUsage,
     TTSInput,
@@ -79,7 +80,7 @@ def first_chunk_ready(text: str, first_chunk_words: int) -> bool:
 
 class LMOutputProcessor(BaseHandler):
     stage = "lm_output_processor"
-    consumes = (AssistantTextPart, AssistantToolCallPart, TokenUsage, ResponseDone)
+    consumes = (AssistantTextPart, AssistantToolCallPart, Preamble, TokenUsage, ResponseDone)
 
     def __init__(
         self, context: HandlerContext, queue_in: Any, queue_out: Any, first_chunk_words: int = FIRST_CHUNK_WORDS
@@ -126,6 +127,13 @@ class LMOutputProcessor(BaseHandler):
         # belongs to the text so far only if its generation matches too.
         if (item.response_id, item.generation) != (self._response_id, self._generation):
             self._reset(item.response_id, item.generation)
+        if isinstance(item, Preamble):
+            # Said only before anything else of the response: text on its way makes it moot, and one
+            # said already (the server's, then the model's call) is enough.
+            if not self._started and not self._buffer and not self.cancel_scope.is_stale(item.generation):
+                self._started = True
+                yield self._tts_input(item.text.strip() + " ")
+            return
         if isinstance(item, AssistantTextPart):
             text = item.text
             if not self._started and not self._buffer:

@@ -274,10 +274,21 @@ class GenerateResponseRequest(ResponseOwned):
     output_modalities: tuple[str, ...] = ("audio",)
     metadata: dict[str, Any] | None = None
     truncation: Truncation = Truncation()
+    # What to say first when the reply reaches a tool call with nothing said (no dead air while it runs);
+    # None: say nothing of our own.
+    preamble: str | None = None
 
 
 @dataclass(frozen=True)
 class AssistantTextPart(ResponseOwned):
+    text: str
+
+
+@dataclass(frozen=True)
+class Preamble(ResponseOwned):
+    """A short phrase to say while the user waits ("Let me check that."), said only if nothing of the
+    response was said or is on its way (the output processor decides, in order with the model's text)."""
+
     text: str
 
 

@@ -21,6 +21,7 @@ from speech_to_speech.pipeline.messages import (
     GenerateResponseRequest,
     LLMFirstToken,
     PipelineEnd,
+    Preamble,
     PromptPrefill,
     ReplyReady,
     ResponseDone,
@@ -62,7 +63,8 @@ StageEvent: TypeAlias = (SpeechStarted | SpeechStopped | SpeechOngoing | Specula
 # The service -> the LLM.
 LLMRequest: TypeAlias = GenerateResponseRequest | PromptPrefill | Control
 # What a response is made of after the LLM, and after the TTS (which also marks its first audio).
-LLMOutput: TypeAlias = AssistantTextPart | AssistantToolCallPart | TokenUsage | LLMFirstToken | ResponseDone | Control
+LLMOutput: TypeAlias = (AssistantTextPart | AssistantToolCallPart | Preamble | TokenUsage | LLMFirstToken
+                        | ResponseDone | Control)
 TTSQueueItem: TypeAlias = TTSInput | AssistantToolCallPart | TokenUsage | LLMFirstToken | ResponseDone | Control
 # The TTS (or the viseme stage after it) -> the service: a response's audio, its transcript in order
 # with it, its tool calls, usage and terminal.

@@ -27,6 +27,10 @@ COMMIT_EMPTY = "input_audio_buffer_commit_empty"
 INVALID_EVENT_FOR_TRANSPORT = "invalid_event_for_transport"
 TOOL_FOLLOWUP_ALREADY_ANSWERED = "tool_followup_already_answered"
 TOOL_FOLLOWUP_USER_INPUT_PENDING = "tool_followup_user_input_pending"
+# MCP servers named in a session (docs/sessions.md, "MCP tools"): a listing that failed leaves its tools out;
+# an approval answer must name a request the server made.
+MCP_LIST_TOOLS_FAILED = "mcp_list_tools_failed"
+MCP_APPROVAL_REQUEST_NOT_FOUND = "mcp_approval_request_not_found"
 SERVER_ERROR = "server_error"
 RESPONSE_FAILED = "response_failed"  # the LLM or TTS failed mid-answer: the response ends as failed
 RESPONSE_STALLED = "response_stalled"  # the pipeline produced nothing for --response_stall_timeout_s

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from speech_to_speech.settings.server import Device, LimitsSettings, PipelineCount, ServingSettings
 from speech_to_speech.settings.stages import LLMSettings, STTSettings, TestingSettings, TTSSettings
+from speech_to_speech.settings.tools import ToolSettings
 from speech_to_speech.settings.turns import TurnSettings, VADSettings
 
 Section = TypeVar("Section", bound=BaseModel)
@@ -30,6 +31,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "stt": STTSettings,
     "llm": LLMSettings,
     "tts": TTSSettings,
+    "tools": ToolSettings,
     "testing": TestingSettings,
 }
 
@@ -91,6 +93,7 @@ class ServerSettings(BaseModel):
     stt: STTSettings = Field(default_factory=_defaults(STTSettings))
     llm: LLMSettings = Field(default_factory=_defaults(LLMSettings))
     tts: TTSSettings = Field(default_factory=_defaults(TTSSettings))
+    tools: ToolSettings = Field(default_factory=_defaults(ToolSettings))
     testing: TestingSettings = Field(default_factory=_defaults(TestingSettings))
 
     @model_validator(mode="before")

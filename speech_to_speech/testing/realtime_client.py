@@ -46,7 +46,7 @@ _SERVER_EVENT = pydantic.TypeAdapter(RealtimeServerEvent)
 KNOWN_EXTRA = frozenset(
     f"{kind}:session.{name}"
     for kind in ("session.created", "session.updated")
-    for name in ("id", "object", "extensions", "playback_commit_policy")
+    for name in ("id", "object", "extensions", "playback_commit_policy", "preamble_after_ms")
 ) | {"response.output_audio.delta:metadata"}  # audio duration, text marks, playback figures (docs/sessions.md)
 # Extension events outside the GA schema (docs/sessions.md): checked, like ours, for a string event_id.
 EXTENSION_EVENTS = frozenset({"playback.acknowledged"})

@@ -32,6 +32,7 @@ from speech_to_speech.pipeline.messages import (
     ClearInput,
     CommitInput,
     PipelineEnd,
+    Preamble,
     ReplyReady,
     SessionEnd,
     SpeculativeTranscript,
@@ -186,6 +187,11 @@ class PipelineUnit:
         """The speculative reply to a pause's words can play (or none will come): a finished turn may end."""
         if self.detects_turns:
             self.queues.vad_input.put(ready)
+
+    def say_preamble(self, preamble: Preamble) -> None:
+        """A preamble for a reply the user waits for: joins the model's output, where the output processor
+        says it only if nothing of that reply was said or is on its way (pipeline/lm_output_processor.py)."""
+        self.queues.llm_output.put(preamble)
 
     def submit(self, request: LLMRequest) -> None:
         """Queue a GenerateResponseRequest (or control item) for the LLM."""

@@ -43,6 +43,7 @@ FLAGS_OF_SERVE = [
     "--responses_api_reasoning_effort", "--responses_api_disable_thinking", "--first_chunk_words", "--tts",
     "--tts_model", "--tts_voice", "--kokoro_voices", "--tts_speed", "--tts_base_url", "--tts_api_key",
     "--tts_supported_languages", "--tts_auto_language_supported", "--enable_visemes",
+    "--mcp_server", "--mcp_list_timeout_s", "--mcp_call_timeout_s",
 ]
 SCRIPTED_FLAGS = ["--scripted_transcripts", "--scripted_replies", "--scripted_token_delay_ms",
                   "--scripted_stt_delay_ms", "--scripted_tts_ms_per_char"]

@@ -28,6 +28,8 @@ from typing import Any
 import pytest
 from compat_servers import STORY, scripted
 
+from speech_to_speech.realtime.tools.preamble import PHRASES
+
 pytest.importorskip("livekit.plugins.openai", reason="livekit-plugins-openai is not installed")
 
 from livekit import rtc
@@ -320,9 +322,12 @@ async def test_the_example_agent_session_greets_answers_and_runs_its_tool(
             lambda: [e for e in recorder.events if getattr(e, "type", "") == "function_tools_executed"],
             "the example's tool run by the AgentSession",
         )
-        await recorder.wait(lambda: len(running.assistant_texts()) >= 3, "the answer after the tool")
+        await recorder.wait(lambda: len(running.assistant_texts()) >= 4, "the answer after the tool")
 
-        assert running.assistant_texts() == [conversation.greeting, conversation.first_reply, conversation.tool_reply]
+        # The reply that is only a tool call says a preamble first (docs/sessions.md, "No dead air").
+        greeting, first, preamble, answer = running.assistant_texts()
+        assert [greeting, first, answer] == [conversation.greeting, conversation.first_reply, conversation.tool_reply]
+        assert preamble.strip() in PHRASES["en"]
         assert running.user_texts() == [conversation.first_transcript, conversation.tool_transcript]
         [ran] = executed
         assert [(c.name, json.loads(c.arguments)) for c in ran.function_calls] == [

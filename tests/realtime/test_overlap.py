@@ -211,7 +211,9 @@ async def test_listen_only_lets_the_user_go_on_with_their_turn_before_the_answer
                          scripted_token_delay_ms=1500.0, scripted_tts_ms_per_char=20.0)
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.wait_for("session.created")
-        await client.update_session(LISTEN_ONLY)
+        # A model this slow gets a preamble (docs/sessions.md, "No dead air"): off, so nothing is said before
+        # the user goes on.
+        await client.update_session({**LISTEN_ONLY, "preamble_after_ms": None})
         await client.append_audio(spoken_turn(RATE), RATE)
         first = (await client.wait_for("response.created"))["response"]["id"]
         await _speak_over(client, BACKCHANNEL_S)

@@ -143,8 +143,14 @@ class Conversation:
             pending = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": words}]}
             items = {**items, item_id or "": pending}
         messages: list[ChatMessage] = []
+        declined = {item.get("approval_request_id"): item.get("reason") for item in items.values()
+                    if item.get("type") == "mcp_approval_response" and not item.get("approve")}
         for item_id, item in items.items():
             if item_id in self._excluded:
+                continue
+            if item.get("type") in ("mcp_call", "mcp_approval_request"):
+                for part in mcp_messages(item, declined):
+                    _append(messages, part)
                 continue
             message = to_chat_message(item)
             text = said(item_id, item) if said is not None and message is not None else None
@@ -152,12 +158,16 @@ class Conversation:
                 message = ChatMessage("assistant", text) if text else None
             if message is None:
                 continue
-            # An assistant turn's text and its tool calls become one message, as providers expect.
-            if message.tool_calls and messages and messages[-1].role == "assistant":
-                last = messages.pop()
-                message = ChatMessage("assistant", last.content, last.tool_calls + message.tool_calls)
-            messages.append(message)
+            _append(messages, message)
         return tuple(messages)
+
+
+def _append(messages: list[ChatMessage], message: ChatMessage) -> None:
+    # An assistant turn's text and its tool calls become one message, as providers expect.
+    if message.tool_calls and messages and messages[-1].role == "assistant":
+        last = messages.pop()
+        message = ChatMessage("assistant", last.content, last.tool_calls + message.tool_calls)
+    messages.append(message)
 
 
 def item_text(item: dict[str, Any]) -> str:
@@ -170,6 +180,27 @@ def item_text(item: dict[str, Any]) -> str:
         if text:
             parts.append(text)
     return "".join(parts)
+
+
+def mcp_messages(item: dict[str, Any], declined: dict[Any, Any]) -> list[ChatMessage]:
+    """An MCP call the server ran (or the user declined) as the model sees it: its call, then its result.
+
+    A call still running, or an approval not answered yet, is not shown: the model
+    is asked again once it has an outcome.
+    """
+    call = {"call_id": str(item["id"]), "name": str(item.get("name", "")), "arguments": str(item.get("arguments", ""))}
+    if item["type"] == "mcp_approval_request":
+        if item["id"] not in declined:
+            return []
+        reason = declined[item["id"]]
+        result = "The user declined this call" + (f": {reason}" if reason else ".")
+    elif item.get("error"):
+        result = f"The call failed: {item['error'].get('message', 'unknown error')}"
+    elif item.get("output") is not None:
+        result = str(item["output"])
+    else:
+        return []
+    return [ChatMessage("assistant", "", (call,)), ChatMessage("tool", result, tool_call_id=call["call_id"])]
 
 
 def to_chat_message(item: dict[str, Any]) -> ChatMessage | None:

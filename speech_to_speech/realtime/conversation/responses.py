@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
@@ -32,9 +32,28 @@ from speech_to_speech.realtime.conversation.response_metadata import finished_me
 from speech_to_speech.realtime.conversation.speculation import Speculation, SpeculationSlot
 from speech_to_speech.realtime.conversation.user_input import UserInput
 from speech_to_speech.realtime.wire import errors
+from speech_to_speech.realtime.wire.mcp_tools import McpServerSpec
 from speech_to_speech.realtime.wire.session import SessionState
 from speech_to_speech.realtime.wire.tool_results import ToolResultLedger
 from speech_to_speech.units.unit import PipelineUnit
+
+
+class ServerTools(Protocol):
+    """What a response asks of the tools the server runs itself (realtime/tools/), given after construction."""
+
+    def ready(self, specs: tuple[McpServerSpec, ...]) -> bool: ...
+
+    def function_tools(self, specs: tuple[McpServerSpec, ...], taken: set[str]) -> list[dict[str, Any]]: ...
+
+    def holds_submit(self, response: ResponseState) -> bool: ...
+
+    def preamble(self, turns: int) -> str | None: ...
+
+    def submitted(self, response: ResponseState) -> None: ...
+
+    def finishing(self, response: ResponseState, status: str, reason: str | None) -> None: ...
+
+    def finished(self) -> None: ...
 
 
 class Responses:
@@ -62,13 +81,23 @@ class Responses:
         self.conversation_id = ids.new_id("conv")
         self.active: ResponseState | None = None
         self.last: ResponseState | None = None  # the last to finish, unless it failed
+        self.tools: ServerTools | None = None  # MCP servers and preambles (realtime/tools/), once built
 
     def history(self, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
         """The LLM's view of the conversation (``heard``: a user turn whose transcript is not in yet)."""
         return self._conversation.history(heard=heard, said=self._playback.history_text)
 
+    def mcp_specs(self, options: dict[str, Any]) -> tuple[McpServerSpec, ...]:
+        """The MCP servers a response may call: its own ``tools``' when ``response.create`` gave some."""
+        return tuple(options["mcp"]) if "mcp" in options else self._state.mcp_servers
+
     def start(self, options: dict[str, Any], turn_item_id: str | None = None) -> None:
-        """Open a response (response.created); it is submitted once its input is transcribed.
+        """Open a response (response.created); it is submitted once its input is transcribed."""
+        self.open(options, turn_item_id)
+
+    def open(self, options: dict[str, Any], turn_item_id: str | None = None, *,
+             submit: bool = True) -> ResponseState:
+        """Open a response and return it (``submit``: False when something else asks the model, later).
 
         An automatic response to a user turn takes over that turn's running speculation
         (its id and generation); any other speculation is of no use to it and stops.
@@ -94,7 +123,9 @@ class Responses:
         response.marks["created"] = time.monotonic()
         self.active = response
         self._emit(response.created())
-        self.submit_when_ready()
+        if submit:
+            self.submit_when_ready()
+        return response
 
     def submit_when_ready(self) -> None:
         """Send the request once every committed user turn has its transcript.
@@ -107,6 +138,9 @@ class Responses:
         response = self.active
         if response is None or response.submitted or self._input.pending_transcriptions:
             return
+        if self.tools is not None and (self.tools.holds_submit(response)
+                                       or not self.tools.ready(self.mcp_specs(response.options))):
+            return  # its MCP servers are still being listed, or it runs an approved call first
         speculation = self._speculations.take(response.id)
         turn = self._conversation.get(response.turn_item_id) if response.turn_item_id else None
         if turn is not None and not item_text(turn).strip():
@@ -123,6 +157,20 @@ class Responses:
         response.submitted = True
         response.input_call_ids = request.input_call_ids
         self._unit.submit(request)
+        if self.tools is not None:
+            self.tools.submitted(response)
+
+    def follow_up(self, response: ResponseState) -> None:
+        """Ask the model again for ``response`` (after its tool calls): the same id and generation, so its
+        output joins the response; the history now holds the calls' results."""
+        if response is not self.active:
+            return
+        request = self.request(response.id, response.generation, response.options, self.history(), first=False)
+        response.submitted = True
+        response.input_call_ids = tuple(dict.fromkeys(response.input_call_ids + request.input_call_ids))
+        self._unit.submit(request)
+        if self.tools is not None:
+            self.tools.submitted(response)
 
     def _adopt(self, response: ResponseState, speculation: Speculation) -> None:
         """The turn asked what the speculation asked: its (held) output is this response's."""
@@ -133,15 +181,23 @@ class Responses:
             self._deliver(item)
 
     def request(self, response_id: str, generation: int, options: dict[str, Any],
-                history: tuple[ChatMessage, ...]) -> GenerateResponseRequest:
+                history: tuple[ChatMessage, ...], *, first: bool = True) -> GenerateResponseRequest:
+        """The request for the model; ``first``: the response's first (a follow-up says no preamble)."""
         config = self._config()
         max_tokens = options.get("max_output_tokens", config.max_output_tokens)
+        tools = tuple(options.get("tools", config.tools))
+        preamble = None
+        if self.tools is not None:
+            taken = {str(tool.get("name")) for tool in tools}
+            tools += tuple(self.tools.function_tools(self.mcp_specs(options), taken))
+            # The same for a speculation and the turn's own request, which may then adopt it.
+            preamble = self.tools.preamble(len(history)) if first else None
         return GenerateResponseRequest(
             response_id=response_id,
             generation=generation,
             messages=history,
             instructions=options.get("instructions") or config.instructions,
-            tools=tuple(options.get("tools", config.tools)),
+            tools=tools,
             tool_choice=options.get("tool_choice", config.tool_choice),
             reasoning_effort=options.get("reasoning_effort", config.reasoning_effort),
             max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
@@ -151,14 +207,18 @@ class Responses:
             output_modalities=tuple(options.get("output_modalities") or config.output_modalities),
             metadata=options.get("metadata"),
             truncation=config.truncation,
+            preamble=preamble,
         )
 
     def finish(self, status: str, reason: str | None = None, error: str | None = None, *,
                report: bool = True) -> None:
         """End the active response (if any) with ``status``: its last events, and out of the history if cut."""
-        response, self.active = self.active, None
+        response = self.active
         if response is None:
             return
+        if self.tools is not None:
+            self.tools.finishing(response, status, reason)  # its running calls' last events, inside it
+        self.active = None
         self.last = response if status != "failed" else None
         self._speculations.cancel(self._speculations.take(response.id))
         if status == "failed" and report:
@@ -178,6 +238,8 @@ class Responses:
             self._on_finished(status, response.marks)
         if status in ("incomplete", "failed"):
             self._conversation.exclude([item["id"] for item in response.output])
+        if self.tools is not None:
+            self.tools.finished()
 
     def _end_output_audio(self, response: ResponseState, status: str) -> None:
         """The resampler's held-back tail ends this response (dropped if cancelled), never the next."""

@@ -32,6 +32,7 @@ from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.conversation.user_input import UserInput
 from speech_to_speech.realtime.service.session_events import SESSION_EVENTS, SessionControl
 from speech_to_speech.realtime.service.session_updates import SessionUpdates
+from speech_to_speech.realtime.tools.session_tools import SessionTools
 from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.events import ClientEvent, EventLimits, parse_client_event
@@ -59,11 +60,14 @@ class EventTarget:
     audio_in_events: bool  # False: audio arrives on a media track (WebRTC)
     session_control: SessionControl | None  # the live session around it (heartbeat, event_ack, close)
     emit: Callable[[Event], None]
+    tools: SessionTools | None = None  # the MCP servers the server calls itself (approvals go there)
 
 
 def session_update(target: EventTarget, event: ClientEvent) -> None:
     target.updates.configure(event.data.get("session"), event.event_id)
     target.emit({"type": "session.updated", "session": target.state.session})
+    if target.tools is not None:
+        target.tools.session_changed()  # MCP servers it names are listed now, after the update is confirmed
 
 
 def decode_append(target: EventTarget, event: ClientEvent) -> FloatAudio:
@@ -108,9 +112,13 @@ def conversation_item_create(target: EventTarget, event: ClientEvent) -> None:
     if item["id"] in conversation:
         raise RealtimeError(error_codes.INVALID_REQUEST, f"an item with id {item['id']!r} already exists",
                             param="item.id")
+    if target.tools is not None:
+        target.tools.calls.check_approval(item, event.event_id)
     before = conversation.add(item, None if previous in (None, "root") else previous)
     for kind in ("conversation.item.created", "conversation.item.added", "conversation.item.done"):
         target.emit({"type": kind, "previous_item_id": before, "item": item})
+    if target.tools is not None and item["type"] == "mcp_approval_response":
+        target.tools.approval_answered(item)
 
 
 def conversation_item_retrieve(target: EventTarget, event: ClientEvent) -> None:
@@ -159,7 +167,7 @@ def response_create(target: EventTarget, event: ClientEvent) -> None:
             "Wait until the response is finished before creating a new one.",
         )
     options = response_options(event.data.get("response"), event.event_id, target.state.limits,
-                               target.state.voices)
+                               target.state.voices, target.state.local_mcp)
     followup = followup_call_ids(options.get("metadata"))
     if followup:
         if target.tool_results.all_answered(followup):

@@ -44,6 +44,7 @@ from speech_to_speech.realtime.service.response_events import ResponseEvents
 from speech_to_speech.realtime.service.session_events import SessionControl
 from speech_to_speech.realtime.service.session_updates import SessionUpdates
 from speech_to_speech.realtime.service.turn_events import TurnEvents
+from speech_to_speech.realtime.tools.session_tools import SessionTools
 from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.events import ClientEvent, EventLimits
@@ -123,6 +124,10 @@ class RealtimeService:
             unit, settings, state, config, conversation=conversation, user_input=user_input,
             speculations=speculations, playback=playback, audio=audio, echo=echo, tool_results=self.tool_results,
             emit=emit, deliver=self.dispatch_pipeline_item, on_finished=on_response_finished)
+        # The tools the server runs itself (MCP servers) and the preamble while a reply waits.
+        self.tools = tools = SessionTools(unit, settings, state, config, conversation=conversation,
+                                          user_input=user_input, responses=responses, emit=emit)
+        responses.tools = tools
         # What speech over the assistant does (overlap_policy).
         self.overlap = overlap = OverlapGate(responses, state, config, playback=playback,
                                              conversation=conversation, emit=emit)
@@ -135,13 +140,13 @@ class RealtimeService:
                            on_turn_decision=on_turn_decision)
         output = ResponseEvents(responses, config, conversation=conversation, user_input=user_input,
                                 playback=playback, audio=audio, echo=echo, media=media, overlap=overlap, emit=emit,
-                                stage_errors=stage_errors)
+                                stage_errors=stage_errors, tools=tools)
         self.pipeline_events = PipelineEvents(turns, output, responses=responses, speculations=speculations)
         self._client_events = EventTarget(
             state=state, conversation=conversation, user_input=user_input, responses=responses,
             updates=self.updates, playback=playback, echo=echo, audio=audio, tool_results=self.tool_results,
             event_limits=self.event_limits, audio_in_events=self.audio_in_events, session_control=session_control,
-            emit=emit)
+            emit=emit, tools=tools)
 
     @property
     def config(self) -> RuntimeConfig:
@@ -170,6 +175,11 @@ class RealtimeService:
         """``session.created``; ``fields`` join it (session_id, resume_token), ``session_fields`` its session."""
         self.emit({"type": "session.created", **(fields or {}), "session": {**self.state.session,
                                                                              **(session_fields or {})}})
+        self.tools.session_changed()  # the server's own MCP servers (--mcp_server) are listed at once
+
+    async def aclose(self) -> None:
+        """The session ended: its MCP connections close (a local server's process exits), calls stop."""
+        await self.tools.aclose()
 
     # ------------------------------------------------------------ client events
 
@@ -189,6 +199,7 @@ class RealtimeService:
     def configure(self, session: Any, event_id: str | None = None) -> None:
         """Apply a session patch (the session a WebRTC call opens with); raises RealtimeError."""
         self.updates.configure(session, event_id)
+        self.tools.session_changed()
 
     def push_input(self, samples_16k: np.ndarray) -> None:
         """16 kHz float32 user audio from any transport (a media track's over the caps is dropped)."""

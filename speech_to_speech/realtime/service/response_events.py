@@ -37,6 +37,7 @@ from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.response import OpenMessage, ResponseState
 from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.conversation.user_input import UserInput
+from speech_to_speech.realtime.tools.session_tools import SessionTools
 from speech_to_speech.realtime.wire import errors
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class ResponseEvents:
     def __init__(self, responses: Responses, config: Callable[[], RuntimeConfig], *, conversation: Conversation,
                  user_input: UserInput, playback: Playback, audio: WireAudio, echo: SessionEcho,
                  media: MediaTrack | None, overlap: OverlapGate, emit: Callable[[Event], None],
-                 stage_errors: errors.Throttle) -> None:
+                 stage_errors: errors.Throttle, tools: SessionTools | None = None) -> None:
         self._responses = responses
         self._config = config
         self._conversation = conversation
@@ -60,6 +61,7 @@ class ResponseEvents:
         self._overlap = overlap
         self._emit = emit
         self._stage_errors = stage_errors
+        self._tools = tools
 
     def assistant_text(self, item: TranscriptText) -> None:
         response = self._responses.current(item)
@@ -103,6 +105,8 @@ class ResponseEvents:
         response = self._responses.current(item)
         if response is None:
             return
+        if self._tools is not None and self._tools.calls.tool_call(response, item):
+            return  # a tool of the session's MCP servers: the server runs it
         call, events = response.function_call(item.call_id, item.name, item.arguments, self._conversation.last_id)
         if response.in_conversation:
             self._conversation.add(call)
@@ -131,8 +135,10 @@ class ResponseEvents:
         # (a speculation that was not adopted) ends in an older generation.
         response = self._responses.active
         if response is not None and response.submitted and response.owns(item):
-            self._responses.finish(item.status, item.reason, item.error)
-            self._overlap.response_ended(response.id)
+            if self._tools is None or not self._tools.calls.request_done(response, item):
+                self._responses.finish(item.status, item.reason, item.error)
+            if self._responses.active is not response:
+                self._overlap.response_ended(response.id)
 
     def stage_error(self, item: StageError) -> None:
         log.warning("pipeline stage %s failed: %s", item.stage, item.message)

@@ -253,6 +253,8 @@ class LiveSession:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+        with contextlib.suppress(Exception):
+            await self.service.aclose()  # its MCP connections and calls (realtime/tools/)
         detach_wakeup(self.unit)
         self.pool.release(self.unit)
         self.journal.close()

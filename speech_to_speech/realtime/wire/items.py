@@ -10,7 +10,8 @@ from speech_to_speech import ids
 from speech_to_speech.protocol.error_codes import INVALID_REQUEST
 from speech_to_speech.realtime.wire.content_limits import ContentLimits
 from speech_to_speech.realtime.wire.errors import RealtimeError
-from speech_to_speech.realtime.wire.session import REASONING_EFFORTS, FunctionTool, SessionModel
+from speech_to_speech.realtime.wire.mcp_tools import McpServerSpec, McpTool, spec_of
+from speech_to_speech.realtime.wire.session import REASONING_EFFORTS, FunctionTool, SessionModel, Tool
 from speech_to_speech.realtime.wire.voices import VoiceCatalog, requested_voice
 
 _CONTENT_TYPES = {
@@ -63,7 +64,30 @@ def client_item(item: Any, event_id: str | None) -> dict[str, Any]:
         if not isinstance(name, str) or not isinstance(call_id, str) or not isinstance(arguments, str):
             raise _bad("a function_call item needs string name, call_id and arguments", "item", event_id)
         return {**base, "call_id": call_id, "name": name, "arguments": arguments}
-    raise _bad("'item.type' must be message, function_call or function_call_output", "item.type", event_id)
+    if kind == "mcp_approval_response":
+        request_id, approve, reason = item.get("approval_request_id"), item.get("approve"), item.get("reason")
+        if not isinstance(request_id, str) or not request_id:
+            raise _bad("'item.approval_request_id' must be a non-empty string", "item.approval_request_id", event_id)
+        if not isinstance(approve, bool):
+            raise _bad("'item.approve' must be true or false", "item.approve", event_id)
+        if reason is not None and not isinstance(reason, str):
+            raise _bad("'item.reason' must be a string", "item.reason", event_id)
+        return {"id": item_id, "type": kind, "approval_request_id": request_id, "approve": approve,
+                "reason": reason}
+    raise _bad("'item.type' must be message, function_call, function_call_output or mcp_approval_response",
+               "item.type", event_id)
+
+
+def _mcp_specs(tools: list[Tool], local: dict[str, McpServerSpec], event_id: str | None) -> tuple[McpServerSpec, ...]:
+    specs = []
+    for index, tool in enumerate(tools):
+        if isinstance(tool, McpTool):
+            spec = spec_of(tool, local)
+            if spec is None:
+                raise _bad(f"MCP tool {tool.server_label!r} has no server_url and no --mcp_server of that name",
+                           f"response.tools[{index}].server_url", event_id)
+            specs.append(spec)
+    return tuple(specs)
 
 
 def _metadata(value: Any, event_id: str | None) -> dict[str, str] | None:
@@ -79,7 +103,8 @@ def _metadata(value: Any, event_id: str | None) -> dict[str, str] | None:
 
 
 def response_options(response: Any, event_id: str | None, limits: ContentLimits | None = None,
-                     voices: VoiceCatalog | None = None) -> dict[str, Any]:
+                     voices: VoiceCatalog | None = None,
+                     local_mcp: dict[str, McpServerSpec] | None = None) -> dict[str, Any]:
     """Per-response overrides of ``response.create``, validated; absent keys keep the session's."""
     if response is None:
         return {}
@@ -92,7 +117,7 @@ def response_options(response: Any, event_id: str | None, limits: ContentLimits 
                                                "max_output_tokens") if key in response}
     try:
         parsed = SessionModel.model_validate(checked)
-        tools = [FunctionTool.model_validate(t).model_dump(exclude_none=True) for t in response.get("tools") or []]
+        declared = SessionModel.model_validate({"tools": response.get("tools") or []}).tools or []
     except ValidationError as error:
         first = error.errors()[0]
         param = "response." + ".".join(str(p) for p in first["loc"])
@@ -105,9 +130,11 @@ def response_options(response: Any, event_id: str | None, limits: ContentLimits 
         options["output_modalities"] = tuple(parsed.output_modalities)
     if "max_output_tokens" in response and response["max_output_tokens"] is not None:
         options["max_output_tokens"] = parsed.max_output_tokens
+    tools = [t.model_dump(exclude_none=True) for t in declared if isinstance(t, FunctionTool)]
     (limits or ContentLimits()).check("response", parsed.instructions, tools, event_id)
     if "tools" in response:
         options["tools"] = tuple(tools)
+        options["mcp"] = _mcp_specs(declared, local_mcp or {}, event_id)
     options["metadata"] = _metadata(response.get("metadata"), event_id)
     reasoning = response.get("reasoning")
     if isinstance(reasoning, dict) and reasoning.get("effort") is not None:

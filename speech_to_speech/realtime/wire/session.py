@@ -9,9 +9,9 @@ pipeline reads. A rejected update changes nothing.
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
 
 from speech_to_speech import ids
 from speech_to_speech.audio.rates import WIRE_RATE
@@ -27,6 +27,14 @@ from speech_to_speech.protocol.policies import (
 )
 from speech_to_speech.realtime.wire.content_limits import VOICE_MAX_CHARS, VOICE_PATTERN, ContentLimits
 from speech_to_speech.realtime.wire.errors import RealtimeError
+from speech_to_speech.realtime.wire.mcp_tools import (
+    McpServerSpec,
+    McpTool,
+    is_masked,
+    local_servers,
+    masked,
+    spec_of,
+)
 from speech_to_speech.realtime.wire.voices import VoiceCatalog, requested_voice
 
 if TYPE_CHECKING:
@@ -35,7 +43,7 @@ if TYPE_CHECKING:
 # The session fields a client may set: the GA session object's, and our ``extensions``.
 SETTABLE_FIELDS = frozenset({"type", "audio", "include", "instructions", "max_output_tokens", "output_modalities",
                              "parallel_tool_calls", "prompt", "reasoning", "tool_choice", "tools", "tracing",
-                             "truncation", "extensions", "playback_commit_policy"})
+                             "truncation", "extensions", "playback_commit_policy", "preamble_after_ms"})
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 # What speech over the assistant does (docs/sessions.md, "Overlap policy"): top-level fields too, with their
 # defaults; the policy itself is conversation.overlap.
@@ -98,6 +106,19 @@ class FunctionTool(_Open):
     parameters: dict[str, Any] | None = None
 
 
+def _tool_kind(value: Any) -> str:
+    # A tool without a type is a function tool, as before MCP tools were served.
+    kind = value.get("type", "function") if isinstance(value, dict) else getattr(value, "type", "function")
+    return str(kind)
+
+
+Tool = Annotated[Annotated[FunctionTool, Tag("function")] | Annotated[McpTool, Tag("mcp")], Discriminator(_tool_kind)]
+# How long the user may wait in silence for a reply before a short preamble is said (docs/sessions.md,
+# "No dead air"): past the usual first audio of a local reply (about half a second to a second), short of
+# the two seconds or so after which silence on a voice line reads as a dropped call.
+DEFAULT_PREAMBLE_AFTER_MS = 1000
+
+
 class TokenLimits(_Open):
     post_instructions: int | None = Field(default=None, ge=0, strict=True)
 
@@ -123,7 +144,7 @@ class SessionModel(_Open):
     instructions: str | None = None
     output_modalities: list[Literal["audio", "text"]] | None = None
     audio: Audio | None = None
-    tools: list[FunctionTool] | None = None
+    tools: list[Tool] | None = None
     tool_choice: str | dict[str, Any] | None = None
     max_output_tokens: int | Literal["inf"] | None = None
     reasoning: Reasoning | None = None
@@ -134,6 +155,9 @@ class SessionModel(_Open):
     extensions: list[str] | None = None
     # How much of an answer enters the LLM's history (docs/sessions.md, "Playback truth").
     playback_commit_policy: PlaybackCommitPolicy = COMMIT_ALL_ON_DONE
+    # Our extension: silence (ms) before a preamble; None: never say one.
+    preamble_after_ms: int | None = Field(default=DEFAULT_PREAMBLE_AFTER_MS, ge=0, le=MAX_THRESHOLD_MS,
+                                          strict=True)
 
     @field_validator("output_modalities")
     @classmethod
@@ -182,7 +206,7 @@ class SessionState:
     def __init__(self, *, model: str, instructions: str, voice: str, startup_reasoning: str | None,
                  vad_threshold: float, silence_ms: int, prefix_ms: int, transcription_model: str,
                  limits: ContentLimits | None = None, semantic_turns: bool = False,
-                 voices: VoiceCatalog | None = None) -> None:
+                 voices: VoiceCatalog | None = None, local_mcp: dict[str, McpServerSpec] | None = None) -> None:
         self.startup_reasoning = startup_reasoning
         self.limits = limits or ContentLimits()
         self.voices = voices or VoiceCatalog()
@@ -190,6 +214,10 @@ class SessionState:
         self.semantic_turns = semantic_turns
         # The client set overlap_policy, so it knows overlap.decision: it is told every decision.
         self.reports_overlap = False
+        # The MCP servers this process was started with (--mcp_server), and those the session's tools name,
+        # with the headers the echo masks.
+        self.local_mcp = dict(local_mcp or {})
+        self._named_mcp: tuple[McpServerSpec, ...] = ()
         self._vad_defaults = {"threshold": vad_threshold, "prefix_padding_ms": prefix_ms,
                               "silence_duration_ms": silence_ms, "idle_timeout_ms": None}
         self.session: dict[str, Any] = {
@@ -219,6 +247,7 @@ class SessionState:
             "reasoning": {"effort": startup_reasoning} if startup_reasoning else None,
             "extensions": [],
             "playback_commit_policy": COMMIT_ALL_ON_DONE,
+            "preamble_after_ms": DEFAULT_PREAMBLE_AFTER_MS,
         }
         self._default_instructions = instructions
 
@@ -242,6 +271,7 @@ class SessionState:
             limits=ContentLimits(settings.limits.max_instructions_chars, settings.limits.max_tools),
             semantic_turns=semantic_turns,
             voices=voices,
+            local_mcp=local_servers(settings.tools.mcp_server),
         )
 
     # ------------------------------------------------------------ update
@@ -291,10 +321,38 @@ class SessionState:
             raise RealtimeError(INVALID_REQUEST, message, param=param, event_id=event_id) from None
         self.limits.check("session", parsed.instructions,
                           [tool.model_dump(exclude_none=True) for tool in parsed.tools or []], event_id)
+        if "tools" in patch:
+            named = self._mcp_specs(parsed, event_id)
+            merged["tools"] = [masked(tool) if isinstance(tool, dict) else tool for tool in merged["tools"] or []]
         config = runtime_config(parsed)
+        if "tools" in patch:
+            self._named_mcp = named
         self.session = merged
         self.reports_overlap = self.reports_overlap or "overlap_policy" in patch
         return config
+
+    def _mcp_specs(self, parsed: SessionModel, event_id: str | None) -> tuple[McpServerSpec, ...]:
+        specs = []
+        for index, tool in enumerate(parsed.tools or []):
+            if not isinstance(tool, McpTool):
+                continue
+            dumped = tool.model_dump(exclude_none=True)
+            kept = next((s for s in self._named_mcp if s.label == tool.server_label
+                         and s.url == tool.server_url), None)
+            # A client that sends back the session it was echoed keeps the secrets it gave before.
+            spec = kept if is_masked(dumped) and kept is not None else spec_of(tool, self.local_mcp)
+            if spec is None:
+                raise RealtimeError(INVALID_REQUEST, f"MCP tool {tool.server_label!r} has no server_url and this "
+                                    "server was started with no --mcp_server of that name",
+                                    param=f"session.tools[{index}].server_url", event_id=event_id)
+            specs.append(spec)
+        return tuple(specs)
+
+    @property
+    def mcp_servers(self) -> tuple[McpServerSpec, ...]:
+        """The MCP servers of the session: those its tools name, and the local ones it did not name."""
+        named = {spec.label for spec in self._named_mcp}
+        return self._named_mcp + tuple(spec for label, spec in self.local_mcp.items() if label not in named)
 
     def _turn_detection_defaults(self, kind: Any) -> dict[str, Any]:
         # session.updated echoes the effective config: clients read create_response and
@@ -395,7 +453,7 @@ def runtime_config(session: SessionModel) -> RuntimeConfig:
         instructions=session.instructions,
         voice=audio_out.voice,
         language=transcription.language if transcription else None,
-        tools=tuple(t.model_dump(exclude_none=True) for t in session.tools or []),
+        tools=tuple(t.model_dump(exclude_none=True) for t in session.tools or [] if isinstance(t, FunctionTool)),
         tool_choice=session.tool_choice or "auto",
         turn_detection=turn_detection,
         reasoning_effort=session.reasoning.effort if session.reasoning else None,

@@ -1,0 +1,84 @@
+"""No dead air: a short preamble when the user would otherwise wait in silence for the reply.
+
+Two waits get one. A reply that reaches a tool call with nothing said is
+given the session's phrase to say first (the LLM stage says it in order
+before the call: pipeline/messages.py ``GenerateResponseRequest.preamble``),
+since its answer needs the tool and a second pass of the model. And a reply
+whose model has produced nothing ``preamble_after_ms`` after the user's turn
+ended (a slow first token, a listing still under way) gets one from
+:class:`PreambleTimer`; the output processor says it only if nothing of the
+reply was said or is on its way, so it can never cut into the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from speech_to_speech.pipeline.messages import Preamble
+from speech_to_speech.realtime.conversation.response import ResponseState
+from speech_to_speech.units.unit import PipelineUnit
+
+# A few short phrases per language, taken in turn so the same words do not come back every time.
+PHRASES: dict[str, tuple[str, ...]] = {
+    "en": ("Let me check that.", "One moment.", "Let me look that up."),
+    "fr": ("Je vérifie.", "Un instant.", "Je regarde ça."),
+    "es": ("Déjame comprobarlo.", "Un momento.", "Voy a mirarlo."),
+    "de": ("Ich schaue kurz nach.", "Einen Moment.", "Ich sehe nach."),
+    "it": ("Controllo subito.", "Un momento.", "Verifico."),
+    "pt": ("Deixa-me verificar.", "Um momento.", "Vou ver isso."),
+    "nl": ("Ik kijk even.", "Een moment.", "Ik zoek het op."),
+    "ja": ("確認します。", "少々お待ちください。", "調べてみます。"),
+    "zh": ("我查一下。", "请稍等。", "让我看看。"),
+}
+
+
+def phrase(language: str | None, turn: int) -> str:
+    """The preamble for the ``turn``-th request of a conversation, in its language (English if unknown)."""
+    options = PHRASES.get((language or "en").split("-")[0].lower(), PHRASES["en"])
+    return options[turn % len(options)]
+
+
+class PreambleTimer:
+    """Says a preamble when a submitted response has produced nothing by ``after_ms`` past its start."""
+
+    def __init__(self, unit: PipelineUnit, active: Callable[[], ResponseState | None],
+                 after_ms: Callable[[], int | None], language: Callable[[], str | None]) -> None:
+        self._unit = unit
+        self._active = active
+        self._after_ms = after_ms
+        self._language = language
+        self._timer: asyncio.TimerHandle | None = None
+        self._said = 0
+
+    def arm(self, response: ResponseState) -> None:
+        """Watch ``response`` (just submitted to the model): the wait is counted from its creation."""
+        after = self._after_ms()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if after is None or response.marks.get("first_audio_sent") is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # driven step by step with no event loop (testing/stepped.py): no clock to wait on
+        due = response.marks.get("created", time.monotonic()) + after / 1000.0 - time.monotonic()
+        self._timer = loop.call_later(max(0.0, due), self._fire, response, response.generation)
+
+    def _fire(self, response: ResponseState, generation: int) -> None:
+        self._timer = None
+        if self._active() is not response or response.generation != generation:
+            return  # it ended, or was asked again in a new generation
+        if response.message is not None or "first_audio_sent" in response.marks:
+            return  # something is being said already
+        if self._unit.cancel_scope.is_stale(generation):
+            return
+        self._said += 1
+        self._unit.say_preamble(Preamble(response.id, generation, phrase(self._language(), self._said)))
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

@@ -1,0 +1,94 @@
+"""The tools a session's server runs itself, put together for the responses (``Responses.tools``).
+
+:class:`SessionTools` joins the session's MCP servers (listing, cached),
+their calls inside responses, and the preamble timer, and answers what a
+response asks of them (conversation/responses.py ``ServerTools``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.session_config import RuntimeConfig
+from speech_to_speech.protocol import Event
+from speech_to_speech.realtime.conversation.history import Conversation
+from speech_to_speech.realtime.conversation.response import ResponseState
+from speech_to_speech.realtime.conversation.responses import Responses
+from speech_to_speech.realtime.conversation.user_input import UserInput
+from speech_to_speech.realtime.tools.mcp_calls import McpCalls
+from speech_to_speech.realtime.tools.mcp_servers import McpServers
+from speech_to_speech.realtime.tools.preamble import PreambleTimer, phrase
+from speech_to_speech.realtime.wire.mcp_tools import McpServerSpec
+from speech_to_speech.realtime.wire.session import SessionState
+from speech_to_speech.units.unit import PipelineUnit
+
+
+class SessionTools:
+    """One session's server-run tools (runs on the event loop)."""
+
+    def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
+                 config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
+                 responses: Responses, emit: Callable[[Event], None]) -> None:
+        self._state = state
+        self._config = config
+        self._responses = responses
+        self.servers = McpServers(conversation, emit, list_timeout_s=settings.tools.mcp_list_timeout_s,
+                                  on_listed=responses.submit_when_ready)
+        self.calls = McpCalls(self.servers, responses, conversation, user_input, emit,
+                              call_timeout_s=settings.tools.mcp_call_timeout_s)
+        self.timer = PreambleTimer(unit, lambda: responses.active, self._preamble_after_ms,
+                                   lambda: config().language)
+
+    def _preamble_after_ms(self) -> int | None:
+        value = self._state.session.get("preamble_after_ms")
+        return value if isinstance(value, int) else None
+
+    def session_changed(self) -> None:
+        """The session's tools may name new servers: list them now, before a response needs them."""
+        self.servers.use(self._state.mcp_servers)
+
+    # ------------------------------------------------------------ ServerTools
+
+    def ready(self, specs: tuple[McpServerSpec, ...]) -> bool:
+        self.servers.use(specs)
+        return self.servers.ready(specs)
+
+    def function_tools(self, specs: tuple[McpServerSpec, ...], taken: set[str]) -> list[dict[str, Any]]:
+        return self.servers.function_tools(specs, taken)
+
+    def holds_submit(self, response: ResponseState) -> bool:
+        return self.calls.holds_submit(response)
+
+    def preamble(self, turns: int) -> str | None:
+        if self._preamble_after_ms() is None:
+            return None
+        return phrase(self._config().language, turns)
+
+    def submitted(self, response: ResponseState) -> None:
+        self.timer.arm(response)
+
+    def finishing(self, response: ResponseState, status: str, reason: str | None) -> None:
+        self.timer.cancel()
+        self.calls.finishing(response, status, reason)
+
+    def finished(self) -> None:
+        self.calls.finished()
+        self._arm_held()
+
+    def approval_answered(self, item: dict[str, Any]) -> None:
+        """An ``mcp_approval_response`` joined the conversation (checked by ``calls.check_approval``)."""
+        self.calls.approval_answered(item)
+        self._arm_held()
+
+    def _arm_held(self) -> None:
+        # A response that runs an approved call before asking the model is waited on all the same.
+        active = self._responses.active
+        if active is not None and self.calls.holds_submit(active):
+            self.timer.arm(active)
+
+    async def aclose(self) -> None:
+        self.timer.cancel()
+        await self.calls.aclose()
+        await self.servers.aclose()
