@@ -58,6 +58,11 @@ def set_path(name_or_path: str) -> Path:
     return PACKAGED_SETS.get(name_or_path, Path(name_or_path))
 
 
+def _set_name(path: Path) -> str:
+    """What a result records of its set: a packaged set's name (no path of the machine it ran on), else the path."""
+    return next((name for name, packaged in PACKAGED_SETS.items() if packaged == path), str(path))
+
+
 def load_set(path: Path | None = None) -> list[dict[str, Any]]:
     """The requests of a set file, checked: unique names, turns, and one kind of check each."""
     raw = json.loads((path or DEFAULT_SET).read_text())
@@ -157,6 +162,6 @@ async def run(target: Any, config: QualityConfig) -> tuple[dict[str, Any], list[
     summary = {**summarize_quality(samples),
                LATENCY: summarize(t[LATENCY] for s in samples for t in s["turns"])}
     recorded = {**{k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
-                "request_set": str(config.request_set or DEFAULT_SET),
+                "request_set": _set_name(config.request_set or DEFAULT_SET),
                 "instructions": None if target.settings is None else target.settings.llm.init_chat_prompt}
     return summary, samples, recorded
