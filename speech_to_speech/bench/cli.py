@@ -165,6 +165,7 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
                                     help="Listen this long after the cancellation for stale audio (default 1000).")
     parsers["bargein"].add_argument("--instructions", default=None,
                                     help="Session instructions (default: ask for long answers; '' keeps the server's).")
+    parsers["bargein"].add_argument("--overlap-policy", default=None, help="The sessions' overlap_policy.")
     parsers["echo"].add_argument("--delays-ms", type=_counts, default=(60, 150, 250),
                                  help="Speaker-to-microphone delays of the simulated room (default 60,150,250).")
     parsers["echo"].add_argument("--barge-in-after-ms", type=float, default=300.0,
@@ -290,7 +291,8 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
 
         instructions = LONG_ANSWER if args.instructions is None else (args.instructions or None)
         return BargeinConfig(**asked, **timeout, min_speech_ms=settings.vad.min_speech_ms, instructions=instructions,
-                             inject_after_ms=args.inject_after_ms, settle_ms=args.settle_ms)
+                             inject_after_ms=args.inject_after_ms, settle_ms=args.settle_ms,
+                             overlap_policy=args.overlap_policy)
     if name == "echo":
         from speech_to_speech.bench.echo import LONG_ANSWER as FEW_SENTENCES
         from speech_to_speech.bench.echo import EchoConfig

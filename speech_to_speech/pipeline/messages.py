@@ -158,6 +158,9 @@ class Utterance:
     # The speech so far of a turn the user is still speaking (no pause): transcribed for the live
     # transcript and to let the LLM read ahead, only when nothing newer of the turn waits.
     interim: bool = False
+    # An interim utterance whose words decide what speech over the assistant's answer is (a listener's
+    # "yeah", or a bid for the turn): transcribed at once as urgent work, never skipped (ProbeSpeech).
+    probe: bool = False
 
     @property
     def speculative(self) -> bool:
@@ -441,3 +444,17 @@ class ReplyReady:
 
     item_id: str | None
     speculation: int
+
+
+@dataclass(frozen=True)
+class ProbeSpeech:
+    """Send the STT the speech of ``item_id`` so far, as a probe (service → VAD).
+
+    Speech over the assistant's answer is judged by its words before it may
+    become a turn; the service asks for them as soon as the VAD reports the
+    speech, and again while they leave it undecided. The VAD answers once the
+    utterance has ``min_new_ms`` more voice than at its last probe.
+    """
+
+    item_id: str | None
+    min_new_ms: int = 0

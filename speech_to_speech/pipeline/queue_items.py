@@ -21,6 +21,7 @@ from speech_to_speech.pipeline.messages import (
     GenerateResponseRequest,
     LLMFirstToken,
     PipelineEnd,
+    ProbeSpeech,
     PromptPrefill,
     ReplyReady,
     ResponseDone,
@@ -50,7 +51,8 @@ Control: TypeAlias = SessionEnd | PipelineEnd | StageError
 
 # The VAD's input: the session's audio, its commits and clears, and what its turn decision is told
 # (the detector's verdicts, a pause's words, its reply being ready).
-VADInput: TypeAlias = AudioChunk | CommitInput | ClearInput | TurnVerdict | SpeculativeTranscript | ReplyReady | Control
+VADInput: TypeAlias = (AudioChunk | CommitInput | ClearInput | TurnVerdict | SpeculativeTranscript | ReplyReady
+                       | ProbeSpeech | Control)
 # VAD -> STT: the user turns, whole, at a pause, or while the user speaks.
 Utterances: TypeAlias = Utterance | Control
 # STT -> the transcription notifier.

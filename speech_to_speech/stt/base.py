@@ -106,6 +106,8 @@ class STTHandler(BackendHandler):
         :class:`PassAbandoned`. Only a speculative pass with a newer one of its turn waiting is not,
         unless that is the turn's end, which will take this pass's words as its own."""
         running = self._running
+        if running is not None and running.probe:
+            return True  # a short urgent pass whose words someone waits for
         if running is not None and running.interim:
             return not self._superseded(running)  # the pause's pass, or a newer interim one, waits behind it
         return running is None or not running.speculative or not self._superseded(running, unless_reused=True)
@@ -117,16 +119,20 @@ class STTHandler(BackendHandler):
     def _interim_pass(self, item: Utterance) -> Iterator[Transcript]:
         """Words of a turn still being spoken: background work, done only when nothing newer of the turn
         waits, no user's urgent work holds every CPU, and this STT is quick enough that a pass running when
-        the pause comes does not hold up the pause's own (``--interim_max_pass_ms``)."""
-        if self._superseded(item) or self._last_pass_s * 1000 > self.settings.interim_max_pass_ms:
-            return
-        if self.uses_local_cpu:
-            cpu_gate.shared().background_threads(self.settings.threads)  # waits while a user's work runs
-            if self._superseded(item):
+        the pause comes does not hold up the pause's own (``--interim_max_pass_ms``). A probe (speech over
+        the assistant, whose words decide whether it interrupts) is urgent and always done."""
+        urgent = item.probe and self.uses_local_cpu
+        if not item.probe:
+            if self._superseded(item) or self._last_pass_s * 1000 > self.settings.interim_max_pass_ms:
                 return
+            if self.uses_local_cpu:
+                cpu_gate.shared().background_threads(self.settings.threads)  # waits while a user's work runs
+                if self._superseded(item):
+                    return
         self._running = item
         try:
-            heard = Heard(*self.transcribe_utterance(item))
+            with cpu_gate.shared().urgent(self.settings.threads) if urgent else nullcontext():
+                heard = Heard(*self.transcribe_utterance(item))
         except PassAbandoned:
             return
         finally:

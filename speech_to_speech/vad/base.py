@@ -38,6 +38,7 @@ from speech_to_speech.pipeline.messages import (
     ClearInput,
     CommitInput,
     FloatAudio,
+    ProbeSpeech,
     ReplyReady,
     SpeculationVoided,
     SpeculativeTranscript,
@@ -80,7 +81,7 @@ class VADHandler(BackendHandler):
     stage = "vad"
     settings: VADSettings  # the vad section
     given_sections: ClassVar[dict[str, str]] = {"turn_settings": "turns"}
-    consumes = (AudioChunk, CommitInput, ClearInput, TurnVerdict, SpeculativeTranscript, ReplyReady)
+    consumes = (AudioChunk, CommitInput, ClearInput, TurnVerdict, SpeculativeTranscript, ReplyReady, ProbeSpeech)
     # Whether the backend tells speech from other sound; a turn model has nothing to judge otherwise.
     hears_speech: ClassVar[bool] = True
 
@@ -130,6 +131,8 @@ class VADHandler(BackendHandler):
         self._reset_voice()
         self._manual_buffer: list[AudioChunk] = []
         self._interim_at_ms = 0  # the voiced ms of this turn at its last interim utterance
+        self._probe_due_ms: int | None = None  # the voiced ms at which the probe the service asked for goes
+        self._probed_at_ms = 0  # the voiced ms of this turn at its last probe
         self.turns = TurnController()  # this turn's pauses, and when one ends it
         self._last_turn: tuple[str, int] | None = None  # the turn the VAD last ended: its item, its voice's end
 
@@ -157,6 +160,9 @@ class VADHandler(BackendHandler):
             return
         if isinstance(item, ReplyReady):
             yield from self._reply_ready(item)
+            return
+        if isinstance(item, ProbeSpeech):
+            yield from self._probe_asked(item)
             return
         if isinstance(item, ClearInput):
             self._void_speculations()
@@ -187,7 +193,8 @@ class VADHandler(BackendHandler):
             self._speech = list(self._history)
             self._history.clear()
             self._voiced_ms = CHUNK_MS
-            self._interim_at_ms = 0
+            self._interim_at_ms = self._probed_at_ms = 0
+            self._probe_due_ms = None
             self._silence_run_ms = 0
             self._item_id = ids.item_id()
             self._voice_start = chunk.offset
@@ -216,6 +223,7 @@ class VADHandler(BackendHandler):
                                           else None))
         if voiced and self._started_sent:
             self._note_ongoing()
+            yield from self._probe()
             yield from self._interim()
         turn_ms = len(self._speech) * CHUNK_MS
         if turn_ms >= self.settings.max_speech_ms:
@@ -246,6 +254,25 @@ class VADHandler(BackendHandler):
         self._interim_at_ms = self._voiced_ms
         end_ms = _ms(self._speech[-1].offset + VAD_CHUNK)
         yield replace(self._utterance(self._speech, self._item_id, manual=False, end_ms=end_ms), interim=True)
+
+    def _probe_asked(self, item: ProbeSpeech) -> Iterator[Utterance]:
+        """The service judges this speech by its words: it gets the speech so far now, or once it has
+        ``min_new_ms`` more voice than at the last probe."""
+        if not self._in_speech or item.item_id != self._item_id:
+            return
+        self._probe_due_ms = self._probed_at_ms + item.min_new_ms
+        yield from self._probe()
+
+    def _probe(self) -> Iterator[Utterance]:
+        due = self._probe_due_ms
+        if due is None or self._voiced_ms < due:
+            return
+        self._probe_due_ms = None
+        # The next interim pass counts from here: the probe gave the same words.
+        self._probed_at_ms = self._interim_at_ms = self._voiced_ms
+        end_ms = _ms(self._speech[-1].offset + VAD_CHUNK)
+        yield replace(self._utterance(self._speech, self._item_id, manual=False, end_ms=end_ms), interim=True,
+                      probe=True)
 
     def _note_ongoing(self) -> None:
         """Say once per turn when its voiced span reaches the session's ``overlap_barge_in_ms`` (if set)."""

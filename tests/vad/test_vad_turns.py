@@ -21,6 +21,7 @@ from speech_to_speech.pipeline.messages import (
     AudioChunk,
     ClearInput,
     CommitInput,
+    ProbeSpeech,
     SpeculationVoided,
     SpeechOngoing,
     SpeechStarted,
@@ -325,3 +326,17 @@ def test_no_interim_utterances_when_they_are_off() -> None:
     vad = VAD(min_speech_ms=250, min_silence_ms=500, interim_transcript_ms=0)
     items = vad.feed(np.concatenate([speech(chunks(40)), silence(chunks(20))]))
     assert not any(isinstance(i, Utterance) and i.interim for i in items)
+
+
+def test_a_probe_sends_the_speech_so_far_at_once_and_again_after_the_voice_it_asks_for() -> None:
+    """Speech over the answer is judged by its words: the service asks for them (ProbeSpeech)."""
+    vad = VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=300, speculation_silence_ms=0)
+    started = next(i for i in vad.feed(speech(chunks(8))) if isinstance(i, SpeechStarted))
+    [first] = vad.item(ProbeSpeech(started.item_id))
+    assert isinstance(first, Utterance) and first.probe and first.interim and first.item_id == started.item_id
+    assert vad.item(ProbeSpeech("another_item")) == []  # not the turn being spoken: nothing
+    assert vad.item(ProbeSpeech(started.item_id, 160)) == []  # no more voice yet: it waits for 160 ms more
+    later = [i for i in vad.feed(speech(chunks(6))) if isinstance(i, Utterance)]
+    assert len(later) == 1 and later[0].probe  # at 5 chunks (160 ms) more, and once
+    assert len(later[0].samples) == len(first.samples) + 5 * 512
+    assert [i for i in vad.feed(speech(chunks(10))) if isinstance(i, Utterance)] == []  # nobody asked again
