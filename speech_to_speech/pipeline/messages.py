@@ -187,6 +187,7 @@ class Transcript:
     # A speculative pass's doubt that the speech ended where the text ends as a sentence, for the turn
     # detector (see stt.base.Heard); None: unknown, or not asked (a turn's final transcript).
     continuation: float | None = None
+    avg_logprob: float | None = None  # how sure the STT was of the words (see stt.base.Heard); None: unknown
 
     @property
     def speculative(self) -> bool:
@@ -221,6 +222,7 @@ class TranscriptionDelta:
 class TranscriptionSnapshot:
     item_id: str | None
     text: str
+    avg_logprob: float | None = None  # see Transcript.avg_logprob
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,7 @@ class TranscriptionCompleted:
     manual: bool = False
     stt_done_time: float = 0.0
     vad_end_time: float = 0.0
+    avg_logprob: float | None = None  # see Transcript.avg_logprob
 
 
 # ---------------------------------------------------------------- generation

@@ -29,6 +29,9 @@ class Heard(NamedTuple):
     text: str
     language: str | None
     continuation: float | None = None
+    # How sure the decoder was of the words: their mean log-probability (None where not measured). Whisper
+    # writes a hum it cannot spell as some word ("Mama" for "mm-hmm") with little confidence.
+    avg_logprob: float | None = None
 
 
 class PassAbandoned(Exception):
@@ -137,7 +140,8 @@ class STTHandler(BackendHandler):
             return
         finally:
             self._running = None
-        yield Transcript(text=heard.text, final=False, item_id=item.item_id, language=heard.language)
+        yield Transcript(text=heard.text, final=False, item_id=item.item_id, language=heard.language,
+                         avg_logprob=heard.avg_logprob)
 
     def process(self, item: Utterance) -> Iterator[Any]:
         if item.interim:
@@ -160,7 +164,8 @@ class STTHandler(BackendHandler):
         if item.speculative:
             self._speculation = (item.item_id, item.speculation, heard)
             yield Transcript(text=text, final=False, item_id=item.item_id, language=language,
-                             speculation=item.speculation, continuation=heard.continuation)
+                             speculation=item.speculation, continuation=heard.continuation,
+                             avg_logprob=heard.avg_logprob)
             return
         if not item.reuse_speculation:
             yield from self.partials(item, text)
@@ -174,6 +179,7 @@ class STTHandler(BackendHandler):
             manual=item.manual,
             stt_done_time=time.monotonic(),
             vad_end_time=item.vad_end_time,
+            avg_logprob=heard.avg_logprob,
         )
 
     def on_error(self, item: Any, error: BaseException) -> Iterator[Any]:

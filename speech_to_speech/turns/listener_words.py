@@ -33,6 +33,13 @@ _ANNOTATION = re.compile(r"\([^)]*\)|\[[^\]]*\]|\*[^*]*\*|♪")
 _WORD = re.compile(r"[a-z']+")
 # More listener words than this in one breath is someone talking, whatever the words.
 MAX_REMARK_WORDS = 6
+# Whisper (tiny.en) spells a hum it cannot place as a word, and is unsure of it: "mm-hmm" came out "Mama"
+# (mean log-probability -0.72 to -0.79), "uh-huh" "It's her." (-0.82 to -1.44), "hmm" "Hama" (-1.59), where
+# short real words over the answer scored -0.03 to -0.67, except some cut a quarter second in ("Wait." and
+# "What about" -0.82, "For much" for "Remind" -0.99): so few words this unsure are not yet a bid for the turn
+# (the next pass, on more speech, decides), and at the utterance's end they are a sound, not words.
+UNSURE_LOGPROB = -0.7
+UNSURE_MAX_WORDS = 3
 
 
 class Heard(Enum):
@@ -41,6 +48,7 @@ class Heard(Enum):
     NOTHING = "nothing"  # no words: a cough, a laugh, a breath, a click
     LISTENER = "listener"  # listener words only
     LISTENER_SO_FAR = "listener_so_far"  # listener words and the start of another ("I", "got", "uh")
+    UNSURE = "unsure"  # a few words the STT was unsure of: a hum or a laugh spelled as a word, or not yet
     TURN = "turn"  # anything else: the user is taking the turn
 
 
@@ -50,8 +58,9 @@ def words_of(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(text))
 
 
-def heard_as(text: str) -> Heard:
-    """Classify a transcript (cumulative: the speech so far) of speech over the assistant's answer."""
+def heard_as(text: str, avg_logprob: float | None = None) -> Heard:
+    """Classify a transcript (cumulative: the speech so far) of speech over the assistant's answer, given how
+    sure the STT was of its words (mean log-probability; None: unknown, taken as sure)."""
     # A laugh is no word; a hum ("mhm", "hmmm") is a listener's, however Whisper spells it.
     words = tuple("hm" if _HUM.match(w) else w for w in words_of(text) if not _LAUGH.match(w))
     if not words:
@@ -63,7 +72,10 @@ def heard_as(text: str) -> Heard:
         # The longest listener phrase that starts here (phrases are at most three words).
         step = next((n for n in (3, 2, 1) if words[at:at + n] in LISTENER_PHRASES), 0)
         if step == 0:
-            return Heard.LISTENER_SO_FAR if words[at:] in _STARTS else Heard.TURN
+            if words[at:] in _STARTS:
+                return Heard.LISTENER_SO_FAR
+            unsure = avg_logprob is not None and avg_logprob < UNSURE_LOGPROB and len(words) <= UNSURE_MAX_WORDS
+            return Heard.UNSURE if unsure else Heard.TURN
         at += step
     return Heard.LISTENER
 

@@ -102,7 +102,8 @@ async def test_a_real_interruption_cancels_the_answer_as_soon_as_its_words_are_h
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.wait_for("session.created")
         story = await _answering(client, ADAPTIVE)
-        await client.append_audio(spoken_turn(RATE, speech_s=LONG_S), RATE)
+        # In real time, as a microphone sends it: the words are heard long before 1200 ms are voiced.
+        await client.append_audio(spoken_turn(RATE, speech_s=LONG_S), RATE, pace=1.0)
         events = await client.collect_until(_done(status="completed"))
 
     kinds = types(events)

@@ -46,6 +46,14 @@ def test_the_start_of_a_listener_phrase_is_not_decided_yet(text: str) -> None:
     assert heard_as(text) is Heard.LISTENER_SO_FAR
 
 
+def test_a_few_words_the_stt_was_unsure_of_are_not_yet_a_turn() -> None:
+    assert heard_as("Mama.", -0.79) is Heard.UNSURE  # Whisper's spelling of a hummed "mm-hmm"
+    assert heard_as("Mama.", -0.3) is Heard.TURN
+    assert heard_as("Mama.") is Heard.TURN  # unknown confidence: taken at its word
+    assert heard_as("Stop, what time is it?", -1.2) is Heard.TURN  # many words: someone is talking
+    assert heard_as("Yeah.", -1.5) is Heard.LISTENER
+
+
 @settings(max_examples=200)
 @given(st.lists(st.sampled_from(PHRASES), min_size=1, max_size=3), st.sampled_from([",", ".", "!", "?", ""]))
 def test_any_short_run_of_listener_phrases_is_a_remark_however_punctuated(phrases: list[str], mark: str) -> None:
@@ -77,27 +85,29 @@ def test_the_rule(heard: Heard | None, voiced_ms: int, final: bool, cap_ms: int)
 
 # One utterance's life: STT passes (cumulative words), voiced spans, its end, then its final transcript.
 TEXTS = st.sampled_from(["", "Yeah", "Yeah.", "I", "I see.", "(laughs)", "Stop.", "Wait, what?", "Okay, but"])
-STEP = st.one_of(st.tuples(st.just("words"), TEXTS), st.tuples(st.just("voiced"), st.integers(0, 3000)))
+SURE = st.one_of(st.none(), st.floats(-3.0, 0.0))
+STEP = st.one_of(st.tuples(st.just("words"), st.tuples(TEXTS, SURE)),
+                 st.tuples(st.just("voiced"), st.integers(0, 3000)))
 
 
 @settings(max_examples=300)
-@given(st.lists(STEP, max_size=8), TEXTS, st.integers(100, 2500))
-def test_each_utterance_over_the_answer_is_decided_exactly_once(steps: list[tuple[str, object]], final: str,
-                                                              cap_ms: int) -> None:
+@given(st.lists(STEP, max_size=8), st.tuples(TEXTS, SURE), st.integers(100, 2500))
+def test_each_utterance_over_the_answer_is_decided_exactly_once(steps: list[tuple[str, object]],
+                                                              final: tuple[str, float | None], cap_ms: int) -> None:
     judged = Judged(Overlap("item_1", "resp_1"), cap_ms)
     verdicts = []
     for kind, value in steps:
         if kind == "words":
-            assert isinstance(value, str)
-            verdicts.append(judged.hear(value))
+            assert isinstance(value, tuple)
+            verdicts.append(judged.hear(*value))
         else:
             assert isinstance(value, int)
             verdicts.append(judged.voiced(value))
     verdicts.append(judged.voiced(0, stopped=True))
-    verdicts.append(judged.hear(final, final=True))
+    verdicts.append(judged.hear(*final, final=True))
     made = [v for v in verdicts if v is not None]
     assert len(made) == 1 and made[0] == judged.verdict  # exactly once, whatever follows it
     assert (made[0].action == BARGE_IN) == (
-        any(heard_as(v) is Heard.TURN for k, v in steps if k == "words" and isinstance(v, str))
+        any(heard_as(*v) is Heard.TURN for k, v in steps if k == "words" and isinstance(v, tuple))
         or any(isinstance(v, int) and v >= cap_ms for k, v in steps if k == "voiced")
-        or heard_as(final) is Heard.TURN)
+        or heard_as(*final) is Heard.TURN)

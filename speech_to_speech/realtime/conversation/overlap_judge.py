@@ -61,9 +61,10 @@ class Judged:
         self.stopped = False  # the VAD ended it: only its final transcript is still to come
         self.verdict: Verdict | None = None
 
-    def hear(self, words: str, *, final: bool = False) -> Verdict | None:
-        """The words of an STT pass on it (cumulative), or (``final``) of the whole utterance."""
-        self.words, self.heard = words, heard_as(words)
+    def hear(self, words: str, avg_logprob: float | None = None, *, final: bool = False) -> Verdict | None:
+        """The words of an STT pass on it (cumulative), or (``final``) of the whole utterance, and how sure
+        the STT was of them."""
+        self.words, self.heard = words, heard_as(words, avg_logprob)
         return self._judge(final=final)
 
     def voiced(self, speech_ms: int, *, stopped: bool = False) -> Verdict | None:
@@ -128,12 +129,12 @@ class OverlapJudge:
         if isinstance(item, SpeechStopped):
             return judged.voiced(item.speech_ms or 0, stopped=True)
         if isinstance(item, TranscriptionCompleted):
-            return judged.hear(item.transcript, final=True)
+            return judged.hear(item.transcript, item.avg_logprob, final=True)
         if isinstance(item, SpeculativeTranscript):
             self._pause_words(item)  # so that a pause can still end the held turn
             return None
         if isinstance(item, TranscriptionSnapshot):
-            verdict = judged.hear(item.text)
+            verdict = judged.hear(item.text, item.avg_logprob)
             if verdict is None and not judged.stopped:
                 self._probe(ProbeSpeech(judged.overlap.item_id, PROBE_STEP_MS))
             return verdict
