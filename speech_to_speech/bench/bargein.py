@@ -75,6 +75,11 @@ async def trial(target: Target, question: audio.Speech, interruption: audio.Spee
     if status != "cancelled" or began is None or heard is None or done.at < began:
         return {**sample, "status": status, "missed": True}
     started = first(log[start:], of_type("input_audio_buffer.speech_started"))
+    decided = first(log[start:], of_type("overlap.decision"))  # when the session chose a policy
+    if decided is not None:
+        meta = decided.event.get("metadata") or {}
+        sample["overlap"] = {"action": decided.event.get("action"), "reason": decided.event.get("reason"),
+                             "overlap_ms": meta.get("overlap_ms"), "transcript": meta.get("transcript")}
     cancelled_ms = (done.at - began) * 1000.0
     return {
         **sample,
