@@ -73,11 +73,17 @@ class Transcription(_Open):
     prompt: str | None = None
 
 
+class NoiseReduction(_Open):
+    """OpenAI's GA ``audio.input.noise_reduction``: the microphone is close (headset) or far (laptop, room)."""
+
+    type: Literal["near_field", "far_field"]
+
+
 class AudioInput(_Open):
     format: AudioFormat | None = None
     turn_detection: TurnDetectionModel | None = None
     transcription: Transcription | None = None
-    noise_reduction: dict[str, Any] | None = None
+    noise_reduction: NoiseReduction | None = None
 
 
 class AudioOutputModel(_Open):
@@ -401,6 +407,7 @@ def runtime_config(session: SessionModel) -> RuntimeConfig:
         reasoning_effort=session.reasoning.effort if session.reasoning else None,
         max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
         output_modalities=tuple(session.output_modalities or ("audio",)),
+        noise_reduction=audio_in.noise_reduction.type if audio_in.noise_reduction else None,
         extensions=tuple(session.extensions or ()),
         overlap_barge_in_ms=session.overlap_barge_in_ms if session.overlap_policy in (ADAPTIVE, LISTEN_ONLY)
         else None,
