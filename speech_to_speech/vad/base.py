@@ -51,6 +51,7 @@ from speech_to_speech.pipeline.messages import (
 )
 from speech_to_speech.turns.controller import Answer, Judgement, TurnController, TurnRules
 from speech_to_speech.turns.rules import eagerness
+from speech_to_speech.turns.user_level import UserLevel, level_db
 from speech_to_speech.vad.smart_turn import WINDOW_SAMPLES
 from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector
 
@@ -90,6 +91,7 @@ class VADHandler(BackendHandler):
         super().__init__(*args, **kwargs)
         self.turn_settings = turn_settings or TurnSettings.model_validate({})
         self.turn_detector = turn_detector
+        self.user_level = UserLevel(self.settings.user_level_margin_db)  # this session's user, by level
         self._reset_turn()
 
     # ------------------------------------------------------------ backend hooks
@@ -123,6 +125,7 @@ class VADHandler(BackendHandler):
     def _reset_turn(self) -> None:
         self._history: deque[AudioChunk] = deque()  # recent chunks for the prefix pad
         self._speech: list[AudioChunk] = []  # chunks of the current turn
+        self._voiced: list[FloatAudio] = []  # its voiced chunks' samples: its level
         self._in_speech = False
         self._started_sent = False
         self._voiced_ms = 0
@@ -147,6 +150,7 @@ class VADHandler(BackendHandler):
 
     def on_session_end(self) -> None:
         self._reset_turn()
+        self.user_level = UserLevel(self.settings.user_level_margin_db)
         self.reset_model_state()
 
     # ------------------------------------------------------------ processing
@@ -191,6 +195,7 @@ class VADHandler(BackendHandler):
                 return
             self._in_speech = True
             self._speech = list(self._history)
+            self._voiced = [chunk.samples]
             self._history.clear()
             self._voiced_ms = CHUNK_MS
             self._interim_at_ms = self._probed_at_ms = 0
@@ -203,6 +208,7 @@ class VADHandler(BackendHandler):
             self._speech.append(chunk)
             if voiced:
                 self._voiced_ms += CHUNK_MS
+                self._voiced.append(chunk.samples)
                 self._voice_end = chunk.offset + VAD_CHUNK
                 self._silence_run_ms = 0
                 voided = self.turns.speech_resumes()
@@ -213,7 +219,7 @@ class VADHandler(BackendHandler):
             else:
                 self.turns.pause_ends()
                 self._silence_run_ms = 0  # hysteresis band: neither speech nor silence
-        if not self._started_sent and self._voiced_ms >= self.settings.min_speech_ms:
+        if not self._started_sent and self._voiced_ms >= self.settings.min_speech_ms and self._loud_enough(voiced):
             self._started_sent = True
             after_item_id, after_end = self._last_turn or (None, 0)
             self.emit_event(SpeechStarted(_ms(self._speech[0].offset), interrupt_response=interrupt,
@@ -243,6 +249,15 @@ class VADHandler(BackendHandler):
                 # The detector hears the pause as it will sound at --turn_pause_ms, now: its verdict
                 # is then in by the time the reply is, instead of after it (and off the LLM's core).
                 self._ask_detector()
+
+    def _loud_enough(self, voiced: bool) -> bool:
+        """Whether the speech is the user's by its level: the last ``min_speech_ms`` of voice against the
+        session's user's turns so far (a quiet voice across the room goes on unheard, and is checked again
+        with each voiced chunk, so that the user who starts talking over it is heard)."""
+        if not voiced:
+            return False
+        recent = self._voiced[-max(1, self.settings.min_speech_ms // CHUNK_MS):]
+        return self.user_level.accepts(level_db(recent))
 
     def _interim(self) -> Iterator[Utterance]:
         """The speech so far, after every ``--interim_transcript_ms`` more of voice: the STT transcribes it
@@ -366,6 +381,8 @@ class VADHandler(BackendHandler):
     def _end_turn(self, manual: bool, decision: TurnDecision | None = None) -> Iterator[Any]:
         speech, started, item_id = self._speech, self._started_sent, self._item_id
         speech_ms, voice_end = self._speech_ms(), self._voice_end
+        if started:
+            self.user_level.took(level_db(self._voiced))
         reuses = self.turns.speculation if self.turns.speculation_stands else 0
         # Keep only a pad's worth of the trailing silence, so the last word stays whole.
         trailing = max(0, self._silence_run_ms - self._pad_ms()) // CHUNK_MS
