@@ -31,6 +31,9 @@ _LAUGH = re.compile(r"^(?:h+[ae]+){2,}h?$|^ha+h$|^he+h$")
 # Whisper writes sounds it hears but cannot spell as annotations: "(laughs)", "[coughing]", "*sighs*", "♪".
 _ANNOTATION = re.compile(r"\([^)]*\)|\[[^\]]*\]|\*[^*]*\*|♪")
 _WORD = re.compile(r"[a-z']+")
+# Whisper writes a hummed or sung sound it cannot spell as open syllables, often repeated: "A- A- A-",
+# "La-la-la-", "Mama? Mama?" (bench room heard these for "uh-huh" and "mm-hmm"). Alone they are no words.
+_BABBLE = re.compile(r"^(?:[bdhlmn]?a)+$")
 # More listener words than this in one breath is someone talking, whatever the words.
 MAX_REMARK_WORDS = 6
 # Whisper (tiny.en) spells a hum it cannot place as a word, and is unsure of it: "mm-hmm" came out "Mama"
@@ -62,7 +65,8 @@ def heard_as(text: str, avg_logprob: float | None = None) -> Heard:
     """Classify a transcript (cumulative: the speech so far) of speech over the assistant's answer, given how
     sure the STT was of its words (mean log-probability; None: unknown, taken as sure)."""
     # A laugh is no word; a hum ("mhm", "hmmm") is a listener's, however Whisper spells it.
-    words = tuple("hm" if _HUM.match(w) else w for w in words_of(text) if not _LAUGH.match(w))
+    words = tuple("hm" if _HUM.match(w) else w for w in words_of(text)
+                  if not _LAUGH.match(w) and ((w,) in LISTENER_PHRASES or not _BABBLE.match(w)))
     if not words:
         return Heard.NOTHING
     if len(words) > MAX_REMARK_WORDS:

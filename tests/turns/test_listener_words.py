@@ -30,7 +30,8 @@ def test_listener_words_are_listener_words(text: str) -> None:
     assert heard_as(text) is Heard.LISTENER
 
 
-@pytest.mark.parametrize("text", ["", "(laughs)", "[coughing]", "*sighs*", "Haha!", "Hahaha.", "♪", "..."])
+@pytest.mark.parametrize("text", ["", "(laughs)", "[coughing]", "*sighs*", "Haha!", "Hahaha.", "♪", "...",
+                                  "A- A- A-", "La-la-la-", "Mama? Mama?"])
 def test_sounds_without_words_are_nothing(text: str) -> None:
     assert heard_as(text) is Heard.NOTHING
 
@@ -47,9 +48,9 @@ def test_the_start_of_a_listener_phrase_is_not_decided_yet(text: str) -> None:
 
 
 def test_a_few_words_the_stt_was_unsure_of_are_not_yet_a_turn() -> None:
-    assert heard_as("Mama.", -0.79) is Heard.UNSURE  # Whisper's spelling of a hummed "mm-hmm"
-    assert heard_as("Mama.", -0.3) is Heard.TURN
-    assert heard_as("Mama.") is Heard.TURN  # unknown confidence: taken at its word
+    assert heard_as("It's her.", -0.9) is Heard.UNSURE  # Whisper's spelling of a hummed "uh-huh"
+    assert heard_as("It's her.", -0.3) is Heard.TURN
+    assert heard_as("It's her.") is Heard.TURN  # unknown confidence: taken at its word
     assert heard_as("Stop, what time is it?", -1.2) is Heard.TURN  # many words: someone is talking
     assert heard_as("Yeah.", -1.5) is Heard.LISTENER
 
