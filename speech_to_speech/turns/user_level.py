@@ -44,10 +44,12 @@ class UserLevel:
     def reference_db(self) -> float | None:
         return median(self._turns) if self._turns else None
 
-    def accepts(self, level: float) -> bool:
-        """Whether speech at ``level`` dBFS may start a turn."""
+    def accepts(self, level: float, margin_db: float | None = None) -> bool:
+        """Whether speech at ``level`` dBFS may start a turn (within ``margin_db`` of the user's; default the
+        session's margin)."""
         reference = self.reference_db
-        return self.margin_db <= 0 or reference is None or level >= reference - self.margin_db
+        margin = self.margin_db if margin_db is None else margin_db
+        return self.margin_db <= 0 or reference is None or level >= reference - margin
 
     def took(self, level: float) -> None:
         """A turn at ``level`` dBFS was taken as the user's."""

@@ -251,13 +251,14 @@ class VADHandler(BackendHandler):
                 self._ask_detector()
 
     def _loud_enough(self, voiced: bool) -> bool:
-        """Whether the speech is the user's by its level: the last ``min_speech_ms`` of voice against the
-        session's user's turns so far (a quiet voice across the room goes on unheard, and is checked again
-        with each voiced chunk, so that the user who starts talking over it is heard)."""
+        """Whether the speech is the user's by its level against the session's user's turns so far: all of
+        its voice within the margin, or its last ``min_speech_ms`` as loud as the user (who starts talking
+        over a voice across the room). Checked again with each voiced chunk until it starts a turn: a
+        louder stretch of a distant voice is diluted by the rest of it."""
         if not voiced:
             return False
         recent = self._voiced[-max(1, self.settings.min_speech_ms // CHUNK_MS):]
-        return self.user_level.accepts(level_db(recent))
+        return self.user_level.accepts(level_db(self._voiced)) or self.user_level.accepts(level_db(recent), 0.0)
 
     def _interim(self) -> Iterator[Utterance]:
         """The speech so far, after every ``--interim_transcript_ms`` more of voice: the STT transcribes it

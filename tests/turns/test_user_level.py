@@ -22,6 +22,7 @@ def test_speech_is_taken_iff_it_is_within_the_margin_of_the_user_s_recent_turns(
     recent = turns[-REMEMBERED_TURNS:]
     expected = margin == 0 or not recent or level >= median(recent) - margin
     assert user.accepts(level) is expected
+    assert user.accepts(level, 0.0) is (margin == 0 or not recent or level >= median(recent))
 
 
 def test_the_level_of_a_full_scale_tone_and_of_one_twenty_db_under_it() -> None:
