@@ -56,6 +56,8 @@ class RoomConfig:
     chunk_ms: int = 20
     timeout_s: float = 120.0
     overlap_policy: str | None = None  # the sessions' overlap_policy (None: the server's default)
+    listener_words: tuple[str, ...] = room_audio.LISTENER_WORDS
+    interruptions: tuple[str, ...] = room_audio.INTERRUPTIONS
 
 
 def _fields(config: RoomConfig, **more: Any) -> dict[str, Any]:
@@ -158,7 +160,7 @@ async def run(target: Target, config: RoomConfig) -> tuple[dict[str, Any], list[
     story = _at(story, config.user_db)
     samples: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
-    for part, texts in (("remarks", room_audio.LISTENER_WORDS), ("interruptions", room_audio.INTERRUPTIONS)):
+    for part, texts in (("remarks", config.listener_words), ("interruptions", config.interruptions)):
         if part not in config.parts:
             continue
         clips = [_at(c, config.user_db) for c in room_audio.spoken(texts[:config.remarks])]
