@@ -158,3 +158,20 @@ async def test_speech_after_an_acknowledged_remark_is_a_turn_of_its_own(make_ser
     assert decisions == [("barge_in", "What is the time?")]
     assert any(_done(story, "cancelled")(e) for e in events)
     assert _transcript(events[-1]) == "It is noon."
+
+
+async def test_speech_right_after_the_user_s_own_turn_is_them_going_on_and_is_not_held(
+        make_server: ServerFactory) -> None:
+    """Within --take_back_within_ms of the turn just answered: the user goes on ("… in Paris"), no remark."""
+    server = make_server(scripted_transcripts=["Tell me a long story.", "Yeah, about a dog."],
+                         scripted_replies=[LONG_REPLY, "A dog story."], take_back_within_ms=5000, **SLOW)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        story = await _answering(client, ADAPTIVE)
+        await client.append_audio(spoken_turn(RATE, speech_s=REMARK_S), RATE)
+        events = await client.collect_until(_done(status="completed"))
+
+    [decision] = _decisions(events)
+    assert (decision["action"], decision["reason"]) == ("barge_in", "speech_started")
+    assert "transcript" not in decision["metadata"]  # decided before any word was heard
+    assert any(_done(story, "cancelled")(e) for e in events)

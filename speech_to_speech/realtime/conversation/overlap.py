@@ -186,7 +186,8 @@ class OverlapGate:
     """
 
     def __init__(self, responses: _Responses, state: _SessionState, config: Callable[[], RuntimeConfig], *,
-                 playback: _Playback, conversation: _Conversation, emit: Callable[[Event], None]) -> None:
+                 playback: _Playback, conversation: _Conversation, emit: Callable[[Event], None],
+                 going_on_ms: int = 0) -> None:
         self._responses = responses
         self._state = state
         self._config = config
@@ -196,6 +197,8 @@ class OverlapGate:
         self._open: Overlap | None = None  # the listen_only utterance being judged
         self._deferred: _Deferral | None = None
         self._took_turn: str | None = None  # adaptive: the utterance whose words barged in (already reported)
+        # adaptive: speech this soon after the user's own turn is them going on with it (take-back), not a remark.
+        self._going_on_ms = going_on_ms
 
     # ------------------------------------------------------------ VAD events
 
@@ -205,7 +208,8 @@ class OverlapGate:
         response = self._responses.active
         speaking = self._playback.audible or (response is not None and response.message is not None)
         interrupt = item.interrupt_response and self._config().interrupt_response_enabled
-        if self._policy() != ADAPTIVE or not speaking or not interrupt:
+        going_on = item.after_silence_ms is not None and item.after_silence_ms <= self._going_on_ms
+        if self._policy() != ADAPTIVE or not speaking or not interrupt or going_on:
             return None
         return Overlap(item.item_id, response.id if response is not None else None)
 
@@ -232,7 +236,9 @@ class OverlapGate:
         if item.item_id is not None and item.item_id == self._took_turn:
             self._took_turn = None  # adaptive: its words barged in, and that was reported
         elif overlapping:
-            reason = SPEECH_STARTED if policy == BARGE_IN_ON_SPEECH else NOTHING_SAID_YET
+            # adaptive over a speaking answer, unjudged: the user going on with their own turn (take-back).
+            reason = SPEECH_STARTED if policy == BARGE_IN_ON_SPEECH or (policy == ADAPTIVE and speaking) else (
+                NOTHING_SAID_YET)
             decision = Decision(BARGE_IN, reason, item.speech_ms) if interrupt else (
                 Decision(IGNORE, INTERRUPT_DISABLED, item.speech_ms))
             self._report(policy, decision, item.item_id, response.id if response is not None else None)

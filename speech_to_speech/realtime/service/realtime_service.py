@@ -126,7 +126,8 @@ class RealtimeService:
             emit=emit, deliver=self.dispatch_pipeline_item, on_finished=on_response_finished)
         # What speech over the assistant does (overlap_policy).
         self.overlap = overlap = OverlapGate(responses, state, config, playback=playback,
-                                             conversation=conversation, emit=emit)
+                                             conversation=conversation, emit=emit,
+                                             going_on_ms=settings.turns.take_back_within_ms)
         self.updates = SessionUpdates(unit, state, responses=responses, speculations=speculations,
                                       validate_language=validate_language)
         turns = TurnEvents(unit, settings, config, conversation=conversation, user_input=user_input,
