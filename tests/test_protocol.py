@@ -34,10 +34,10 @@ def test_the_old_homes_of_moved_names_still_give_the_same_objects() -> None:
 
 
 def test_each_policy_default_comes_first_in_its_literal() -> None:
-    assert get_args(policies.OverlapPolicy)[0] == policies.BARGE_IN_ON_SPEECH == session.SessionModel().overlap_policy
+    assert get_args(policies.OverlapPolicy)[0] == policies.ADAPTIVE == session.SessionModel().overlap_policy
     assert (get_args(policies.PlaybackCommitPolicy)[0] == policies.COMMIT_ALL_ON_DONE
             == session.SessionModel().playback_commit_policy)
-    assert capabilities.OVERLAP_POLICIES == ("barge_in_on_speech", "listen_only")
+    assert capabilities.OVERLAP_POLICIES == ("adaptive", "barge_in_on_speech", "listen_only")
     assert capabilities.PLAYBACK_COMMIT_POLICIES == ("commit_all_on_done", "ack_only")
 
 

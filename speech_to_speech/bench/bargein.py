@@ -43,12 +43,15 @@ class BargeinConfig:
     instructions: str | None = LONG_ANSWER
     chunk_ms: int = 100
     timeout_s: float = 120.0
+    overlap_policy: str | None = None  # the session's overlap_policy (None: the server's default)
 
 
 async def trial(target: Target, question: audio.Speech, interruption: audio.Speech,
                 config: BargeinConfig) -> dict[str, Any]:
     await target.wait_idle()
-    fields = {"instructions": config.instructions} if config.instructions else {}
+    fields: dict[str, Any] = {"instructions": config.instructions} if config.instructions else {}
+    if config.overlap_policy:
+        fields["overlap_policy"] = config.overlap_policy
     sample: dict[str, Any] = {"question": question.name, "interruption": interruption.name}
     async with session(target.ws_url, timeout=config.timeout_s, **fields) as client, \
             PacedMic(client, question.rate, config.chunk_ms) as mic:
@@ -72,6 +75,11 @@ async def trial(target: Target, question: audio.Speech, interruption: audio.Spee
     if status != "cancelled" or began is None or heard is None or done.at < began:
         return {**sample, "status": status, "missed": True}
     started = first(log[start:], of_type("input_audio_buffer.speech_started"))
+    decided = first(log[start:], of_type("overlap.decision"))  # when the session chose a policy
+    if decided is not None:
+        meta = decided.event.get("metadata") or {}
+        sample["overlap"] = {"action": decided.event.get("action"), "reason": decided.event.get("reason"),
+                             "overlap_ms": meta.get("overlap_ms"), "transcript": meta.get("transcript")}
     cancelled_ms = (done.at - began) * 1000.0
     return {
         **sample,

@@ -69,6 +69,8 @@ BENCHES = {
     "echo": Bench("A microphone that hears its own speaker, echo cancellation off and on: answers played out, "
                   "self-interruptions, echo turns, barge-in with the echo; ERLE and CPU (real models by default).",
                   QUIET),
+    "room": Bench("An assistant in a room: listener words and interruptions over answers, background talk "
+                  "nobody addresses it with, requests over the room (real models by default).", QUIET),
     "overhead": Bench("Per-hop server overhead with zero-time scripted handlers.", {**QUIET, **ZERO_DELAYS}),
     "capacity": Bench("Added latency and output underruns of N concurrent sessions (scripted, realistic delays).",
                       {**QUIET, **REALISTIC_DELAYS}),
@@ -136,7 +138,8 @@ def _add_conversation_flags(parser: argparse.ArgumentParser) -> None:
 
 def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.ArgumentParser) -> None:
     bench = commands.add_parser("bench", help="Benchmarks: latency, turns, load, conversation, quality, bargein, "
-                                              "echo, overhead, capacity, startup, soak, resume; and their report.")
+                                              "echo, room, overhead, capacity, startup, soak, resume; and their "
+                                              "report.")
     kinds = bench.add_subparsers(dest="bench", required=True)
     output = argparse.ArgumentParser(add_help=False)
     output.add_argument("--output", type=Path, help="The JSON file (default: docs/benchmarks/<benchmark>.json).")
@@ -165,6 +168,10 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
                                     help="Listen this long after the cancellation for stale audio (default 1000).")
     parsers["bargein"].add_argument("--instructions", default=None,
                                     help="Session instructions (default: ask for long answers; '' keeps the server's).")
+    parsers["bargein"].add_argument("--overlap-policy", default=None, help="The sessions' overlap_policy.")
+    from speech_to_speech.bench.room_flags import add_room_flags
+
+    add_room_flags(parsers["room"])
     parsers["echo"].add_argument("--delays-ms", type=_counts, default=(60, 150, 250),
                                  help="Speaker-to-microphone delays of the simulated room (default 60,150,250).")
     parsers["echo"].add_argument("--barge-in-after-ms", type=float, default=300.0,
@@ -296,7 +303,8 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
 
         instructions = LONG_ANSWER if args.instructions is None else (args.instructions or None)
         return BargeinConfig(**asked, **timeout, min_speech_ms=settings.vad.min_speech_ms, instructions=instructions,
-                             inject_after_ms=args.inject_after_ms, settle_ms=args.settle_ms)
+                             inject_after_ms=args.inject_after_ms, settle_ms=args.settle_ms,
+                             overlap_policy=args.overlap_policy)
     if name == "echo":
         from speech_to_speech.bench.echo import LONG_ANSWER as FEW_SENTENCES
         from speech_to_speech.bench.echo import EchoConfig
@@ -305,6 +313,10 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
         return EchoConfig(**asked, **timeout, delays_ms=args.delays_ms, barge_in_after_ms=args.barge_in_after_ms,
                           instructions=instructions, ack_every_ms=args.ack_every_ms or None,
                           busy_neighbours=args.busy_neighbours)
+    if name == "room":
+        from speech_to_speech.bench.room_flags import room_config
+
+        return room_config(args)
     if name == "overhead":
         from speech_to_speech.bench.overhead import OverheadConfig
 
@@ -317,12 +329,23 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
 
 
 def _runner(name: str) -> Runner:
-    from speech_to_speech.bench import bargein, capacity, conversation, echo, latency, load, overhead, quality, turns
+    from speech_to_speech.bench import (
+        bargein,
+        capacity,
+        conversation,
+        echo,
+        latency,
+        load,
+        overhead,
+        quality,
+        room,
+        turns,
+    )
 
     runners: dict[str, Runner] = {"latency": latency.run, "turns": turns.run, "load": load.run,
                                   "conversation": conversation.run,
                                   "quality": quality.run, "bargein": bargein.run, "overhead": overhead.run,
-                                  "capacity": capacity.run, "echo": echo.run}
+                                  "capacity": capacity.run, "echo": echo.run, "room": room.run}
     return runners[name]
 
 

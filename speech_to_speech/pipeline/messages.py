@@ -158,6 +158,9 @@ class Utterance:
     # The speech so far of a turn the user is still speaking (no pause): transcribed for the live
     # transcript and to let the LLM read ahead, only when nothing newer of the turn waits.
     interim: bool = False
+    # An interim utterance whose words decide what speech over the assistant's answer is (a listener's
+    # "yeah", or a bid for the turn): transcribed at once as urgent work, never skipped (ProbeSpeech).
+    probe: bool = False
 
     @property
     def speculative(self) -> bool:
@@ -184,6 +187,7 @@ class Transcript:
     # A speculative pass's doubt that the speech ended where the text ends as a sentence, for the turn
     # detector (see stt.base.Heard); None: unknown, or not asked (a turn's final transcript).
     continuation: float | None = None
+    avg_logprob: float | None = None  # how sure the STT was of the words (see stt.base.Heard); None: unknown
 
     @property
     def speculative(self) -> bool:
@@ -218,6 +222,7 @@ class TranscriptionDelta:
 class TranscriptionSnapshot:
     item_id: str | None
     text: str
+    avg_logprob: float | None = None  # see Transcript.avg_logprob
 
 
 @dataclass(frozen=True)
@@ -229,6 +234,7 @@ class TranscriptionCompleted:
     manual: bool = False
     stt_done_time: float = 0.0
     vad_end_time: float = 0.0
+    avg_logprob: float | None = None  # see Transcript.avg_logprob
 
 
 # ---------------------------------------------------------------- generation
@@ -452,3 +458,17 @@ class ReplyReady:
 
     item_id: str | None
     speculation: int
+
+
+@dataclass(frozen=True)
+class ProbeSpeech:
+    """Send the STT the speech of ``item_id`` so far, as a probe (service → VAD).
+
+    Speech over the assistant's answer is judged by its words before it may
+    become a turn; the service asks for them as soon as the VAD reports the
+    speech, and again while they leave it undecided. The VAD answers once the
+    utterance has ``min_new_ms`` more voice than at its last probe.
+    """
+
+    item_id: str | None
+    min_new_ms: int = 0

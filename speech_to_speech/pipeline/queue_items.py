@@ -22,6 +22,7 @@ from speech_to_speech.pipeline.messages import (
     LLMFirstToken,
     PipelineEnd,
     Preamble,
+    ProbeSpeech,
     PromptPrefill,
     ReplyReady,
     ResponseDone,
@@ -51,7 +52,8 @@ Control: TypeAlias = SessionEnd | PipelineEnd | StageError
 
 # The VAD's input: the session's audio, its commits and clears, and what its turn decision is told
 # (the detector's verdicts, a pause's words, its reply being ready).
-VADInput: TypeAlias = AudioChunk | CommitInput | ClearInput | TurnVerdict | SpeculativeTranscript | ReplyReady | Control
+VADInput: TypeAlias = (AudioChunk | CommitInput | ClearInput | TurnVerdict | SpeculativeTranscript | ReplyReady
+                       | ProbeSpeech | Control)
 # VAD -> STT: the user turns, whole, at a pause, or while the user speaks.
 Utterances: TypeAlias = Utterance | Control
 # STT -> the transcription notifier.

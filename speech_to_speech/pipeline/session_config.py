@@ -45,6 +45,8 @@ class RuntimeConfig(BaseModel):
     # listen_only sessions: the VAD reports (SpeechOngoing) when an utterance's voiced span reaches it.
     overlap_barge_in_ms: int | None = None
     truncation: Truncation = Truncation()
+    # audio.input.noise_reduction: the service cleans the microphone audio before the VAD hears it.
+    noise_reduction: Literal["near_field", "far_field"] | None = None
 
     @property
     def interrupt_response_enabled(self) -> bool:

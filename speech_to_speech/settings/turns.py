@@ -24,6 +24,9 @@ class VADSettings(BaseModel):
     min_speech_ms: int = Field(250, ge=0, description="Shorter speech is ignored.")
     speech_pad_ms: int = Field(300, ge=0, description="Audio kept before speech starts.")
     max_speech_ms: int = Field(30000, ge=1000, description="A longer turn is cut here.")
+    user_level_margin_db: float = Field(
+        8.0, ge=0.0, description="Speech this many dB quieter than the session's user's turns so far does not "
+        "start a turn (a television, people across the room); 0: every speech does.")
     # What the VAD is given to hear: the session's microphone audio, less what it played (read by the service).
     echo_cancellation: Literal["off", "server"] = Field(
         "off", description="server: take the audio each WebSocket session sent out of its microphone audio, for "

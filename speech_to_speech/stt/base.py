@@ -29,6 +29,9 @@ class Heard(NamedTuple):
     text: str
     language: str | None
     continuation: float | None = None
+    # How sure the decoder was of the words: their mean log-probability (None where not measured). Whisper
+    # writes a hum it cannot spell as some word ("Mama" for "mm-hmm") with little confidence.
+    avg_logprob: float | None = None
 
 
 class PassAbandoned(Exception):
@@ -106,6 +109,8 @@ class STTHandler(BackendHandler):
         :class:`PassAbandoned`. Only a speculative pass with a newer one of its turn waiting is not,
         unless that is the turn's end, which will take this pass's words as its own."""
         running = self._running
+        if running is not None and running.probe:
+            return True  # a short urgent pass whose words someone waits for
         if running is not None and running.interim:
             return not self._superseded(running)  # the pause's pass, or a newer interim one, waits behind it
         return running is None or not running.speculative or not self._superseded(running, unless_reused=True)
@@ -117,21 +122,26 @@ class STTHandler(BackendHandler):
     def _interim_pass(self, item: Utterance) -> Iterator[Transcript]:
         """Words of a turn still being spoken: background work, done only when nothing newer of the turn
         waits, no user's urgent work holds every CPU, and this STT is quick enough that a pass running when
-        the pause comes does not hold up the pause's own (``--interim_max_pass_ms``)."""
-        if self._superseded(item) or self._last_pass_s * 1000 > self.settings.interim_max_pass_ms:
-            return
-        if self.uses_local_cpu:
-            cpu_gate.shared().background_threads(self.settings.threads)  # waits while a user's work runs
-            if self._superseded(item):
+        the pause comes does not hold up the pause's own (``--interim_max_pass_ms``). A probe (speech over
+        the assistant, whose words decide whether it interrupts) is urgent and always done."""
+        urgent = item.probe and self.uses_local_cpu
+        if not item.probe:
+            if self._superseded(item) or self._last_pass_s * 1000 > self.settings.interim_max_pass_ms:
                 return
+            if self.uses_local_cpu:
+                cpu_gate.shared().background_threads(self.settings.threads)  # waits while a user's work runs
+                if self._superseded(item):
+                    return
         self._running = item
         try:
-            heard = Heard(*self.transcribe_utterance(item))
+            with cpu_gate.shared().urgent(self.settings.threads) if urgent else nullcontext():
+                heard = Heard(*self.transcribe_utterance(item))
         except PassAbandoned:
             return
         finally:
             self._running = None
-        yield Transcript(text=heard.text, final=False, item_id=item.item_id, language=heard.language)
+        yield Transcript(text=heard.text, final=False, item_id=item.item_id, language=heard.language,
+                         avg_logprob=heard.avg_logprob)
 
     def process(self, item: Utterance) -> Iterator[Any]:
         if item.interim:
@@ -154,7 +164,8 @@ class STTHandler(BackendHandler):
         if item.speculative:
             self._speculation = (item.item_id, item.speculation, heard)
             yield Transcript(text=text, final=False, item_id=item.item_id, language=language,
-                             speculation=item.speculation, continuation=heard.continuation)
+                             speculation=item.speculation, continuation=heard.continuation,
+                             avg_logprob=heard.avg_logprob)
             return
         if not item.reuse_speculation:
             yield from self.partials(item, text)
@@ -168,6 +179,7 @@ class STTHandler(BackendHandler):
             manual=item.manual,
             stt_done_time=time.monotonic(),
             vad_end_time=item.vad_end_time,
+            avg_logprob=heard.avg_logprob,
         )
 
     def on_error(self, item: Any, error: BaseException) -> Iterator[Any]:

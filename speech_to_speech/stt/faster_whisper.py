@@ -109,7 +109,7 @@ def transcribe_windowed(
             return Heard(before, "en")  # the decoder's doubt was about the end of the restart, not of these
         log.debug("short-window transcript %r rejected (%s): the stock 30 s window decides", decoded.text, problem)
         return None
-    return Heard(decoded.text, "en", decoded.continuation)
+    return Heard(decoded.text, "en", decoded.continuation, decoded.avg_logprob)
 
 
 @registry.register("stt", "faster-whisper", load_faster_whisper)
@@ -139,4 +139,8 @@ class FasterWhisperSTT(STTHandler):
             heard = transcribe_windowed(self._window, samples, self.settings.beam_size, self.still_wanted)
             if heard is not None:
                 return heard
+            if self._running is not None and self._running.probe:
+                # A probe's words are wanted now, not the stock path's second: no words yet, the next
+                # probe (more speech) or the utterance's own pass will have them.
+                return Heard("", "en")
         return Heard(*_transcribe(self.model, samples, language, self.settings.beam_size))

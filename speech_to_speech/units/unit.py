@@ -33,6 +33,7 @@ from speech_to_speech.pipeline.messages import (
     CommitInput,
     PipelineEnd,
     Preamble,
+    ProbeSpeech,
     ReplyReady,
     SessionEnd,
     SpeculativeTranscript,
@@ -182,6 +183,10 @@ class PipelineUnit:
         """
         if self.detects_turns:
             self.queues.vad_input.put(words)
+
+    def probe_speech(self, probe: ProbeSpeech) -> None:
+        """Ask the VAD for the words of the speech being judged (speech over the assistant's answer)."""
+        self.queues.vad_input.put(probe)
 
     def report_reply_ready(self, ready: ReplyReady) -> None:
         """The speculative reply to a pause's words can play (or none will come): a finished turn may end."""

@@ -38,6 +38,7 @@ from speech_to_speech.pipeline.messages import (
     ClearInput,
     CommitInput,
     FloatAudio,
+    ProbeSpeech,
     ReplyReady,
     SpeculationVoided,
     SpeculativeTranscript,
@@ -50,6 +51,7 @@ from speech_to_speech.pipeline.messages import (
 )
 from speech_to_speech.turns.controller import Answer, Judgement, TurnController, TurnRules
 from speech_to_speech.turns.rules import eagerness
+from speech_to_speech.turns.user_level import UserLevel, level_db
 from speech_to_speech.vad.smart_turn import WINDOW_SAMPLES
 from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector
 
@@ -80,7 +82,7 @@ class VADHandler(BackendHandler):
     stage = "vad"
     settings: VADSettings  # the vad section
     given_sections: ClassVar[dict[str, str]] = {"turn_settings": "turns"}
-    consumes = (AudioChunk, CommitInput, ClearInput, TurnVerdict, SpeculativeTranscript, ReplyReady)
+    consumes = (AudioChunk, CommitInput, ClearInput, TurnVerdict, SpeculativeTranscript, ReplyReady, ProbeSpeech)
     # Whether the backend tells speech from other sound; a turn model has nothing to judge otherwise.
     hears_speech: ClassVar[bool] = True
 
@@ -89,6 +91,7 @@ class VADHandler(BackendHandler):
         super().__init__(*args, **kwargs)
         self.turn_settings = turn_settings or TurnSettings.model_validate({})
         self.turn_detector = turn_detector
+        self.user_level = UserLevel(self.settings.user_level_margin_db)  # this session's user, by level
         self._reset_turn()
 
     # ------------------------------------------------------------ backend hooks
@@ -122,6 +125,7 @@ class VADHandler(BackendHandler):
     def _reset_turn(self) -> None:
         self._history: deque[AudioChunk] = deque()  # recent chunks for the prefix pad
         self._speech: list[AudioChunk] = []  # chunks of the current turn
+        self._voiced: list[FloatAudio] = []  # its voiced chunks' samples: its level
         self._in_speech = False
         self._started_sent = False
         self._voiced_ms = 0
@@ -130,6 +134,8 @@ class VADHandler(BackendHandler):
         self._reset_voice()
         self._manual_buffer: list[AudioChunk] = []
         self._interim_at_ms = 0  # the voiced ms of this turn at its last interim utterance
+        self._probe_due_ms: int | None = None  # the voiced ms at which the probe the service asked for goes
+        self._probed_at_ms = 0  # the voiced ms of this turn at its last probe
         self.turns = TurnController()  # this turn's pauses, and when one ends it
         self._last_turn: tuple[str, int] | None = None  # the turn the VAD last ended: its item, its voice's end
 
@@ -144,6 +150,7 @@ class VADHandler(BackendHandler):
 
     def on_session_end(self) -> None:
         self._reset_turn()
+        self.user_level = UserLevel(self.settings.user_level_margin_db)
         self.reset_model_state()
 
     # ------------------------------------------------------------ processing
@@ -157,6 +164,9 @@ class VADHandler(BackendHandler):
             return
         if isinstance(item, ReplyReady):
             yield from self._reply_ready(item)
+            return
+        if isinstance(item, ProbeSpeech):
+            yield from self._probe_asked(item)
             return
         if isinstance(item, ClearInput):
             self._void_speculations()
@@ -185,9 +195,11 @@ class VADHandler(BackendHandler):
                 return
             self._in_speech = True
             self._speech = list(self._history)
+            self._voiced = [chunk.samples]
             self._history.clear()
             self._voiced_ms = CHUNK_MS
-            self._interim_at_ms = 0
+            self._interim_at_ms = self._probed_at_ms = 0
+            self._probe_due_ms = None
             self._silence_run_ms = 0
             self._item_id = ids.item_id()
             self._voice_start = chunk.offset
@@ -196,6 +208,7 @@ class VADHandler(BackendHandler):
             self._speech.append(chunk)
             if voiced:
                 self._voiced_ms += CHUNK_MS
+                self._voiced.append(chunk.samples)
                 self._voice_end = chunk.offset + VAD_CHUNK
                 self._silence_run_ms = 0
                 voided = self.turns.speech_resumes()
@@ -206,7 +219,7 @@ class VADHandler(BackendHandler):
             else:
                 self.turns.pause_ends()
                 self._silence_run_ms = 0  # hysteresis band: neither speech nor silence
-        if not self._started_sent and self._voiced_ms >= self.settings.min_speech_ms:
+        if not self._started_sent and self._voiced_ms >= self.settings.min_speech_ms and self._loud_enough(voiced):
             self._started_sent = True
             after_item_id, after_end = self._last_turn or (None, 0)
             self.emit_event(SpeechStarted(_ms(self._speech[0].offset), interrupt_response=interrupt,
@@ -216,6 +229,7 @@ class VADHandler(BackendHandler):
                                           else None))
         if voiced and self._started_sent:
             self._note_ongoing()
+            yield from self._probe()
             yield from self._interim()
         turn_ms = len(self._speech) * CHUNK_MS
         if turn_ms >= self.settings.max_speech_ms:
@@ -236,6 +250,16 @@ class VADHandler(BackendHandler):
                 # is then in by the time the reply is, instead of after it (and off the LLM's core).
                 self._ask_detector()
 
+    def _loud_enough(self, voiced: bool) -> bool:
+        """Whether the speech is the user's by its level against the session's user's turns so far: all of
+        its voice within the margin, or its last ``min_speech_ms`` as loud as the user (who starts talking
+        over a voice across the room). Checked again with each voiced chunk until it starts a turn: a
+        louder stretch of a distant voice is diluted by the rest of it."""
+        if not voiced:
+            return False
+        recent = self._voiced[-max(1, self.settings.min_speech_ms // CHUNK_MS):]
+        return self.user_level.accepts(level_db(self._voiced)) or self.user_level.accepts(level_db(recent), 0.0)
+
     def _interim(self) -> Iterator[Utterance]:
         """The speech so far, after every ``--interim_transcript_ms`` more of voice: the STT transcribes it
         while the user goes on (when nothing newer of the turn waits), for the live transcript and so that
@@ -246,6 +270,25 @@ class VADHandler(BackendHandler):
         self._interim_at_ms = self._voiced_ms
         end_ms = _ms(self._speech[-1].offset + VAD_CHUNK)
         yield replace(self._utterance(self._speech, self._item_id, manual=False, end_ms=end_ms), interim=True)
+
+    def _probe_asked(self, item: ProbeSpeech) -> Iterator[Utterance]:
+        """The service judges this speech by its words: it gets the speech so far now, or once it has
+        ``min_new_ms`` more voice than at the last probe."""
+        if not self._in_speech or item.item_id != self._item_id:
+            return
+        self._probe_due_ms = self._probed_at_ms + item.min_new_ms
+        yield from self._probe()
+
+    def _probe(self) -> Iterator[Utterance]:
+        due = self._probe_due_ms
+        if due is None or self._voiced_ms < due:
+            return
+        self._probe_due_ms = None
+        # The next interim pass counts from here: the probe gave the same words.
+        self._probed_at_ms = self._interim_at_ms = self._voiced_ms
+        end_ms = _ms(self._speech[-1].offset + VAD_CHUNK)
+        yield replace(self._utterance(self._speech, self._item_id, manual=False, end_ms=end_ms), interim=True,
+                      probe=True)
 
     def _note_ongoing(self) -> None:
         """Say once per turn when its voiced span reaches the session's ``overlap_barge_in_ms`` (if set)."""
@@ -339,6 +382,8 @@ class VADHandler(BackendHandler):
     def _end_turn(self, manual: bool, decision: TurnDecision | None = None) -> Iterator[Any]:
         speech, started, item_id = self._speech, self._started_sent, self._item_id
         speech_ms, voice_end = self._speech_ms(), self._voice_end
+        if started:
+            self.user_level.took(level_db(self._voiced))
         reuses = self.turns.speculation if self.turns.speculation_stands else 0
         # Keep only a pad's worth of the trailing silence, so the last word stays whole.
         trailing = max(0, self._silence_run_ms - self._pad_ms()) // CHUNK_MS

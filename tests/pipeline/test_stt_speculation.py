@@ -196,6 +196,10 @@ def test_an_stt_slower_than_the_interim_budget_makes_no_interim_passes() -> None
     assert len(run(handler, interim(0.6))) == 1  # the first pass measures the STT
     assert run(handler, interim(0.9)) == [] and handler.passes == 1  # it took 60 ms: no more while it is slow
     assert [t.final for t in run(handler, utterance(1.2))] == [True]  # the turn's own pass always runs
+    # A probe (speech over the answer, judged by its words) is done however slow the STT is, newer work or not.
+    probe = Utterance(speech(0.6), 0, 600, item_id="item_2", interim=True, probe=True)
+    out = run(handler, probe, interim(0.9, item_id="item_2"))
+    assert [(t.text, t.final) for t in out] == [("9600 samples", False)]
 
 
 def test_a_failed_interim_pass_is_retried_at_the_turn_s_end_and_completes_nothing() -> None:

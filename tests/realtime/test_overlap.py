@@ -227,7 +227,8 @@ async def test_listen_only_lets_the_user_go_on_with_their_turn_before_the_answer
     assert _transcript(events[-1]) == "Sunny in Paris."
 
 
-async def test_a_default_session_barges_in_as_before_and_is_told_nothing_new(make_server: ServerFactory) -> None:
+async def test_a_default_session_judges_by_words_barges_in_on_stop_and_is_told_nothing_new(
+        make_server: ServerFactory) -> None:
     server = make_server(scripted_transcripts=["Tell me a long story.", "Stop, please."],
                          scripted_replies=[LONG_REPLY, "Stopped."], **SLOW)
     async with RealtimeTestClient.connect(server.ws_url) as client:
@@ -238,8 +239,8 @@ async def test_a_default_session_barges_in_as_before_and_is_told_nothing_new(mak
 
     session = created["session"]
     assert (session["overlap_policy"], session["overlap_short_ack_ms"], session["overlap_barge_in_ms"]) == (
-        "barge_in_on_speech", 700, 1200)
-    assert session["capabilities"]["overlap_policies"] == ["barge_in_on_speech", "listen_only"]
+        "adaptive", 700, 1200)
+    assert session["capabilities"]["overlap_policies"] == ["adaptive", "barge_in_on_speech", "listen_only"]
     assert _decisions(events) == []  # stock clients never chose a policy: no event type they do not know
     assert any(_done(story, "cancelled")(e) for e in events)
 
@@ -312,7 +313,7 @@ async def test_invalid_overlap_fields_are_rejected_and_change_nothing(make_serve
             assert error["error"]["type"] == error["error"]["code"] == "invalid_request_error"
             assert error["error"]["param"] == f"session.{field}"
         updated = await client.update_session({})
-        assert updated["session"]["overlap_policy"] == "barge_in_on_speech"
+        assert updated["session"]["overlap_policy"] == "adaptive"
         assert (updated["session"]["overlap_short_ack_ms"], updated["session"]["overlap_barge_in_ms"]) == (700, 1200)
 
 

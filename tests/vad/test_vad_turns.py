@@ -21,6 +21,7 @@ from speech_to_speech.pipeline.messages import (
     AudioChunk,
     ClearInput,
     CommitInput,
+    ProbeSpeech,
     SpeculationVoided,
     SpeechOngoing,
     SpeechStarted,
@@ -325,3 +326,39 @@ def test_no_interim_utterances_when_they_are_off() -> None:
     vad = VAD(min_speech_ms=250, min_silence_ms=500, interim_transcript_ms=0)
     items = vad.feed(np.concatenate([speech(chunks(40)), silence(chunks(20))]))
     assert not any(isinstance(i, Utterance) and i.interim for i in items)
+
+
+def test_a_probe_sends_the_speech_so_far_at_once_and_again_after_the_voice_it_asks_for() -> None:
+    """Speech over the answer is judged by its words: the service asks for them (ProbeSpeech)."""
+    vad = VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=300, speculation_silence_ms=0)
+    started = next(i for i in vad.feed(speech(chunks(8))) if isinstance(i, SpeechStarted))
+    [first] = vad.item(ProbeSpeech(started.item_id))
+    assert isinstance(first, Utterance) and first.probe and first.interim and first.item_id == started.item_id
+    assert vad.item(ProbeSpeech("another_item")) == []  # not the turn being spoken: nothing
+    assert vad.item(ProbeSpeech(started.item_id, 160)) == []  # no more voice yet: it waits for 160 ms more
+    later = [i for i in vad.feed(speech(chunks(6))) if isinstance(i, Utterance)]
+    assert len(later) == 1 and later[0].probe  # at 5 chunks (160 ms) more, and once
+    assert len(later[0].samples) == len(first.samples) + 5 * 512
+    assert [i for i in vad.feed(speech(chunks(10))) if isinstance(i, Utterance)] == []  # nobody asked again
+
+
+def test_speech_far_quieter_than_the_user_s_turns_starts_no_turn_until_the_user_speaks_over_it() -> None:
+    vad = VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=300, speculation_silence_ms=0,
+              user_level_margin_db=8.0)
+    assert kinds(vad.feed(np.concatenate([speech(chunks(18), level=1.0), silence(chunks(32))]))) == [
+        SpeechStarted, SpeechStopped, Utterance]  # the first turn: the user's level
+    # A voice across the room, 20 dB under it: heard as speech, not as a turn.
+    assert vad.feed(np.concatenate([speech(chunks(40), level=0.1), silence(chunks(32))])) == []
+    # 6 dB under it: the user, a little further away.
+    assert SpeechStarted in kinds(vad.feed(np.concatenate([speech(chunks(18), level=0.5), silence(chunks(32))])))
+    # The user starting to talk while the room does: a turn as soon as their voice is loud enough.
+    n = vad.chunks_until(np.concatenate([speech(chunks(20), level=0.1), speech(chunks(20), level=1.0)]),
+                         SpeechStarted)
+    assert 20 < n <= 20 + 8  # not on the quiet voice; within min_speech_ms of the user's own
+
+
+def test_without_a_margin_every_speech_is_a_turn() -> None:
+    vad = VAD(min_speech_ms=250, min_silence_ms=500, speech_pad_ms=300, speculation_silence_ms=0,
+              user_level_margin_db=0.0)
+    vad.feed(np.concatenate([speech(chunks(18), level=1.0), silence(chunks(32))]))
+    assert SpeechStarted in kinds(vad.feed(np.concatenate([speech(chunks(18), level=0.1), silence(chunks(32))])))

@@ -5,8 +5,12 @@ turn ("stop, that's not what I asked"), or to show they are listening
 ("mm-hmm", "yeah"). Cancelling on the first voiced chunk, as OpenAI's server
 does, treats both alike. A session picks its policy with ``overlap_policy``:
 
-- ``barge_in_on_speech`` (the default): speech cancels the response as soon as
-  the VAD hears it, exactly as before this policy existed.
+- ``adaptive`` (the default): speech over the answer is judged by its words
+  before it becomes a turn (conversation/overlap_judge.py): a listener's remark
+  ("yeah", "mm-hm", a laugh) is acknowledged and the answer plays on; anything
+  else cancels it the moment its words are heard.
+- ``barge_in_on_speech``: speech cancels the response as soon as the VAD hears
+  it, exactly as before these policies existed.
 - ``listen_only``: the response goes on while the user speaks over it, and the
   utterance is judged by how long it was voiced, on the VAD's audio clock:
   ``overlap_barge_in_ms`` or more cancels the response (the VAD says so the
@@ -36,7 +40,7 @@ from typing import Any, Protocol
 from speech_to_speech.pipeline.messages import SpeechOngoing, SpeechStarted, SpeechStopped
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import Event
-from speech_to_speech.protocol.policies import BARGE_IN_ON_SPEECH, LISTEN_ONLY
+from speech_to_speech.protocol.policies import ADAPTIVE, BARGE_IN_ON_SPEECH, LISTEN_ONLY
 from speech_to_speech.realtime.wire.session import OVERLAP_DEFAULTS
 
 # The closed set of actions ...
@@ -53,7 +57,10 @@ OVERLAP_DEFERRED = "overlap_deferred"  # listen_only: ended between the two thre
 INTERRUPT_DISABLED = "interrupt_disabled"  # turn_detection.interrupt_response is false
 # listen_only: the response had said nothing yet, so the user is still taking their turn ("… in French").
 NOTHING_SAID_YET = "response_not_started"
-REASONS = (SPEECH_STARTED, LONG_OVERLAP, SHORT_BACKCHANNEL, OVERLAP_DEFERRED, INTERRUPT_DISABLED, NOTHING_SAID_YET)
+INTERRUPTION = "interruption"  # adaptive: its words are not a listener's (turns/listener_words.py)
+BACKCHANNEL = "backchannel"  # adaptive: listener words, or a sound without words
+REASONS = (SPEECH_STARTED, LONG_OVERLAP, SHORT_BACKCHANNEL, OVERLAP_DEFERRED, INTERRUPT_DISABLED, NOTHING_SAID_YET,
+           INTERRUPTION, BACKCHANNEL)
 
 
 @dataclass(frozen=True)
@@ -179,7 +186,8 @@ class OverlapGate:
     """
 
     def __init__(self, responses: _Responses, state: _SessionState, config: Callable[[], RuntimeConfig], *,
-                 playback: _Playback, conversation: _Conversation, emit: Callable[[Event], None]) -> None:
+                 playback: _Playback, conversation: _Conversation, emit: Callable[[Event], None],
+                 going_on_ms: int = 0) -> None:
         self._responses = responses
         self._state = state
         self._config = config
@@ -188,26 +196,52 @@ class OverlapGate:
         self._emit = emit
         self._open: Overlap | None = None  # the listen_only utterance being judged
         self._deferred: _Deferral | None = None
+        self._took_turn: str | None = None  # adaptive: the utterance whose words barged in (already reported)
+        # adaptive: speech this soon after the user's own turn is them going on with it (take-back), not a remark.
+        self._going_on_ms = going_on_ms
 
     # ------------------------------------------------------------ VAD events
+
+    def judges(self, item: SpeechStarted) -> Overlap | None:
+        """adaptive: this speech is over the assistant's answer and may interrupt it, so its words must be
+        judged before it becomes a turn (the utterance to judge); None: it is handled as it comes."""
+        response = self._responses.active
+        speaking = self._playback.audible or (response is not None and response.message is not None)
+        interrupt = item.interrupt_response and self._config().interrupt_response_enabled
+        going_on = item.after_silence_ms is not None and item.after_silence_ms <= self._going_on_ms
+        if self._policy() != ADAPTIVE or not speaking or not interrupt or going_on:
+            return None
+        return Overlap(item.item_id, response.id if response is not None else None)
+
+    def judged(self, overlap: Overlap, decision: Decision, words: str | None) -> None:
+        """adaptive: the words of ``overlap`` decided (reported now); a barge-in cancels the answer when the
+        utterance's held speech_started goes through :meth:`speech_started`."""
+        overlap.decision = decision
+        self._report(ADAPTIVE, decision, overlap.item_id, overlap.response_id, words=words)
+        if decision.action == BARGE_IN:
+            self._took_turn = overlap.item_id
 
     def speech_started(self, item: SpeechStarted) -> None:
         response = self._responses.active
         overlapping = response is not None or self._playback.audible
         # Speech over an answer that has not said a word yet is the user going on with their turn.
         speaking = self._playback.audible or (response is not None and response.message is not None)
-        listen_only = self._state.session.get("overlap_policy") == LISTEN_ONLY
+        policy = self._policy()
+        listen_only = policy == LISTEN_ONLY
         self._open = None
         interrupt = item.interrupt_response and self._config().interrupt_response_enabled
         if listen_only and overlapping and (speaking or not interrupt):
             self._open = Overlap(item.item_id, response.id if response is not None else None)
             return
-        if overlapping:
-            reason = NOTHING_SAID_YET if listen_only else SPEECH_STARTED
+        if item.item_id is not None and item.item_id == self._took_turn:
+            self._took_turn = None  # adaptive: its words barged in, and that was reported
+        elif overlapping:
+            # adaptive over a speaking answer, unjudged: the user going on with their own turn (take-back).
+            reason = SPEECH_STARTED if policy == BARGE_IN_ON_SPEECH or (policy == ADAPTIVE and speaking) else (
+                NOTHING_SAID_YET)
             decision = Decision(BARGE_IN, reason, item.speech_ms) if interrupt else (
                 Decision(IGNORE, INTERRUPT_DISABLED, item.speech_ms))
-            self._report(LISTEN_ONLY if listen_only else BARGE_IN_ON_SPEECH, decision, item.item_id,
-                         response.id if response is not None else None)
+            self._report(policy, decision, item.item_id, response.id if response is not None else None)
         # Today's rule, unchanged: cancel the response; a finished one may still play on the media track.
         if response is not None and interrupt:
             self._responses.cancel("turn_detected")
@@ -268,6 +302,9 @@ class OverlapGate:
 
     # ------------------------------------------------------------ decisions
 
+    def _policy(self) -> str:
+        return str(self._state.session.get("overlap_policy", OVERLAP_DEFAULTS["overlap_policy"]))
+
     def _thresholds(self) -> Thresholds:
         return thresholds_of(self._state.session, self._config())
 
@@ -282,7 +319,8 @@ class OverlapGate:
         else:
             self._responses.clear_playback()
 
-    def _report(self, policy: str, decision: Decision, item_id: str | None, response_id: str | None) -> None:
+    def _report(self, policy: str, decision: Decision, item_id: str | None, response_id: str | None, *,
+                words: str | None = None) -> None:
         if not self._state.reports_overlap:
             return
         session = self._state.session
@@ -300,5 +338,6 @@ class OverlapGate:
                 "response_id": response_id,
                 "short_ack_ms": short_ack,
                 "barge_in_ms": barge_in,
+                **({"transcript": words} if words is not None else {}),  # adaptive: the words that decided
             },
         })

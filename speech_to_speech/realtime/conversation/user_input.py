@@ -23,6 +23,7 @@ from speech_to_speech.realtime.connection.transport import MediaTrack
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.echo import SessionEcho
 from speech_to_speech.realtime.conversation.history import Conversation
+from speech_to_speech.realtime.conversation.noise import SessionNoise
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
 from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.errors import RealtimeError
@@ -43,6 +44,7 @@ class UserInput:
         self._speculations = speculations
         self._audio = audio
         self._echo = echo
+        self._noise = SessionNoise(config)  # audio.input.noise_reduction, after the echo is taken out
         self._media = media
         self._emit = emit
         self._stage_errors = stage_errors  # a media track's refusals are reported now and then, not each time
@@ -61,7 +63,7 @@ class UserInput:
             if self._stage_errors.due(refusal.code):
                 self._emit(refusal.to_event())
             return
-        samples_16k = self._echo.heard(samples_16k)
+        samples_16k = self._noise.heard(self._echo.heard(samples_16k))
         self.uncommitted_samples += len(samples_16k)
         self._unit.push_audio(samples_16k)
 

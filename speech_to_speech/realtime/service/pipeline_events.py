@@ -2,7 +2,8 @@
 
 :class:`PipelineEvents` is where the send loop hands every item the unit
 produced. A running speculation's output is held off the wire first
-(conversation/speculation.py); anything else goes to the user-side translator
+(conversation/speculation.py), and so is speech over the assistant's answer
+until its words decide (conversation/overlap_judge.py); anything else goes to the user-side translator
 (:class:`~speech_to_speech.realtime.service.turn_events.TurnEvents`) or the
 response-side one (:class:`~speech_to_speech.realtime.service.response_events.ResponseEvents`)
 by its type. A failure while translating fails the active response, never
@@ -38,6 +39,7 @@ from speech_to_speech.pipeline.messages import (
     TurnDecision,
 )
 from speech_to_speech.protocol import error_codes
+from speech_to_speech.realtime.conversation.overlap_judge import OverlapJudge
 from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
 from speech_to_speech.realtime.service.response_events import ResponseEvents
@@ -50,9 +52,10 @@ class PipelineEvents:
     """Dispatches one session's pipeline items to their translators (runs on the event loop)."""
 
     def __init__(self, turns: TurnEvents, output: ResponseEvents, *, responses: Responses,
-                 speculations: SpeculationSlot) -> None:
+                 speculations: SpeculationSlot, overlap_judge: OverlapJudge) -> None:
         self._responses = responses
         self._speculations = speculations
+        self._overlap_judge = overlap_judge
         self._handlers: dict[type, Callable[[Any], None]] = {
             SpeechStarted: turns.speech_started,
             SpeechStopped: turns.speech_stopped,
@@ -80,6 +83,11 @@ class PipelineEvents:
         if self._speculations.hold(item):
             return
         self.last_output = time.monotonic()
+        # Speech over the answer waits for its words (adaptive overlap policy); a barge-in releases it all.
+        for each in self._overlap_judge.take(item):
+            self._translate(each)
+
+    def _translate(self, item: Any) -> None:
         handler = self._handlers.get(type(item))
         if handler is None:
             log.debug("no dispatch for %s", type(item).__name__)

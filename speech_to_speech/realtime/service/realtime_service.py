@@ -24,7 +24,7 @@ import numpy as np
 
 from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import TurnDecision
+from speech_to_speech.pipeline.messages import SpeculativeTranscript, TurnDecision
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import ECHO_CANCELLATION_EXTENSION
 from speech_to_speech.realtime.connection.transport import MediaTrack
@@ -32,6 +32,7 @@ from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.echo import SessionEcho, echo_cancellation_available
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.overlap import OverlapGate
+from speech_to_speech.realtime.conversation.overlap_judge import OverlapJudge
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.response import Event, ResponseState
 from speech_to_speech.realtime.conversation.responses import Responses
@@ -48,7 +49,7 @@ from speech_to_speech.realtime.tools.session_tools import SessionTools
 from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.events import ClientEvent, EventLimits
-from speech_to_speech.realtime.wire.session import SessionState
+from speech_to_speech.realtime.wire.session import OVERLAP_DEFAULTS, SessionState
 from speech_to_speech.realtime.wire.tool_results import ToolResultLedger
 from speech_to_speech.realtime.wire.voices import VoiceCatalog
 from speech_to_speech.units.unit import PipelineUnit
@@ -130,7 +131,8 @@ class RealtimeService:
         responses.tools = tools
         # What speech over the assistant does (overlap_policy).
         self.overlap = overlap = OverlapGate(responses, state, config, playback=playback,
-                                             conversation=conversation, emit=emit)
+                                             conversation=conversation, emit=emit,
+                                             going_on_ms=settings.turns.take_back_within_ms)
         self.updates = SessionUpdates(unit, state, responses=responses, speculations=speculations,
                                       validate_language=validate_language)
         turns = TurnEvents(unit, settings, config, conversation=conversation, user_input=user_input,
@@ -141,7 +143,15 @@ class RealtimeService:
         output = ResponseEvents(responses, config, conversation=conversation, user_input=user_input,
                                 playback=playback, audio=audio, echo=echo, media=media, overlap=overlap, emit=emit,
                                 stage_errors=stage_errors, tools=tools)
-        self.pipeline_events = PipelineEvents(turns, output, responses=responses, speculations=speculations)
+        def pause_words(words: SpeculativeTranscript) -> None:
+            unit.report_words(words)
+            speculations.heard(words)  # no reply is made for held speech: the VAD need not wait for one
+
+        judge = OverlapJudge(overlap, cap_ms=lambda: int(state.session.get(
+            "overlap_barge_in_ms", OVERLAP_DEFAULTS["overlap_barge_in_ms"])), probe=unit.probe_speech,
+            pause_words=pause_words)
+        self.pipeline_events = PipelineEvents(turns, output, responses=responses, speculations=speculations,
+                                              overlap_judge=judge)
         self._client_events = EventTarget(
             state=state, conversation=conversation, user_input=user_input, responses=responses,
             updates=self.updates, playback=playback, echo=echo, audio=audio, tool_results=self.tool_results,

@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from speech_to_speech.protocol.error_codes import INVALID_REQUEST
+from speech_to_speech.realtime.conversation import noise
 from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
+from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.session import SessionState
 from speech_to_speech.units.unit import PipelineUnit
 
@@ -31,6 +34,7 @@ class SessionUpdates:
 
     def configure(self, session: Any, event_id: str | None = None) -> None:
         """Apply a session patch; raises RealtimeError."""
+        self._check_noise_reduction(session, event_id)
         config = self._state.apply_update(session, event_id)
         if self._validate_language is not None:
             language = self._validate_language(config.language, event_id)
@@ -39,3 +43,16 @@ class SessionUpdates:
         td = config.turn_detection
         if self._responses.active is None and (td is None or not td.create_response):
             self._speculations.drop()  # no automatic response will take it over now
+
+    @staticmethod
+    def _check_noise_reduction(session: Any, event_id: str | None) -> None:
+        """Noise reduction asked of a server without its model's weights is refused, saying what to install."""
+        audio = session.get("audio") if isinstance(session, dict) else None
+        audio_in = audio.get("input") if isinstance(audio, dict) else None
+        asked = audio_in.get("noise_reduction") if isinstance(audio_in, dict) else None
+        if not isinstance(asked, dict) or asked.get("type") not in ("near_field", "far_field"):
+            return  # off, or malformed (refused by the session's own validation)
+        reason = noise.unavailable()
+        if reason is not None:
+            raise RealtimeError(INVALID_REQUEST, reason, param="session.audio.input.noise_reduction",
+                                event_id=event_id)

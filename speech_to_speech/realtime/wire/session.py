@@ -19,7 +19,7 @@ from speech_to_speech.pipeline.messages import Truncation
 from speech_to_speech.pipeline.session_config import RuntimeConfig, TurnDetection
 from speech_to_speech.protocol.error_codes import INVALID_REQUEST, INVALID_SESSION_TYPE
 from speech_to_speech.protocol.policies import (
-    BARGE_IN_ON_SPEECH,
+    ADAPTIVE,
     COMMIT_ALL_ON_DONE,
     LISTEN_ONLY,
     OverlapPolicy,
@@ -47,7 +47,7 @@ SETTABLE_FIELDS = frozenset({"type", "audio", "include", "instructions", "max_ou
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 # What speech over the assistant does (docs/sessions.md, "Overlap policy"): top-level fields too, with their
 # defaults; the policy itself is conversation.overlap.
-OVERLAP_DEFAULTS: dict[str, Any] = {"overlap_policy": BARGE_IN_ON_SPEECH, "overlap_short_ack_ms": 700,
+OVERLAP_DEFAULTS: dict[str, Any] = {"overlap_policy": ADAPTIVE, "overlap_short_ack_ms": 700,
                                     "overlap_barge_in_ms": 1200}
 OVERLAP_FIELDS = frozenset(OVERLAP_DEFAULTS)
 MAX_THRESHOLD_MS = 60000
@@ -81,11 +81,17 @@ class Transcription(_Open):
     prompt: str | None = None
 
 
+class NoiseReduction(_Open):
+    """OpenAI's GA ``audio.input.noise_reduction``: the microphone is close (headset) or far (laptop, room)."""
+
+    type: Literal["near_field", "far_field"]
+
+
 class AudioInput(_Open):
     format: AudioFormat | None = None
     turn_detection: TurnDetectionModel | None = None
     transcription: Transcription | None = None
-    noise_reduction: dict[str, Any] | None = None
+    noise_reduction: NoiseReduction | None = None
 
 
 class AudioOutputModel(_Open):
@@ -149,7 +155,7 @@ class SessionModel(_Open):
     max_output_tokens: int | Literal["inf"] | None = None
     reasoning: Reasoning | None = None
     truncation: Literal["auto", "disabled"] | RetentionRatio | None = "auto"  # None: "auto"
-    overlap_policy: OverlapPolicy = BARGE_IN_ON_SPEECH
+    overlap_policy: OverlapPolicy = ADAPTIVE
     overlap_short_ack_ms: int = Field(default=700, ge=0, le=MAX_THRESHOLD_MS, strict=True)
     overlap_barge_in_ms: int = Field(default=1200, ge=0, le=MAX_THRESHOLD_MS, strict=True)
     extensions: list[str] | None = None
@@ -459,6 +465,8 @@ def runtime_config(session: SessionModel) -> RuntimeConfig:
         reasoning_effort=session.reasoning.effort if session.reasoning else None,
         max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
         output_modalities=tuple(session.output_modalities or ("audio",)),
+        noise_reduction=audio_in.noise_reduction.type if audio_in.noise_reduction else None,
         extensions=tuple(session.extensions or ()),
-        overlap_barge_in_ms=session.overlap_barge_in_ms if session.overlap_policy == LISTEN_ONLY else None,
+        overlap_barge_in_ms=session.overlap_barge_in_ms if session.overlap_policy in (ADAPTIVE, LISTEN_ONLY)
+        else None,
     )

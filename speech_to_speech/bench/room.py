@@ -1,0 +1,204 @@
+"""``bench room``: an assistant in a real room. Is "yeah" heard as a listener? Does the television get answers?
+
+Every part streams a live microphone in real time, in fresh sessions:
+
+- **remarks**: the user asks for a long story; ``say_after_s`` into its
+  audio they say a listener word ("Yeah.", "Mm-hmm.", …). The answer must play
+  on: not cancelled, no ``speech_started`` after the word, no answer of its own.
+- **interruptions**: the same, with a real interruption ("Wait.", "Stop,
+  stop. What time is it now?", …). The answer must be cancelled; timed from
+  the start of the speech (the chunk holding its first voiced sample sent) to
+  ``speech_started`` and to the cancelled ``response.done``.
+- **background**: the user asks one question at their level; once it is
+  answered, recorded human speech (:mod:`room_audio`) plays for
+  ``background_s`` at each of ``background_db`` relative to the user, nobody
+  addressing the assistant. Counted: responses begun during it.
+- **requests**: a question first, then the room (talk at -20 dB and fan noise
+  at 15 dB SNR) with requests said over it: each answered or not, and how many
+  of its words the server heard.
+
+Words and voices are in :mod:`room_audio`. A trial whose answer ended before
+the user spoke is counted as missed, not judged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from speech_to_speech.bench import audio, room_audio
+from speech_to_speech.bench.bargein import LONG_ANSWER
+from speech_to_speech.bench.events import AUDIO_DELTA, first, of_type
+from speech_to_speech.bench.mic import live_mic
+from speech_to_speech.bench.stats import summarize
+from speech_to_speech.bench.target import Target
+
+RATE = room_audio.RATE
+USER_TRANSCRIPT = "conversation.item.input_audio_transcription.completed"
+
+
+@dataclass(frozen=True)
+class RoomConfig:
+    human_speech: Path  # pocketsphinx's test/data folder
+    parts: tuple[str, ...] = ("remarks", "interruptions", "background", "requests")
+    remarks: int | None = None  # the first N words of each voice (listener words, interruptions)
+    user_db: float = -20.0  # the user's voiced level, dBFS
+    background_s: float = 60.0
+    background_db: tuple[float, ...] = (-20.0, -10.0)  # the room relative to the user
+    noise_snr_db: float = 15.0  # the fan against the user's speech, for requests over the room
+    say_after_s: float = 1.5  # into the answer's audio
+    settle_s: float = 3.0  # after an answer: time for a reply of the remark's own to begin
+    chunk_ms: int = 20
+    timeout_s: float = 120.0
+    overlap_policy: str | None = None  # the sessions' overlap_policy (None: the server's default)
+    listener_words: tuple[str, ...] = room_audio.LISTENER_WORDS
+    interruptions: tuple[str, ...] = room_audio.INTERRUPTIONS
+
+
+def _fields(config: RoomConfig, **more: Any) -> dict[str, Any]:
+    return {**({"overlap_policy": config.overlap_policy} if config.overlap_policy else {}), **more}
+
+
+async def over_answer(target: Target, story: audio.Speech, said: audio.Speech, config: RoomConfig) -> dict[str, Any]:
+    """Ask for a story; ``say_after_s`` into its audio, say ``said``; what happened to the story and after."""
+    await target.wait_idle()
+    async with live_mic(target.ws_url, RATE, chunk_ms=config.chunk_ms, timeout=config.timeout_s, lead_s=0.3,
+                        **_fields(config, instructions=LONG_ANSWER)) as (client, mic):
+        mic.say(story)
+        rid = (await client.wait_for(AUDIO_DELTA, config.timeout_s))["response_id"]
+        await asyncio.sleep(config.say_after_s)
+        start = len(client.received)
+        spoken = mic.say(said)
+        await client.wait_for(of_type("response.done", rid), config.timeout_s)
+        await spoken.finished.wait()
+        await asyncio.sleep(config.settle_s)
+        log = list(client.received)
+    done = first(log, of_type("response.done", rid))
+    assert done is not None
+    began = spoken.first_voiced_sent
+    after = log[start:]
+    started = first(after, of_type("input_audio_buffer.speech_started"))
+    decided = first(after, of_type("overlap.decision"))
+    sample: dict[str, Any] = {
+        "said": said.name, "status": done.event["response"]["status"],
+        "missed": began is None or done.at < began,  # the answer was over before the user spoke
+        "speech_started": started is not None,
+        "own_answers": len({e.event["response"]["id"] for e in after
+                            if e.event.get("type") == "response.created" and e.event["response"]["id"] != rid}),
+        "heard": [e.event.get("transcript") for e in after if e.event.get("type") == USER_TRANSCRIPT],
+        "decision": {k: decided.event.get(k) for k in ("action", "reason")} | {
+            "transcript": (decided.event.get("metadata") or {}).get("transcript")} if decided else None,
+    }
+    if began is not None and started is not None:
+        sample["speech_to_speech_started_ms"] = round((started.at - began) * 1000, 1)
+    if began is not None and sample["status"] == "cancelled" and done.at >= began:
+        sample["speech_to_cancelled_ms"] = round((done.at - began) * 1000, 1)
+    return sample
+
+
+async def in_the_room(target: Target, opening: audio.Speech, room: audio.Samples, requests: list[audio.Speech],
+                      config: RoomConfig) -> dict[str, Any]:
+    """Ask ``opening``; once answered, the room plays, then each request said over more of it (waiting for its
+    answer): how many responses began, which requests were answered, what the server heard."""
+    await target.wait_idle()
+    async with live_mic(target.ws_url, RATE, chunk_ms=config.chunk_ms, timeout=config.timeout_s, lead_s=0.3,
+                        **_fields(config)) as (client, mic):
+        mic.say(opening)
+        first_answer = (await client.wait_for("response.created", config.timeout_s))["response"]["id"]
+        await client.wait_for(of_type("response.done", first_answer), config.timeout_s)
+        start = len(client.received)
+        await mic.say(audio.Speech("room", "", room, RATE, 0, len(room))).finished.wait()
+        await _quiet(client.received, config)
+        spoken = []
+        for request in requests:
+            spoken.append(mic.say(request))
+            await spoken[-1].finished.wait()
+            await _quiet(client.received, config)
+        log = list(client.received)[start:]
+    created = [e for e in log if e.event.get("type") == "response.created"]
+    heard = [str(e.event.get("transcript") or "") for e in log if e.event.get("type") == USER_TRANSCRIPT]
+    answered = [any(e.at > (r.first_voiced_sent or 0.0) for e in created) for r in spoken]
+    return {"responses": len(created), "answered": answered, "heard": heard,
+            "words_heard": [_words_heard(r.clip.text, heard) for r in spoken]}
+
+
+async def _quiet(log: list[Any], config: RoomConfig) -> None:
+    """Until no response is open and nothing was read for ``settle_s`` (at most ``timeout_s``)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + config.timeout_s
+    while loop.time() < deadline:
+        await asyncio.sleep(0.1)
+        kinds = [(e.event.get("type"), (e.event.get("response") or {}).get("id")) for e in log]
+        open_ = {rid for kind, rid in kinds if kind == "response.created"} - {
+            rid for kind, rid in kinds if kind == "response.done"}
+        if not open_ and (not log or asyncio.get_running_loop().time() - _monotonic_of(log[-1]) >= config.settle_s):
+            return
+
+
+def _monotonic_of(entry: Any) -> float:
+    # Received.at is time.monotonic(), the event loop's clock too.
+    return float(entry.at)
+
+
+def _words(text: str) -> list[str]:
+    return re.sub(r"[^a-z0-9' ]", " ", text.lower()).split()
+
+
+def _words_heard(text: str, heard: list[str]) -> float:
+    """The share of ``text``'s words found in the user transcripts the server sent."""
+    said, got = _words(text), set(_words(" ".join(heard)))
+    return round(sum(w in got for w in said) / max(1, len(said)), 3)
+
+
+async def run(target: Target, config: RoomConfig) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    story = audio.speech("story", room_audio.STORY, audio.synthesize([room_audio.STORY], RATE)[0], RATE)
+    story = _at(story, config.user_db)
+    samples: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {}
+    for part, texts in (("remarks", config.listener_words), ("interruptions", config.interruptions)):
+        if part not in config.parts:
+            continue
+        clips = [_at(c, config.user_db) for c in room_audio.spoken(texts[:config.remarks])]
+        trials = [{"part": part, **await over_answer(target, story, clip, config)} for clip in clips]
+        samples += trials
+        counted = [t for t in trials if not t["missed"]]
+        summary[part] = {
+            "trials": len(trials), "missed": len(trials) - len(counted),
+            # Played on: not cut off (an answer may still end at its token limit) and nothing answered the words.
+            "played_on": sum(t["status"] != "cancelled" and t["own_answers"] == 0 for t in counted),
+            "cancelled": sum(t["status"] == "cancelled" for t in counted),
+            "speech_started": sum(t["speech_started"] for t in counted),
+            "speech_to_speech_started_ms": summarize([t["speech_to_speech_started_ms"] for t in counted
+                                                      if "speech_to_speech_started_ms" in t]),
+        }
+    opening = _at(audio.load_questions(None, 1, RATE)[0], config.user_db)
+    talk = room_audio.room_talk(config.human_speech, config.background_s)
+    if "background" in config.parts:
+        for relative in config.background_db:
+            result = await in_the_room(target, opening, room_audio.at_level(talk, config.user_db + relative), [],
+                                       config)
+            samples.append({"part": "background", "room_db": relative, "seconds": config.background_s, **result})
+            summary[f"background {relative:+.0f} dB"] = {"seconds": config.background_s,
+                                                          "responses": result["responses"]}
+    if "requests" in config.parts:
+        requests = [_at(q, config.user_db) for q in audio.load_questions(None, None, RATE)[1:4]]
+        seconds = sum(len(r.samples) / RATE + 4.0 for r in requests) + 2.0
+        room = room_audio.at_level(room_audio.room_talk(config.human_speech, seconds), config.user_db - 20.0)
+        fan = room_audio.fan_noise(seconds)
+        room = room + fan * 10 ** ((config.user_db - config.noise_snr_db) / 20) / np.sqrt(np.mean(np.square(fan)))
+        spaced = [room_audio.mixed(r, room, i * RATE) for i, r in enumerate(requests)]
+        result = await in_the_room(target, opening, room[: RATE * 2], spaced, config)
+        samples.append({"part": "requests", **result})
+        summary["requests"] = {"said": len(requests), "answered": sum(result["answered"]),
+                               "words_heard": result["words_heard"]}
+    return summary, samples, {**asdict(config), "human_speech": str(config.human_speech)}
+
+
+def _at(clip: audio.Speech, level_db: float) -> audio.Speech:
+    return audio.Speech(clip.name, clip.text, room_audio.at_level(clip.samples, level_db), clip.rate, clip.start,
+                        clip.end)

@@ -1,0 +1,153 @@
+"""The adaptive overlap policy: speech over the assistant's answer is held until its words decide.
+
+A listener says "yeah", "mm-hm" or "I see" while the assistant talks, laughs,
+or coughs; a stock client stops its playback on the first
+``input_audio_buffer.speech_started``, so that event must not go out for them.
+While the assistant is speaking, :class:`OverlapJudge` keeps every pipeline
+item of a new utterance (its speech_started, transcription events, end) off
+the wire and asks the VAD for its words (:class:`ProbeSpeech`: an urgent STT
+pass on the speech so far, the moment the VAD reports it, and again while the
+words leave it undecided). The rule is :func:`speech_to_speech.turns.listener_words.judge`:
+
+- words that are not a listener's ("wait", "stop", "no, I meant", a question),
+  or speech voiced for ``overlap_barge_in_ms``: a **barge-in**, decided the
+  moment they are heard. The held items go on in order, as if they had just
+  arrived: the answer is cancelled, ``speech_started`` goes out, and the
+  utterance is the user's next turn.
+- listener words or no words at all, once the utterance's final transcript is
+  in: **acknowledged**. Its items are dropped (no event of it reaches the
+  client, nothing enters the conversation, nothing answers it) and the answer
+  plays on.
+
+Each decision is reported as ``overlap.decision`` to a client that set
+``overlap_policy``. :class:`Judged` is pure (no I/O, no clock); the judge
+applies it to a session's pipeline items on the event loop.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from speech_to_speech.pipeline.messages import (
+    ProbeSpeech,
+    SpeculativeTranscript,
+    SpeechOngoing,
+    SpeechStarted,
+    SpeechStopped,
+    TranscriptionCompleted,
+    TranscriptionSnapshot,
+)
+from speech_to_speech.realtime.conversation.overlap import Decision, Overlap
+from speech_to_speech.turns.listener_words import ACKNOWLEDGE, Heard, Verdict, heard_as, judge
+
+# While its words leave it undecided, an utterance is transcribed again after this much more voice (one
+# pass takes ~100 ms of a core: a "yeah" gets one or two).
+PROBE_STEP_MS = 160
+# Items of utterances already acknowledged: later ones (their final transcript) are dropped too.
+REMEMBERED = 16
+
+
+class Judged:
+    """One utterance over the answer: what its words are so far, how long it is voiced; decided once."""
+
+    def __init__(self, overlap: Overlap, cap_ms: int) -> None:
+        self.overlap = overlap
+        self.cap_ms = cap_ms
+        self.heard: Heard | None = None
+        self.words: str | None = None
+        self.voiced_ms = 0
+        self.stopped = False  # the VAD ended it: only its final transcript is still to come
+        self.verdict: Verdict | None = None
+
+    def hear(self, words: str, avg_logprob: float | None = None, *, final: bool = False) -> Verdict | None:
+        """The words of an STT pass on it (cumulative), or (``final``) of the whole utterance, and how sure
+        the STT was of them."""
+        self.words, self.heard = words, heard_as(words, avg_logprob)
+        return self._judge(final=final)
+
+    def voiced(self, speech_ms: int, *, stopped: bool = False) -> Verdict | None:
+        """Its voiced span so far (``stopped``: the VAD ended it, at this span)."""
+        self.voiced_ms = max(self.voiced_ms, speech_ms)
+        self.stopped = self.stopped or stopped
+        return self._judge(final=False)
+
+    def _judge(self, *, final: bool) -> Verdict | None:
+        if self.verdict is not None:
+            return None
+        self.verdict = judge(self.heard, self.voiced_ms, final=final, cap_ms=self.cap_ms)
+        return self.verdict
+
+
+class _Gate(Protocol):
+    """What the judge needs of the session's overlap gate (conversation/overlap.py)."""
+
+    def judges(self, item: SpeechStarted) -> Overlap | None: ...
+
+    def judged(self, overlap: Overlap, decision: Decision, words: str | None) -> None: ...
+
+
+class OverlapJudge:
+    """Holds the pipeline items of speech over the answer until its words decide (runs on the event loop)."""
+
+    def __init__(self, gate: _Gate, *, cap_ms: Callable[[], int], probe: Callable[[ProbeSpeech], None],
+                 pause_words: Callable[[SpeculativeTranscript], None]) -> None:
+        self._gate = gate
+        self._cap_ms = cap_ms
+        self._probe = probe
+        self._pause_words = pause_words  # the VAD's turn decision still weighs a held pause's words
+        self._held: dict[str | None, tuple[Judged, list[Any]]] = {}
+        self._acknowledged: deque[str | None] = deque(maxlen=REMEMBERED)
+
+    def take(self, item: Any) -> list[Any]:
+        """The items to translate now, in order, for this pipeline item: none (held or dropped), the item
+        itself, or (a barge-in decided) everything held of its utterance."""
+        item_id = getattr(item, "item_id", None)
+        if isinstance(item, SpeechStarted):
+            overlap = self._gate.judges(item)
+            if overlap is None or item_id is None:
+                return [item]
+            judged = Judged(overlap, self._cap_ms())
+            self._held[item_id] = (judged, [item])
+            self._probe(ProbeSpeech(item_id))
+            return self._decide(judged, judged.voiced(item.speech_ms))
+        if item_id is None:
+            return [item]
+        if item_id in self._acknowledged:
+            return []
+        held = self._held.get(item_id)
+        if held is None:
+            return [item]
+        judged, items = held
+        items.append(item)
+        return self._decide(judged, self._weigh(judged, item))
+
+    def _weigh(self, judged: Judged, item: Any) -> Verdict | None:
+        if isinstance(item, SpeechOngoing):
+            return judged.voiced(item.speech_ms)
+        if isinstance(item, SpeechStopped):
+            return judged.voiced(item.speech_ms or 0, stopped=True)
+        if isinstance(item, TranscriptionCompleted):
+            return judged.hear(item.transcript, item.avg_logprob, final=True)
+        if isinstance(item, SpeculativeTranscript):
+            self._pause_words(item)  # so that a pause can still end the held turn
+            return None
+        if isinstance(item, TranscriptionSnapshot):
+            verdict = judged.hear(item.text, item.avg_logprob)
+            if verdict is None and not judged.stopped:
+                self._probe(ProbeSpeech(judged.overlap.item_id, PROBE_STEP_MS))
+            return verdict
+        return None
+
+    def _decide(self, judged: Judged, verdict: Verdict | None) -> list[Any]:
+        if verdict is None:
+            return []
+        item_id = judged.overlap.item_id
+        _, items = self._held.pop(item_id)
+        self._gate.judged(judged.overlap, Decision(verdict.action, verdict.reason, judged.voiced_ms),
+                          judged.words)
+        if verdict.action == ACKNOWLEDGE:
+            self._acknowledged.append(item_id)
+            return []
+        return items

@@ -1,0 +1,117 @@
+"""Speech over the assistant's answer: a listener's remark, or a bid for the turn?
+
+People talk over a speaking assistant for two reasons: to show they are
+listening ("yeah", "mm-hm", "I see", a laugh, a cough) or to take the turn
+("wait", "stop", "no, I meant …", a question). Duration alone cannot tell
+"okay" from "stop"; the words can, and an STT pass on a quarter second of
+speech already has them. Pure functions of what was heard and how long it was
+voiced; the service applies them (realtime/conversation/overlap_judge.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+# What listeners say while someone else talks, as normalised words (lowercase, no punctuation, hyphens
+# split: "Mm-hmm." is ("mm", "hmm")). A remark is any run of these ("yeah, yeah", "oh, okay, I see").
+LISTENER_PHRASES: frozenset[tuple[str, ...]] = frozenset(tuple(p.split()) for p in (
+    "yeah", "yea", "yeh", "ya", "yes", "yep", "yup", "ok", "okay", "kay", "right", "alright", "all right",
+    "sure", "uh huh", "uh hu", "uh-huh", "mm hmm", "mm hm", "um hmm", "m hmm", "ah", "aha", "ahh", "oh", "ooh",
+    "wow", "cool", "nice", "great", "good", "true", "exactly", "indeed", "totally", "absolutely", "definitely",
+    "gotcha", "i see", "got it", "of course", "i know", "sounds good", "makes sense", "that's right",
+    "that's true", "fair enough", "thank you", "thanks", "interesting", "really", "uh", "um", "er", "erm",
+    "hm", "you",  # Whisper's word for a breath or a click it cannot place
+))
+_STARTS = frozenset(phrase[:n] for phrase in LISTENER_PHRASES for n in range(1, len(phrase)))
+# Hums and laughs, however many letters: "mmm", "mhm", "hmmm", "mm-hmm" written as one word; "haha", "heh".
+_HUM = re.compile(r"^(?:u?h?m+h?m*|h+m+|m+h+m+)$")
+_LAUGH = re.compile(r"^(?:h+[ae]+){2,}h?$|^ha+h$|^he+h$")
+# Whisper writes sounds it hears but cannot spell as annotations: "(laughs)", "[coughing]", "*sighs*", "♪".
+_ANNOTATION = re.compile(r"\([^)]*\)|\[[^\]]*\]|\*[^*]*\*|♪")
+_WORD = re.compile(r"[a-z']+")
+# Whisper writes a hummed or sung sound it cannot spell as open syllables, often repeated: "A- A- A-",
+# "La-la-la-", "Mama? Mama?" (bench room heard these for "uh-huh" and "mm-hmm"). Alone they are no words.
+_BABBLE = re.compile(r"^(?:[bdhlmn]?a)+$")
+# More listener words than this in one breath is someone talking, whatever the words.
+MAX_REMARK_WORDS = 6
+# Whisper (tiny.en) spells a hum it cannot place as a word, and is unsure of it: "mm-hmm" came out "Mama"
+# (mean log-probability -0.72 to -0.79), "uh-huh" "It's her." (-0.82 to -1.44), "hmm" "Hama" (-1.59), where
+# short real words over the answer scored -0.03 to -0.67, except some cut a quarter second in ("Wait." and
+# "What about" -0.82, "For much" for "Remind" -0.99): so few words this unsure are not yet a bid for the turn
+# (the next pass, on more speech, decides), and at the utterance's end they are a sound, not words.
+UNSURE_LOGPROB = -0.7
+UNSURE_MAX_WORDS = 3
+
+
+class Heard(Enum):
+    """What the words of speech over the answer are."""
+
+    NOTHING = "nothing"  # no words: a cough, a laugh, a breath, a click
+    LISTENER = "listener"  # listener words only
+    LISTENER_SO_FAR = "listener_so_far"  # listener words and the start of another ("I", "got", "uh")
+    UNSURE = "unsure"  # a few words the STT was unsure of: a hum or a laugh spelled as a word, or not yet
+    TURN = "turn"  # anything else: the user is taking the turn
+
+
+def words_of(text: str) -> tuple[str, ...]:
+    """The normalised words of a transcript, without Whisper's annotations of non-speech sounds."""
+    text = _ANNOTATION.sub(" ", text.lower()).replace("-", " ").replace("\u2019", "'")
+    return tuple(_WORD.findall(text))
+
+
+def heard_as(text: str, avg_logprob: float | None = None) -> Heard:
+    """Classify a transcript (cumulative: the speech so far) of speech over the assistant's answer, given how
+    sure the STT was of its words (mean log-probability; None: unknown, taken as sure)."""
+    # A laugh is no word; a hum ("mhm", "hmmm") is a listener's, however Whisper spells it.
+    words = tuple("hm" if _HUM.match(w) else w for w in words_of(text)
+                  if not _LAUGH.match(w) and ((w,) in LISTENER_PHRASES or not _BABBLE.match(w)))
+    if not words:
+        return Heard.NOTHING
+    if len(words) > MAX_REMARK_WORDS:
+        return Heard.TURN
+    at = 0
+    while at < len(words):
+        # The longest listener phrase that starts here (phrases are at most three words).
+        step = next((n for n in (3, 2, 1) if words[at:at + n] in LISTENER_PHRASES), 0)
+        if step == 0:
+            if words[at:] in _STARTS:
+                return Heard.LISTENER_SO_FAR
+            unsure = avg_logprob is not None and avg_logprob < UNSURE_LOGPROB and len(words) <= UNSURE_MAX_WORDS
+            return Heard.UNSURE if unsure else Heard.TURN
+        at += step
+    return Heard.LISTENER
+
+
+# ---------------------------------------------------------------- the decision
+
+BARGE_IN = "barge_in"
+ACKNOWLEDGE = "acknowledge"
+INTERRUPTION = "interruption"  # its words take the turn
+LONG_OVERLAP = "long_overlap_speech"  # voiced too long for a remark, whatever its words
+BACKCHANNEL = "backchannel"  # listener words, or a sound without words
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: str  # BARGE_IN or ACKNOWLEDGE
+    reason: str  # INTERRUPTION, LONG_OVERLAP or BACKCHANNEL
+
+
+def judge(heard: Heard | None, voiced_ms: int, *, final: bool, cap_ms: int) -> Verdict | None:
+    """The verdict on speech over the answer, or None while it is undecided.
+
+    ``heard``: what its latest words are (None: no STT pass has come back
+    yet); ``voiced_ms``: its voiced span so far; ``final``: ``heard`` is the
+    whole utterance's (its final transcript). Anything but listener words is
+    a barge-in the moment it is heard, as is anything voiced for ``cap_ms``;
+    a remark is acknowledged only once it is whole.
+    """
+    if voiced_ms >= cap_ms:
+        return Verdict(BARGE_IN, LONG_OVERLAP)
+    if heard is Heard.TURN:
+        return Verdict(BARGE_IN, INTERRUPTION)
+    if final and heard is not None:
+        return Verdict(ACKNOWLEDGE, BACKCHANNEL)
+    return None

@@ -1,0 +1,114 @@
+"""Speech over the answer, judged by its words: the classification, the rule, and one utterance's judgement."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from speech_to_speech.realtime.conversation.overlap import Overlap
+from speech_to_speech.realtime.conversation.overlap_judge import Judged
+from speech_to_speech.turns.listener_words import (
+    ACKNOWLEDGE,
+    BARGE_IN,
+    LISTENER_PHRASES,
+    MAX_REMARK_WORDS,
+    Heard,
+    heard_as,
+    judge,
+    words_of,
+)
+
+PHRASES = sorted(" ".join(p) for p in LISTENER_PHRASES)
+# Words no listener phrase holds or starts with: a bid for the turn.
+TURN_WORDS = ("stop", "wait", "no", "what", "actually", "sorry", "hang", "can", "tell", "but", "why", "is")
+
+
+@pytest.mark.parametrize("text", ["Yeah.", "Okay.", "Right.", "I see.", "Mm-hmm.", "Uh-huh.", "Yeah, yeah.",
+                                  "Oh, okay, I see.", "Mhm", "Hmmm.", "Got it.", "Sure, sure.", "Thank you."])
+def test_listener_words_are_listener_words(text: str) -> None:
+    assert heard_as(text) is Heard.LISTENER
+
+
+@pytest.mark.parametrize("text", ["", "(laughs)", "[coughing]", "*sighs*", "Haha!", "Hahaha.", "♪", "...",
+                                  "A- A- A-", "La-la-la-", "Mama? Mama?"])
+def test_sounds_without_words_are_nothing(text: str) -> None:
+    assert heard_as(text) is Heard.NOTHING
+
+
+@pytest.mark.parametrize("text", ["Wait.", "Stop.", "No, I meant Tuesday.", "What about the dog?", "Stop, stop.",
+                                  "Yeah, but why?", "Okay, what time is it?", "Hang on a second.", "Sorry?"])
+def test_anything_else_takes_the_turn(text: str) -> None:
+    assert heard_as(text) is Heard.TURN
+
+
+@pytest.mark.parametrize("text", ["I", "Got", "Of", "Yeah, I", "Sounds", "Thank"])
+def test_the_start_of_a_listener_phrase_is_not_decided_yet(text: str) -> None:
+    assert heard_as(text) is Heard.LISTENER_SO_FAR
+
+
+def test_a_few_words_the_stt_was_unsure_of_are_not_yet_a_turn() -> None:
+    assert heard_as("It's her.", -0.9) is Heard.UNSURE  # Whisper's spelling of a hummed "uh-huh"
+    assert heard_as("It's her.", -0.3) is Heard.TURN
+    assert heard_as("It's her.") is Heard.TURN  # unknown confidence: taken at its word
+    assert heard_as("Stop, what time is it?", -1.2) is Heard.TURN  # many words: someone is talking
+    assert heard_as("Yeah.", -1.5) is Heard.LISTENER
+
+
+@settings(max_examples=200)
+@given(st.lists(st.sampled_from(PHRASES), min_size=1, max_size=3), st.sampled_from([",", ".", "!", "?", ""]))
+def test_any_short_run_of_listener_phrases_is_a_remark_however_punctuated(phrases: list[str], mark: str) -> None:
+    text = (mark + " ").join(p.capitalize() for p in phrases) + mark
+    expected = Heard.LISTENER if len(words_of(text)) <= MAX_REMARK_WORDS else Heard.TURN
+    assert heard_as(text) is expected
+
+
+@settings(max_examples=200)
+@given(st.lists(st.sampled_from(PHRASES), max_size=2), st.sampled_from(TURN_WORDS))
+def test_a_word_no_listener_says_makes_it_a_turn_wherever_it_comes(phrases: list[str], word: str) -> None:
+    assert heard_as(" ".join([*phrases, word])) is Heard.TURN
+    assert heard_as(" ".join([word, *phrases])) is Heard.TURN
+
+
+HEARD = st.one_of(st.none(), st.sampled_from(list(Heard)))
+
+
+@given(HEARD, st.integers(0, 5000), st.booleans(), st.integers(1, 5000))
+def test_the_rule(heard: Heard | None, voiced_ms: int, final: bool, cap_ms: int) -> None:
+    verdict = judge(heard, voiced_ms, final=final, cap_ms=cap_ms)
+    if voiced_ms >= cap_ms or heard is Heard.TURN:
+        assert verdict is not None and verdict.action == BARGE_IN
+    elif final and heard is not None:
+        assert verdict is not None and verdict.action == ACKNOWLEDGE
+    else:
+        assert verdict is None  # no words yet, or a remark that may go on
+
+
+# One utterance's life: STT passes (cumulative words), voiced spans, its end, then its final transcript.
+TEXTS = st.sampled_from(["", "Yeah", "Yeah.", "I", "I see.", "(laughs)", "Stop.", "Wait, what?", "Okay, but"])
+SURE = st.one_of(st.none(), st.floats(-3.0, 0.0))
+STEP = st.one_of(st.tuples(st.just("words"), st.tuples(TEXTS, SURE)),
+                 st.tuples(st.just("voiced"), st.integers(0, 3000)))
+
+
+@settings(max_examples=300)
+@given(st.lists(STEP, max_size=8), st.tuples(TEXTS, SURE), st.integers(100, 2500))
+def test_each_utterance_over_the_answer_is_decided_exactly_once(steps: list[tuple[str, object]],
+                                                              final: tuple[str, float | None], cap_ms: int) -> None:
+    judged = Judged(Overlap("item_1", "resp_1"), cap_ms)
+    verdicts = []
+    for kind, value in steps:
+        if kind == "words":
+            assert isinstance(value, tuple)
+            verdicts.append(judged.hear(*value))
+        else:
+            assert isinstance(value, int)
+            verdicts.append(judged.voiced(value))
+    verdicts.append(judged.voiced(0, stopped=True))
+    verdicts.append(judged.hear(*final, final=True))
+    made = [v for v in verdicts if v is not None]
+    assert len(made) == 1 and made[0] == judged.verdict  # exactly once, whatever follows it
+    assert (made[0].action == BARGE_IN) == (
+        any(heard_as(*v) is Heard.TURN for k, v in steps if k == "words" and isinstance(v, tuple))
+        or any(isinstance(v, int) and v >= cap_ms for k, v in steps if k == "voiced")
+        or heard_as(*final) is Heard.TURN)
