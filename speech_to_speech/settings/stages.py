@@ -28,6 +28,12 @@ class STTSettings(BaseModel):
         None, alias="stt_model", description="Hub id or local path; default: the packaged Whisper tiny.en."
     )
     language: str | None = Field(None, alias="stt_language", description="Force a language code (e.g. en).")
+    language_check: str | None = Field(
+        "whisper-base", alias="stt_language_check",
+        description="A multilingual faster-whisper model (packaged name, hub id or folder) beside an English-only "
+        "one: it tells which language a doubtful turn is in and transcribes turns in other languages "
+        "(default: the packaged Whisper base, when installed; empty: English only).",
+    )
     compute_type: str = Field("int8", alias="stt_compute_type", description="CTranslate2 compute type.")
     beam_size: int = Field(1, ge=1, alias="stt_beam_size", description="Whisper beam size.")
     threads: int = Field(
