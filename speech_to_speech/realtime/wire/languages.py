@@ -16,24 +16,7 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.protocol.error_codes import INVALID_REQUEST
 from speech_to_speech.realtime.wire.errors import RealtimeError
-
-LANGUAGE_NAMES: dict[str, str] = {
-    "af": "afrikaans", "ar": "arabic", "bg": "bulgarian", "bn": "bengali", "ca": "catalan", "cs": "czech",
-    "cy": "welsh", "da": "danish", "de": "german", "el": "greek", "en": "english", "es": "spanish",
-    "et": "estonian", "fa": "persian", "fi": "finnish", "fr": "french", "he": "hebrew", "hi": "hindi",
-    "hr": "croatian", "hu": "hungarian", "id": "indonesian", "it": "italian", "ja": "japanese",
-    "ko": "korean", "lt": "lithuanian", "lv": "latvian", "ms": "malay", "nl": "dutch", "no": "norwegian",
-    "pl": "polish", "pt": "portuguese", "ro": "romanian", "ru": "russian", "sk": "slovak",
-    "sl": "slovenian", "sr": "serbian", "sv": "swedish", "sw": "swahili", "ta": "tamil", "th": "thai",
-    "tl": "tagalog", "tr": "turkish", "uk": "ukrainian", "ur": "urdu", "vi": "vietnamese", "zh": "chinese",
-}
-_CODES_BY_NAME = {name: code for code, name in LANGUAGE_NAMES.items()}
-
-
-def normalize_language(value: str) -> str:
-    """Trim, lowercase, and map a known name ("English") to its code ("en")."""
-    cleaned = value.strip().lower()
-    return _CODES_BY_NAME.get(cleaned, cleaned)
+from speech_to_speech.speech_text.languages import LANGUAGE_NAMES, normalize_language
 
 
 def _entry(code: str) -> dict[str, Any]:
