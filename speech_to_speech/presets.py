@@ -1,4 +1,4 @@
-"""Named presets (``--preset fast|quality``): whole stacks chosen by measurement, under ``--config`` and flags.
+"""Named presets (``--preset fast|quality|multilingual``): whole stacks chosen by measurement, under flags.
 
 ``fast`` is the packaged SmolLM2-135M on llama.cpp, its weights rewritten
 once as Q8_0: the quickest answer, often a wrong one. ``quality`` is the best offline model whose voice-to-voice
@@ -44,6 +44,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "repetition_penalty": 1.0,
     },
 }
+# The quality preset's LLM (Qwen2.5 was trained on many languages) with the multilingual Whisper base and
+# a voice per language (docs/languages.md): not the default, its STT is slower than tiny.en on English.
+PRESETS["multilingual"] = {**PRESETS["quality"], "stt_model": "whisper-base", "tts": "multilingual"}
 # serve and local without --preset or --config: right answers at 819 ms beat wrong ones at 583 ms (docs/models.md).
 DEFAULT_PRESET = "quality"
 

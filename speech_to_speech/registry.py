@@ -66,6 +66,7 @@ _MODULES: dict[tuple[Kind, str], str] = {
     ("llm", "scripted"): "speech_to_speech.testing.scripted",
     ("tts", "hibari"): "speech_to_speech.tts.hibari",
     ("tts", "kokoro"): "speech_to_speech.tts.kokoro",
+    ("tts", "multilingual"): "speech_to_speech.tts.multilingual",
     ("tts", "openai"): "speech_to_speech.tts.openai_api",
     ("tts", "scripted"): "speech_to_speech.testing.scripted",
 }

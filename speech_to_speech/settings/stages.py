@@ -140,6 +140,11 @@ class TTSSettings(BaseModel):
         None, description="Voices archive (.npz/.bin) for an ONNX Kokoro --tts_model; default: beside it."
     )
     speed: float = Field(1.0, gt=0.0, alias="tts_speed", description="Speaking rate.")
+    hub_voices: bool = Field(
+        False, alias="tts_hub_voices",
+        description="Fetch voices the packages lack from the hub on first use (Kokoro's French, Spanish, "
+        "Italian, Portuguese and Hindi voices; Piper's): needs a network (HF_ENDPOINT names another hub).",
+    )
     base_url: str | None = Field(None, alias="tts_base_url", description="OpenAI-compatible TTS base URL.")
     api_key: str | None = Field(
         None, repr=False, alias="tts_api_key", description="TTS API key (default OPENAI_API_KEY)."

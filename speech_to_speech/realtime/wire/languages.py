@@ -88,7 +88,8 @@ class LanguageService:
             apply_declaration("tts", tts, settings.tts.supported_languages, settings.tts.auto_language_supported),
         )
 
-    def capabilities(self, pipelines: int) -> dict[str, Any]:
+    def capabilities(self, pipelines: int, voices: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """The endpoint's pipelines; ``voices``: the names the TTS speaks with (None: it cannot list them)."""
         conversation = {
             "languages": None if self.languages is None else [_entry(c) for c in self.languages],
             "selectable_languages": None if self.selectable is None else [_entry(c) for c in self.selectable],
@@ -96,7 +97,8 @@ class LanguageService:
         }
         return {
             "pipelines": [
-                {"index": i, "stt": self.stt.to_json(), "tts": self.tts.to_json(), "conversation": conversation}
+                {"index": i, "stt": self.stt.to_json(), "tts": {**self.tts.to_json(), "voices": voices},
+                 "conversation": conversation}
                 for i in range(pipelines)
             ]
         }
