@@ -139,8 +139,10 @@ class WindowedWhisper:
         avg_logprob = float(result.scores[0]) * len(tokens) / (len(tokens) + 1)
         text = tokenizer.decode(tokens)
         steps = result.logits[0][: len(tokens)] if len(result.logits[0]) >= len(tokens) else []
-        return Decoded(text, len(tokens), avg_logprob, len(prompt) + len(tokens) >= max_length,
-                       measured_continuation(text, steps, self.goes_on), language, probability)
+        # The doubt about a final mark was measured on English (going_on_tokens reads English words).
+        continuation = measured_continuation(text, steps, self.goes_on) if language == "en" else None
+        return Decoded(text, len(tokens), avg_logprob, len(prompt) + len(tokens) >= max_length, continuation,
+                       language, probability)
 
 
 def window_features(model: Any, samples: FloatAudio, tail: int, frames: int) -> np.ndarray:
