@@ -28,11 +28,15 @@ def reply_language(heard: str | None, voice_languages: Sequence[str] | None) -> 
 
 
 def language_rule(heard: str, reply: str) -> str:
-    """The sentence that tells the model which language to answer in."""
+    """The sentence that tells the model which language to answer in.
+
+    Short and an order: Qwen2.5-0.5B repeated "The user speaks Thai." back as
+    its whole answer when told what the user speaks; "Answer in Japanese only."
+    it followed in French, Spanish and Japanese.
+    """
     if heard == reply:
-        return f"The user speaks {language_name(reply)}. Always answer in {language_name(reply)}."
-    return (f"The user speaks {language_name(heard)}, but your voice can only speak {language_name(reply)}: "
-            f"understand the request and always answer in {language_name(reply)}.")
+        return f"Answer in {language_name(reply)} only."
+    return f"Answer in {language_name(reply)} only, even when the user speaks {language_name(heard)}."
 
 
 def answer_in_language(request: GenerateResponseRequest, voice_languages: Sequence[str] | None,

@@ -29,8 +29,7 @@ def test_english_to_english_adds_nothing_to_the_prompt() -> None:
 
 def test_another_language_adds_its_rule_after_the_default_prompt() -> None:
     asked = answer_in_language(GenerateResponseRequest("r", 0, (), language="ja"), ("en", "ja"), "Default prompt.")
-    assert asked.language == "ja" and asked.instructions == "Default prompt.\nThe user speaks Japanese. " \
-        "Always answer in Japanese."
+    assert asked.language == "ja" and asked.instructions == "Default prompt.\nAnswer in Japanese only."
 
 
 def test_the_mask_follows_the_reply_language_not_every_voice() -> None:

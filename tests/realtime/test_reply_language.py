@@ -4,6 +4,8 @@ as the language to answer in, within what the voice can say."""
 from __future__ import annotations
 
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.protocol import TIMINGS_EXTENSION
+from speech_to_speech.protocol.metadata import HEARD_LANGUAGE_KEY
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn
 
 from .conftest import ServerFactory
@@ -29,7 +31,7 @@ async def test_speech_heard_in_french_is_answered_in_french(
     await _one_spoken_turn(server.ws_url)
     request = llm_requests[-1]
     assert request.language == "fr"
-    assert request.instructions is not None and request.instructions.endswith("Always answer in French.")
+    assert request.instructions is not None and request.instructions.endswith("Answer in French only.")
 
 
 async def test_english_speech_is_asked_as_before(
@@ -48,7 +50,7 @@ async def test_an_english_only_voice_answers_other_speech_in_english(
     request = llm_requests[-1]
     assert request.language == "en"
     assert request.instructions is not None and request.instructions.startswith("Be brief.\n")
-    assert "speaks German" in request.instructions and "answer in English" in request.instructions
+    assert request.instructions.endswith("Answer in English only, even when the user speaks German.")
 
 
 async def test_the_session_language_wins_over_what_was_heard(
@@ -56,4 +58,17 @@ async def test_the_session_language_wins_over_what_was_heard(
     server = make_server(scripted_transcripts=["[fr] Bonjour."], stt_supported_languages=["es"],
                          tts_supported_languages=["es"])
     await _one_spoken_turn(server.ws_url, {"audio": {"input": {"transcription": {"language": "es"}}}})
-    assert llm_requests[-1].language == "es" and "answer in Spanish" in (llm_requests[-1].instructions or "")
+    assert llm_requests[-1].language == "es" and "Answer in Spanish only." in (llm_requests[-1].instructions or "")
+
+
+async def test_the_heard_language_is_reported_with_the_timings(make_server: ServerFactory) -> None:
+    server = make_server(scripted_transcripts=["[ja] 東京です。", "Tokyo."])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        heard = []
+        for extensions in ([TIMINGS_EXTENSION], []):
+            await client.update_session({"extensions": extensions})
+            await client.append_audio(spoken_turn(RATE), RATE)
+            done = await client.wait_for("response.done")
+            heard.append((done["response"].get("metadata") or {}).get(HEARD_LANGUAGE_KEY))
+    assert heard == ["ja", None]  # only with the timings extension

@@ -172,7 +172,8 @@ class Responses:
             self._tool_results.answered(response.input_call_ids)
         response.metadata = finished_metadata(response, timings=self._config().has_extension(TIMINGS_EXTENSION),
                                               answered_tool_results=answered,
-                                              playback=self._playback.settle(response.id, status))
+                                              playback=self._playback.settle(response.id, status),
+                                              heard_language=self.heard_language)
         self._end_output_audio(response, status)
         for event in response.finish(status, reason, error):
             self._emit(event)
