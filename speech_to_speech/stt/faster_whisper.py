@@ -68,6 +68,9 @@ DOUBTFUL_LOGPROB = -0.45
 # 0.97 and up on the benchmark clips) and another language more.
 MAX_ENGLISH_PROBABILITY = 0.25
 LANGUAGE_ID_MAX_S = 10.0  # the language head reads at most the turn's first 10 s
+# Nor is a turn this short checked: on the first 0.4 s of "Please set a timer…" the language head said
+# Japanese (English 0.08), and Whisper base wrote a Japanese sentence no one said.
+MIN_CHECKED_SAMPLES = PIPELINE_RATE
 
 
 def _whisper(source: str, settings: STTSettings, context: LoadContext) -> Any:
@@ -231,13 +234,29 @@ class FasterWhisperSTT(STTHandler):
                 return self._pass(self._checker, self._checker_window, samples, language)
             log.debug("English-only Whisper model: ignoring language %r", language)
         heard, doubtful = self._english(samples)
-        if doubtful and language is None and self._checker is not None:
+        if doubtful and language is None and self._checker is not None and self._worth_checking(samples):
             heard_in = identify_language(self._checker, samples, LANGUAGE_ID_MAX_S)
             other = max(heard_in, key=heard_in.__getitem__)
             if other != "en" and heard_in.get("en", 0.0) < MAX_ENGLISH_PROBABILITY:
                 log.debug("not English (%s, p=%.2f): transcribed by the language check's model", other, heard_in[other])
-                return self._pass(self._checker, self._checker_window, samples, other)
+                return self._checked(samples, other) or heard
         return heard
+
+    def _worth_checking(self, samples: FloatAudio) -> bool:
+        """A doubtful turn goes to the language check unless it is too short to tell, or an interim pass
+        (words while the user speaks, a background pass that must stay quick)."""
+        running = self._running
+        return len(samples) >= MIN_CHECKED_SAMPLES and not (running is not None and running.interim)
+
+    def _checked(self, samples: FloatAudio, language: str) -> Heard | None:
+        """The turn as the language check's model hears it in ``language``; None where its short window
+        doubts that too (the language was not confirmed: the English words stand, and the check costs no
+        stock 30 s pass of the bigger model, 2-4 s on a loaded 2-core CPU)."""
+        window = self._checker_window
+        if window is not None and window.fits(samples):
+            decoded = windowed(window, samples, self.settings.beam_size, self.still_wanted, language)
+            return None if decoded is None else Heard(decoded.text, decoded.language, decoded.continuation)
+        return Heard(*_transcribe(self._checker, samples, language, self.settings.beam_size))
 
     def _english(self, samples: FloatAudio) -> tuple[Heard, bool]:
         """What the English-only model heard, and whether it doubts it (see ``DOUBTFUL_LOGPROB``)."""

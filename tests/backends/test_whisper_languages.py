@@ -116,3 +116,15 @@ def test_without_the_language_check_the_default_is_english_only(whisper: Any, sp
     assert stt.language_capabilities.languages == ("en",)
     heard = stt.transcribe(spoken("Please turn on the kitchen lights."), stt.language())
     assert heard.language == "en" and {"kitchen", "lights"} <= words(heard.text)
+
+
+def test_a_fragment_too_short_to_tell_stays_english(whisper: Any, spoken: Any, make_handler: Any) -> None:
+    """Under a second of "Please set…" once went to the check, was named Japanese and became a Japanese
+    sentence no one said: fragments that short keep tiny.en's words."""
+    stt = make_handler(FasterWhisperSTT, whisper)
+    speech = spoken("Please set a timer for ten minutes.")
+    start = int(np.argmax(np.abs(speech) > 0.02))
+    for seconds in (0.3, 0.4, 0.5):
+        heard = stt.transcribe(np.concatenate([np.zeros(4800, np.float32), speech[start:start + int(seconds * 16000)]]),
+                               None)
+        assert heard.language == "en" and not re.search(r"[^\x00-\x7f]", heard.text)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from speech_to_speech import cli
-from speech_to_speech.bench import languages
+from speech_to_speech.bench import languages, report
 from speech_to_speech.testing.realtime_client import tone
 
 
@@ -48,6 +48,9 @@ def test_bench_languages_reports_heard_languages_errors_and_latency(
         assert summary["requests"] == summary["answered"] == summary["heard_in_its_language"] == 1
         assert summary["heard_error_rate_mean"] == 0.0
         assert summary["end_of_speech_to_first_audio_ms"]["n"] == 1
+    rows = report.spoken_rows("languages", result["summary"])
+    assert rows[0].startswith("| **languages** | es, auto: end of speech → first audio delta |")
+    assert "es, session: answered 1 of 1; heard as es 1, error rate 0%" in rows[3]
     for sample in result["samples"]:
         assert sample["answer"] == "La capital de Francia es París."
         assert "answer_language" in sample and "answer_error_rate" in sample  # a tone: whatever Whisper makes of it
