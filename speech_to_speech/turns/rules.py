@@ -4,10 +4,11 @@ Pure functions of a score, a transcript and the STT's doubt; the turn
 controller (:mod:`speech_to_speech.turns.controller`) applies them.
 
 The word lists are English (and so is the STT doubt they were measured
-with). Words heard in another language are read by their punctuation only
-(a sentence's final mark, Japanese and Chinese marks included, or a
-trailing comma or ellipsis): the Smart Turn model, trained on 23 languages,
-judges the rest.
+with). Words heard in another language are read by their punctuation only:
+a trailing comma or ellipsis (Japanese and Chinese marks included) says
+the turn goes on, a sentence's final mark that a turn the model heard as
+unfinished may still be over; otherwise the Smart Turn model, trained on 23
+languages, decides.
 """
 
 from __future__ import annotations
@@ -134,6 +135,10 @@ def judged_finished(probability: float, words: str | None, level: Eagerness,
         return True  # nothing heard to weigh: the model decides
     if ends_mid_phrase(words, language):
         return False
+    if not _english(language):
+        # No word list to say the words hang: the model decides (Whisper often leaves a Japanese request
+        # without its "？", which must not make a finished-sounding turn wait out the longest silence).
+        return True
     return reads_finished(words, continuation, language) or probability >= level.unread_finished_at
 
 

@@ -117,6 +117,9 @@ def test_english_words_lists_do_not_judge_another_language() -> None:
     assert not reads_finished("¿Vamos a?", None, "en") and reads_finished("¿Vamos a?", None, "es")
     level = EAGERNESS["auto"]
     assert judged_finished(0.6, "Voy a.", level, None, "es") and not judged_finished(0.6, "Voy a.", level)
+    # Whisper often leaves a Japanese question without its mark: the score decides, as it sounded finished.
+    assert judged_finished(0.9, "日本の首都はどこですか", level, None, "ja")
+    assert not judged_finished(0.9, "What is the capital of", level, None, "en")
 
 
 @given(probability=st.floats(0.0, 1.0), words=st.text(max_size=40), language=st.sampled_from(["fr", "ja", "de"]),
@@ -126,9 +129,6 @@ def test_in_another_language_only_the_score_and_the_marks_decide(
     level = EAGERNESS["auto"]
     text = words.strip()
     decided = judged_finished(probability, words, level, continuation, language)
-    if probability < level.finished_at or text.endswith(("...", "…", ",", "-", "—", "、", "，", "،")):
-        assert not decided
-    elif not text or text.endswith((".", "?", "!", "。", "？", "！", "؟", "।")):
-        assert decided
-    else:
-        assert decided == (probability >= level.unread_finished_at)
+    # No English word list: a trailing comma or ellipsis says it goes on, else the score alone decides.
+    goes_on = text.endswith(("...", "…", ",", "-", "—", "、", "，", "،"))
+    assert decided == (probability >= level.finished_at and not goes_on)

@@ -182,6 +182,8 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
                                                multi_session=pool.size > 1, turn_detector=turns)
                     for name in ("websocket", "webrtc")}
         voices = next((unit.voices for unit in pool.units()), None)
+        if voices is not None:  # session.created lists them too (RealtimeService.start)
+            sessions = {name: {**offered, "voices": list(voices)} for name, offered in sessions.items()}
         return {**languages.capabilities(pool.size, voices), "sessions": sessions}
 
     # WebRTC: POST /v1/realtime/calls (aiortc is imported at the first call).
