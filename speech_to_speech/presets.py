@@ -1,4 +1,4 @@
-"""Named presets (``--preset fast|quality|accurate``): whole stacks chosen by measurement, under flags.
+"""Named presets (``--preset fast|quality|accurate|multilingual``): stacks chosen by measurement, under flags.
 
 ``fast`` is the packaged SmolLM2-135M on llama.cpp, its weights rewritten
 once as Q8_0: the quickest answer, often a wrong one. ``quality`` is the best offline model whose voice-to-voice
@@ -6,7 +6,8 @@ latency stays within 900 ms on a 2-core CPU (see the survey table of docs/models
 and docs/benchmarks/quality-*.json). ``accurate`` is Qwen2.5-Coder-1.5B: right
 far more often than the 0.5B (everyday questions held out from the quality set:
 90 % against 50 %), at twice the time a token, and it does not call tools yet
-(docs/models.md). All speak with the same system prompt,
+(docs/models.md). ``multilingual`` is ``quality`` with a multilingual STT and a
+voice per language (docs/languages.md). All speak with the same system prompt,
 written for a voice, and decode greedily (each model's sampling is a setting
 of its preset; for Qwen, temperature 0.7 scored 80 % on bench quality and a
 repetition penalty of 1.1 85 %, against 86 % greedy without one).
@@ -58,6 +59,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "repetition_penalty": 1.0,
     },
 }
+# The quality preset's LLM (Qwen2.5 was trained on many languages) with the multilingual Whisper base and
+# a voice per language (docs/languages.md): not the default, its STT is slower than tiny.en on English.
+PRESETS["multilingual"] = {**PRESETS["quality"], "stt_model": "whisper-base", "tts": "multilingual"}
 # serve and local without --preset or --config: right answers at 819 ms beat wrong ones at 583 ms (docs/models.md).
 DEFAULT_PRESET = "quality"
 

@@ -64,6 +64,7 @@ _MODULES: dict[tuple[Kind, str], str] = {
     ("llm", "responses-api"): "speech_to_speech.llm.responses_api",
     ("tts", "hibari"): "speech_to_speech.tts.hibari",
     ("tts", "kokoro"): "speech_to_speech.tts.kokoro",
+    ("tts", "multilingual"): "speech_to_speech.tts.multilingual",
     ("tts", "openai"): "speech_to_speech.tts.openai_api",
 }
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.presets import PRESETS
 
 SCRIPTED = {"vad": "scripted", "stt": "scripted", "llm": "scripted", "tts": "scripted"}
 # Model time zero: what is left is the server. No speculation: a speculative reply is held until
@@ -71,6 +72,9 @@ BENCHES = {
                   QUIET),
     "room": Bench("An assistant in a room: listener words and interruptions over answers, background talk "
                   "nobody addresses it with, requests over the room (real models by default).", QUIET),
+    "languages": Bench("Spoken requests in French, Spanish, German and Japanese, each in a fresh session: the "
+                       "language heard, error rates, the answer's language and intelligibility, end of speech -> "
+                       "first audio (the multilingual preset by default).", {**QUIET, **PRESETS["multilingual"]}),
     "overhead": Bench("Per-hop server overhead with zero-time scripted handlers.", {**QUIET, **ZERO_DELAYS}),
     "capacity": Bench("Added latency and output underruns of N concurrent sessions (scripted, realistic delays).",
                       {**QUIET, **REALISTIC_DELAYS}),
@@ -85,6 +89,13 @@ def _counts(text: str) -> tuple[int, ...]:
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"expected positive counts: {text!r}")
     return values
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("expected a comma-separated list of names")
+    return names
 
 
 def _positive(text: str) -> int:
@@ -138,8 +149,8 @@ def _add_conversation_flags(parser: argparse.ArgumentParser) -> None:
 
 def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.ArgumentParser) -> None:
     bench = commands.add_parser("bench", help="Benchmarks: latency, turns, load, conversation, quality, bargein, "
-                                              "echo, room, overhead, capacity, startup, soak, resume; and their "
-                                              "report.")
+                                              "echo, room, languages, overhead, capacity, startup, soak, resume; "
+                                              "and their report.")
     kinds = bench.add_subparsers(dest="bench", required=True)
     output = argparse.ArgumentParser(add_help=False)
     output.add_argument("--output", type=Path, help="The JSON file (default: docs/benchmarks/<benchmark>.json).")
@@ -199,6 +210,14 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     quality.add_argument("--tool-module", default=None,
                          help="Tools the tool requests may call (default speech_to_speech.bench.quality_tools).")
     quality.add_argument("--warmup", type=int, default=1, help="Uncounted requests first (default 1).")
+    languages = parsers["languages"]
+    languages.add_argument("--languages", type=_names, default=None, help="Some of fr,es,de,ja (default all four).")
+    languages.add_argument("--requests", type=_positive, default=None,
+                           help="The first N requests of each language only (default all three).")
+    languages.add_argument("--modes", type=_names, default=None,
+                           help="auto (no session language), session (the session's language set), or both "
+                                "(default auto,session).")
+    languages.add_argument("--repeat", type=_positive, default=None, help="Times to ask every request (default 1).")
     parsers["overhead"].add_argument("--turns", type=int, default=30, help="Turns to time (default 30).")
     capacity = parsers["capacity"]
     capacity.add_argument("--sessions", type=_counts, default=(1, 2, 4, 8, 16, 32, 48),
@@ -317,6 +336,11 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
         from speech_to_speech.bench.room_flags import room_config
 
         return room_config(args)
+    if name == "languages":
+        from speech_to_speech.bench.languages import LanguagesConfig
+
+        picked = {k: given[k] for k in ("languages", "requests", "modes", "repeat") if k in given}
+        return LanguagesConfig(**picked, **timeout)
     if name == "overhead":
         from speech_to_speech.bench.overhead import OverheadConfig
 
@@ -334,6 +358,7 @@ def _runner(name: str) -> Runner:
         capacity,
         conversation,
         echo,
+        languages,
         latency,
         load,
         overhead,
@@ -343,7 +368,7 @@ def _runner(name: str) -> Runner:
     )
 
     runners: dict[str, Runner] = {"latency": latency.run, "turns": turns.run, "load": load.run,
-                                  "conversation": conversation.run,
+                                  "conversation": conversation.run, "languages": languages.run,
                                   "quality": quality.run, "bargein": bargein.run, "overhead": overhead.run,
                                   "capacity": capacity.run, "echo": echo.run, "room": room.run}
     return runners[name]

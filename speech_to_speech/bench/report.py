@@ -16,6 +16,7 @@ from typing import Any
 
 from speech_to_speech.bench.conversation_report import conversation_counts, conversation_figures
 from speech_to_speech.bench.echo_report import echo_counts, echo_figures
+from speech_to_speech.bench.languages_report import languages_rows
 from speech_to_speech.bench.load_report import load_counts, load_figures
 from speech_to_speech.bench.quality_report import HEADER as QUALITY_HEADER
 from speech_to_speech.bench.quality_report import quality_row, quality_section
@@ -23,8 +24,8 @@ from speech_to_speech.bench.resume_report import LABELS as RESUME_LABELS
 from speech_to_speech.bench.resume_report import failover_rows, resume_rows
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-ORDER = ("latency", "turns", "load", "conversation", "quality", "bargein", "echo", "overhead", "resume", "failover",
-         "capacity", "startup")
+ORDER = ("latency", "turns", "load", "conversation", "quality", "bargein", "echo", "languages", "overhead", "resume",
+         "failover", "capacity", "startup")
 TABLED = ("capacity", "startup")  # their own tables, not figure rows (and every quality* result)
 PLOT_NAME = "benchmarks.png"
 # Labels of the figures a reader looks for; others show under their key.
@@ -126,6 +127,7 @@ SPOKEN_ROWS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
                                      + conversation_counts(summary)),
     "echo": echo_rows,
     "bargein": bargein_rows,
+    "languages": languages_rows,
     "resume": lambda summary: figure_rows("resume", summary) + resume_rows(summary),
     "failover": lambda summary: figure_rows("failover", summary) + failover_rows(summary),
 }

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speech_to_speech.config import LLMSettings
+from speech_to_speech.llm.answer_language import answer_in_language
 from speech_to_speech.llm.context_window import ContextOverflow
 from speech_to_speech.llm.speakable import speaks_latin_only
 from speech_to_speech.pipeline.handler import BackendHandler
@@ -55,8 +56,15 @@ class LLMHandler(BackendHandler):
     voice_languages: tuple[str, ...] | None = None
 
     def speaks_in_latin_script(self, request: GenerateResponseRequest) -> bool:
-        """The reply will be spoken by a voice of Latin-script languages only (see :mod:`.speakable`)."""
-        return "audio" in request.output_modalities and speaks_latin_only(self.voice_languages)
+        """The reply will be spoken by a voice of Latin-script languages only (see :mod:`.speakable`): the
+        voice of the language it is asked in, or, where none is, any of the unit's voices."""
+        if "audio" not in request.output_modalities:
+            return False
+        return speaks_latin_only((request.language,) if request.language else self.voice_languages)
+
+    def in_its_language(self, request: GenerateResponseRequest) -> GenerateResponseRequest:
+        """``request`` as the model is asked it: in the language of its reply (see :mod:`.answer_language`)."""
+        return answer_in_language(request, self.voice_languages, self.settings.init_chat_prompt)
 
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         raise NotImplementedError
@@ -69,8 +77,9 @@ class LLMHandler(BackendHandler):
         if isinstance(item, PromptPrefill):
             if self.queue_in.empty():  # a request behind it makes it moot: the request reads the prompt
                 with contextlib.suppress(ContextOverflow):  # the request itself will fail, and say why
-                    self.prefill(item.request)
+                    self.prefill(self.in_its_language(item.request))
             return
+        item = self.in_its_language(item)
         generation, response_id = item.generation, item.response_id
         terminal = Terminal("completed")
         first = True
@@ -90,7 +99,7 @@ class LLMHandler(BackendHandler):
                 if isinstance(part, str):
                     if part:
                         said = said or bool(part.strip())
-                        yield AssistantTextPart(response_id, generation, part)
+                        yield AssistantTextPart(response_id, generation, part, item.language)
                     continue
                 if isinstance(part, AssistantToolCallPart) and not said and item.preamble:
                     said = True  # a call with nothing said: the user hears a preamble while it runs

@@ -92,6 +92,7 @@ class LMOutputProcessor(BaseHandler):
         self._generation = 0
         self._started = False  # any text of this response went out yet
         self._speech = SpeechText()  # the response's spoken form, clause by clause
+        self._language: str | None = None  # the reply's language, as its text parts say
 
     def on_session_end(self) -> None:
         self._reset(None, 0)
@@ -102,6 +103,7 @@ class LMOutputProcessor(BaseHandler):
         self._generation = generation
         self._started = False
         self._speech = SpeechText()
+        self._language = None
 
     def _tts_input(self, text: str) -> TTSInput:
         config = self.context.config.current
@@ -111,7 +113,8 @@ class LMOutputProcessor(BaseHandler):
             text=text,
             spoken=self._speech.feed(text),
             voice=config.voice,
-            language=config.language,
+            # The reply's language where the LLM said (it may be the one the user spoke, not the session's).
+            language=self._language or config.language,
             speak="audio" in config.output_modalities,
         )
 
@@ -135,6 +138,7 @@ class LMOutputProcessor(BaseHandler):
                 yield self._tts_input(item.text.strip() + " ")
             return
         if isinstance(item, AssistantTextPart):
+            self._language = item.language or self._language
             text = item.text
             if not self._started and not self._buffer:
                 text = text.lstrip()

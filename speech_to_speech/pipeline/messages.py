@@ -210,6 +210,7 @@ class SpeculativeTranscript:
     transcript: str
     speculation: int = 1
     continuation: float | None = None  # see Transcript.continuation
+    language: str | None = None  # the language the STT heard it in
 
 
 @dataclass(frozen=True)
@@ -288,6 +289,7 @@ class GenerateResponseRequest(ResponseOwned):
 @dataclass(frozen=True)
 class AssistantTextPart(ResponseOwned):
     text: str
+    language: str | None = None  # what it is written in, where the request said (the voice speaks it)
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,8 @@ class TranscriptionNotifier(BaseHandler):
                 yield TranscriptionDelta(item.item_id, delta)
             yield TranscriptionSnapshot(item.item_id, item.text, item.avg_logprob)
             if item.speculative:
-                yield SpeculativeTranscript(item.item_id, item.text, item.speculation, item.continuation)
+                yield SpeculativeTranscript(item.item_id, item.text, item.speculation, item.continuation,
+                                            item.language)
             return
         del self._items[item.item_id]
         delta = final_delta(state, item.text)

@@ -18,6 +18,8 @@ from typing import Any
 # response.done, with the timings extension: the stage marks and the turn detector's decision.
 TIMINGS_KEY = "s2s_timings"
 TURN_DETECTION_KEY = "s2s_turn_detection"
+# With the timings extension: the language the STT heard the turn in (absent where it did not say).
+HEARD_LANGUAGE_KEY = "s2s_heard_language"
 # response.done and each response.output_audio.delta: the playback figures of the response's audio.
 PLAYBACK_KEY = "playback"
 # response.output_audio.delta: the item's audio so far (ms) and its new text marks.

@@ -28,6 +28,12 @@ class STTSettings(BaseModel):
         None, alias="stt_model", description="Hub id or local path; default: the packaged Whisper tiny.en."
     )
     language: str | None = Field(None, alias="stt_language", description="Force a language code (e.g. en).")
+    language_check: str | None = Field(
+        "whisper-base", alias="stt_language_check",
+        description="A multilingual faster-whisper model (packaged name, hub id or folder) beside an English-only "
+        "one: it tells which language a doubtful turn is in and transcribes turns in other languages "
+        "(default: the packaged Whisper base, when installed; empty: English only).",
+    )
     compute_type: str = Field("int8", alias="stt_compute_type", description="CTranslate2 compute type.")
     beam_size: int = Field(1, ge=1, alias="stt_beam_size", description="Whisper beam size.")
     threads: int = Field(
@@ -134,6 +140,11 @@ class TTSSettings(BaseModel):
         None, description="Voices archive (.npz/.bin) for an ONNX Kokoro --tts_model; default: beside it."
     )
     speed: float = Field(1.0, gt=0.0, alias="tts_speed", description="Speaking rate.")
+    hub_voices: bool = Field(
+        False, alias="tts_hub_voices",
+        description="Fetch voices the packages lack from the hub on first use (Kokoro's French, Spanish, "
+        "Italian, Portuguese and Hindi voices; Piper's): needs a network (HF_ENDPOINT names another hub).",
+    )
     base_url: str | None = Field(None, alias="tts_base_url", description="OpenAI-compatible TTS base URL.")
     api_key: str | None = Field(
         None, repr=False, alias="tts_api_key", description="TTS API key (default OPENAI_API_KEY)."

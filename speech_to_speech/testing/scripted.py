@@ -112,6 +112,8 @@ def _load_transcripts(settings: Any, context: LoadContext) -> _Script:
 
 # In a scripted transcript, " | " separates what is said in successive bursts of speech.
 SEGMENT_SEPARATOR = " | "
+# A scripted transcript that starts "[fr] " is heard in that language (else in English).
+_HEARD_IN = re.compile(r"^\[([a-z]{2}(?:-[a-z]+)?)\]\s*")
 
 
 def voiced_runs(samples: FloatAudio, chunk: int = 512) -> int:
@@ -141,10 +143,11 @@ class ScriptedSTT(_Knobs, STTHandler):
         delay = self.testing.stt_delay_ms / 1000.0
         if delay:
             time.sleep(delay)
-        segments = self._item[1].split(SEGMENT_SEPARATOR)
+        language = _HEARD_IN.match(self._item[1])
+        segments = self._item[1][language.end() if language else 0:].split(SEGMENT_SEPARATOR)
         if len(segments) > 1:
             segments = segments[: max(1, voiced_runs(item.samples))]
-        return " ".join(segments), "en"
+        return " ".join(segments), language.group(1) if language else "en"
 
     def partials(self, item: Utterance, text: str) -> Iterator[Transcript]:
         words = text.split()

@@ -109,17 +109,20 @@ class HibariTTS(TTSHandler):
         return self.model.names
 
     def synthesize(self, text: str, voice: str | None, language: str | None) -> Iterator[Phonemized]:
-        tts = self.model.get(voice)
-        timed = self.model.timed(tts)
-        rng = np.random.default_rng()
-        speed = self.settings.speed
-        # One array per sentence as soon as it is ready (what hibari's stream() does), with the
-        # sentence's phonemes (and their durations when the model gives them) for the viseme stage,
-        # its padding cut to the pause its punctuation calls for.
-        for phonemes in tts.phonemize(text):
-            if timed is not None:
-                spoken = timed.speak(phonemes, speed, rng)
-            else:
-                spoken = Phonemized(np.asarray(tts.from_ids(tts.ids(phonemes), speed, rng), np.float32), phonemes)
-            if len(spoken.audio):
-                yield trim_padding(spoken, SAMPLE_RATE, phonemes)
+        yield from phonemized_sentences(self.model, text, voice, self.settings.speed)
+
+
+def phonemized_sentences(voices: HibariVoices, text: str, voice: str | None, speed: float) -> Iterator[Phonemized]:
+    """``text`` said by hibari voice ``voice``, one array per sentence as soon as it is ready (what
+    hibari's stream() does), with the sentence's phonemes (and their durations when the model gives
+    them) for the viseme stage, its padding cut to the pause its punctuation calls for."""
+    tts = voices.get(voice)
+    timed = voices.timed(tts)
+    rng = np.random.default_rng()
+    for phonemes in tts.phonemize(text):
+        if timed is not None:
+            spoken = timed.speak(phonemes, speed, rng)
+        else:
+            spoken = Phonemized(np.asarray(tts.from_ids(tts.ids(phonemes), speed, rng), np.float32), phonemes)
+        if len(spoken.audio):
+            yield trim_padding(spoken, SAMPLE_RATE, phonemes)

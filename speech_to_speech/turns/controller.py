@@ -114,6 +114,7 @@ class TurnController:
         self._verdict: TurnVerdict | None = None
         self._words: str | None = None  # the transcript of this pause's speculative STT pass
         self._continuation: float | None = None  # and the STT's doubt about its end (see reads_finished)
+        self._language: str | None = None  # and the language it was heard in (the rules read English words)
         self._decided = False  # this pause was judged (a decision went out)
         # Judged finished, waiting for its reply to be ready (or for the silence window) to end the turn.
         self._finished: Judgement | None = None
@@ -180,11 +181,12 @@ class TurnController:
         return self._decide(rules, now)
 
     def words(self, pause: int, transcript: str, continuation: float | None, rules: TurnRules,
-              now: float) -> Answer:
-        """The words of the speculative STT pass cut at ``pause`` (ignored once speech went past them)."""
+              now: float, language: str | None = None) -> Answer:
+        """The words of the speculative STT pass cut at ``pause`` (ignored once speech went past them),
+        heard in ``language`` (None: not said)."""
         if self.ended or not (self.pausing and self.speculation_stands and pause == self.speculation):
             return NOTHING
-        self._words, self._continuation = transcript, continuation
+        self._words, self._continuation, self._language = transcript, continuation, language
         return self._decide(rules, now)
 
     def reply_ready(self, pause: int, rules: TurnRules) -> Answer:
@@ -233,9 +235,10 @@ class TurnController:
             return NOTHING
         self._decided = True
         words = self._words or ""
-        if judged_finished(verdict.probability, words, rules.level, self._continuation):
+        if judged_finished(verdict.probability, words, rules.level, self._continuation, self._language):
             return self._end_finished(rules, now)
-        if verdict.probability < rules.level.finished_at and reads_finished(words, self._continuation):
+        if verdict.probability < rules.level.finished_at and reads_finished(words, self._continuation,
+                                                                              self._language):
             if rules.disputed_ends_early:
                 return replace(self._end_finished(rules, now, "disputed"), report=self._judge("unfinished", now))
             self._fall_back_to_silence("disputed", rules)

@@ -2,6 +2,13 @@
 
 Pure functions of a score, a transcript and the STT's doubt; the turn
 controller (:mod:`speech_to_speech.turns.controller`) applies them.
+
+The word lists are English (and so is the STT doubt they were measured
+with). Words heard in another language are read by their punctuation only:
+a trailing comma or ellipsis (Japanese and Chinese marks included) says
+the turn goes on, a sentence's final mark that a turn the model heard as
+unfinished may still be over; otherwise the Smart Turn model, trained on 23
+languages, decides.
 """
 
 from __future__ import annotations
@@ -71,7 +78,17 @@ OPEN_ENDED_WORDS = CONTINUATION_WORDS | frozenset({
 MAX_CONTINUATION = 0.2
 
 
-def reads_finished(transcript: str, continuation: float | None = None) -> bool:
+# Final punctuation of a sentence, and marks after which it goes on, in the scripts Whisper writes.
+SENTENCE_END_MARKS = (".", "?", "!", "。", "？", "！", "؟", "।")
+GOES_ON_MARKS = ("...", "…", ",", "-", "—", "、", "，", "،")
+
+
+def _english(language: str | None) -> bool:
+    """Words heard in English, or by an STT that does not say (the English word lists apply)."""
+    return language is None or language.split("-")[0].lower() == "en"
+
+
+def reads_finished(transcript: str, continuation: float | None = None, language: str | None = None) -> bool:
     """The words end as a whole sentence does: final punctuation, after a word a phrase rarely stops on,
     and (where the STT measured it) little ``continuation``: its own doubt that the speech ended there.
 
@@ -80,26 +97,29 @@ def reads_finished(transcript: str, continuation: float | None = None) -> bool:
     nor "… black holes." where Whisper left out the "and" the speech ended on.
     """
     text = transcript.strip()
-    if not text.endswith((".", "?", "!")) or text.endswith("..."):
+    if not text.endswith(SENTENCE_END_MARKS) or text.endswith(("...", "…")):
         return False
+    if not _english(language):
+        return True  # no word list of this language: its final mark is all the words say
     if continuation is not None and continuation >= MAX_CONTINUATION:
         return False
     last = _last_word(text)
     return bool(last) and last not in OPEN_ENDED_WORDS
 
 
-def ends_mid_phrase(transcript: str) -> bool:
-    """The words stop where a sentence cannot: after "the", "and", "to", an "um", or trailing off."""
+def ends_mid_phrase(transcript: str, language: str | None = None) -> bool:
+    """The words stop where a sentence cannot: after "the", "and", "to", an "um" (English), or trailing off
+    (a comma, an ellipsis: any language)."""
     text = transcript.strip()
     if not text:
         return False
-    if text.endswith(("...", "…", ",", "-", "—")):
+    if text.endswith(GOES_ON_MARKS):
         return True
-    return _last_word(text) in CONTINUATION_WORDS
+    return _english(language) and _last_word(text) in CONTINUATION_WORDS
 
 
 def judged_finished(probability: float, words: str | None, level: Eagerness,
-                    continuation: float | None = None) -> bool:
+                    continuation: float | None = None, language: str | None = None) -> bool:
     """Whether a pause that scored ``probability``, after ``words`` (and the STT's ``continuation``,
     see :func:`reads_finished`), ends the turn.
 
@@ -113,9 +133,13 @@ def judged_finished(probability: float, words: str | None, level: Eagerness,
         return False
     if not words or not words.strip():
         return True  # nothing heard to weigh: the model decides
-    if ends_mid_phrase(words):
+    if ends_mid_phrase(words, language):
         return False
-    return reads_finished(words, continuation) or probability >= level.unread_finished_at
+    if not _english(language):
+        # No word list to say the words hang: the model decides (Whisper often leaves a Japanese request
+        # without its "？", which must not make a finished-sounding turn wait out the longest silence).
+        return True
+    return reads_finished(words, continuation, language) or probability >= level.unread_finished_at
 
 
 def _last_word(text: str) -> str:

@@ -339,7 +339,7 @@ class VADHandler(BackendHandler):
         """The words of a pause's speculative STT pass (the service hands them back)."""
         if self._in_speech and item.item_id == self._item_id:
             yield from self._carry_out(self.turns.words(item.speculation, item.transcript, item.continuation,
-                                                        self._turn_rules(), time.monotonic()))
+                                                        self._turn_rules(), time.monotonic(), item.language))
 
     def _reply_ready(self, item: ReplyReady) -> Iterator[Any]:
         """The speculative reply to a pause's words can play (or none will come): a finished turn may end."""

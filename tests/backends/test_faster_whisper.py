@@ -57,7 +57,8 @@ def test_transcribes_a_spoken_sentence(whisper: Any, spoken: Any, sentence: str,
 
 
 def test_english_only_model_ignores_another_language(whisper: Any, spoken: Any, make_handler: Any) -> None:
-    stt = make_handler(FasterWhisperSTT, whisper, config=RuntimeConfig(language="fr"))
+    # Without its language check (tests/backends/test_whisper_languages.py has it on).
+    stt = make_handler(FasterWhisperSTT, whisper, ServerSettings(stt_language_check=""), RuntimeConfig(language="fr"))
     assert stt.language() == "fr"
     heard = stt.transcribe(spoken("Please turn on the kitchen lights."), stt.language())
     assert heard.language == "en"
@@ -106,7 +107,7 @@ def test_a_rejected_short_window_falls_back_to_the_stock_path(
         def fits(self, samples: Any) -> bool:
             return True
 
-        def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None) -> Decoded:
+        def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None, language: Any = None) -> Decoded:
             return Decoded(" Turn it off. Turn it off. Turn it off. Turn it off.", 224, -0.1, True)
 
     stt = make_handler(FasterWhisperSTT, whisper)
@@ -236,7 +237,7 @@ def test_a_short_window_that_began_again_answers_without_the_stock_path(
         def fits(self, samples: Any) -> bool:
             return True
 
-        def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None) -> Decoded:
+        def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None, language: Any = None) -> Decoded:
             return Decoded(BOSS + " Can you help me write a short", 26, -0.05, False)
 
     def stock(*args: Any) -> Any:

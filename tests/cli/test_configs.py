@@ -35,7 +35,7 @@ def test_the_default_preset_is_the_built_in_default(monkeypatch: pytest.MonkeyPa
     assert served == [ServerSettings()]
 
 
-@pytest.mark.parametrize("name", ["fast", "quality", "accurate"])
+@pytest.mark.parametrize("name", ["fast", "quality", "accurate", "multilingual"])
 def test_a_named_preset_and_its_yaml_file_give_the_same_settings(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from speech_to_speech.realtime.app import server
 

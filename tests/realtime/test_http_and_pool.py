@@ -13,6 +13,7 @@ import websockets
 
 from speech_to_speech.pool_size import pool_size
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn
+from speech_to_speech.testing.scripted import SCRIPTED_VOICES
 from speech_to_speech.testing.server import RunningServer
 
 from .conftest import ServerFactory
@@ -75,8 +76,8 @@ async def test_the_pool_says_how_its_size_was_chosen(make_server: ServerFactory)
     assert auto["size"] == pool_size("auto").units == len(auto["pipelines"])
 
 
-def _check_stage(stage: dict[str, Any]) -> None:
-    assert set(stage) == {"languages", "supports_language_selection", "supports_auto"}
+def _check_stage(stage: dict[str, Any], *extra: str) -> None:
+    assert set(stage) == {"languages", "supports_language_selection", "supports_auto", *extra}
     assert isinstance(stage["supports_language_selection"], bool)
     assert stage["supports_auto"] in (True, False, None)
 
@@ -85,14 +86,15 @@ async def test_capabilities_shape_and_availability_while_busy(make_server: Serve
     server = make_server(num_pipelines=1, stt_supported_languages=["en", "French", "xx"],
                          tts_supported_languages=["en", "fr"], stt_auto_language_supported=True)
     async with RealtimeTestClient.connect(server.ws_url) as client:
-        await client.wait_for("session.created")
+        created = await client.wait_for("session.created")
         assert (await _pool(server))["available"] == 0
         response = await _get(server, "/v1/realtime/capabilities")  # every unit is busy
     assert response.status_code == 200
     (pipeline,) = response.json()["pipelines"]
     assert pipeline["index"] == 0
     _check_stage(pipeline["stt"])
-    _check_stage(pipeline["tts"])
+    _check_stage(pipeline["tts"], "voices")
+    assert pipeline["tts"]["voices"] == list(SCRIPTED_VOICES) == created["session"]["capabilities"]["voices"]
     assert pipeline["stt"]["languages"] == [{"code": "en", "name": "english"}, {"code": "fr", "name": "french"},
                                             {"code": "xx", "name": None}]
     assert pipeline["stt"]["supports_auto"] is True

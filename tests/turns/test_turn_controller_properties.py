@@ -19,16 +19,18 @@ from speech_to_speech.turns.rules import EAGERNESS, SENTENCE_PAUSE_MS
 CHUNK_MS = 32
 SPECULATE_AT_MS = 64
 
-TEXTS = ["Well, let me think.", "I would like a present for my", "What is it for?", "and the", ""]
+TEXTS = ["Well, let me think.", "I would like a present for my", "What is it for?", "and the", "",
+         "東京です。", "日本の首都は、", "Quelle est la capitale de la"]
+LANGUAGES = st.sampled_from([None, "en", "fr", "ja"])  # what the STT heard the words in
 
 older = st.sampled_from([False, False, True])  # mostly about the current pause
 answer = st.one_of(
     st.tuples(st.just("verdict"), older, st.one_of(st.none(), st.just(0.95), st.floats(0.0, 1.0))),
-    st.tuples(st.just("words"), older, st.sampled_from(TEXTS), st.one_of(st.none(), st.floats(0.0, 0.5))),
+    st.tuples(st.just("words"), older, st.sampled_from(TEXTS), st.one_of(st.none(), st.floats(0.0, 0.5)), LANGUAGES),
     st.tuples(st.just("ready"), older),
 )
 # All three answers about the current pause, the story of a finished turn, in any order.
-complete = st.permutations([("verdict", False, 0.95), ("words", False, TEXTS[0], None), ("ready", False)])
+complete = st.permutations([("verdict", False, 0.95), ("words", False, TEXTS[0], None, None), ("ready", False)])
 gap = st.tuples(st.just("silence"), st.integers(0, 6))
 # One pause: some silence, answers with silence between them, then speech, near-speech, or more silence.
 pause = st.tuples(
@@ -94,14 +96,14 @@ def test_a_turn_ends_once_on_enough_silence_and_stale_answers_change_nothing(
             if kind == "verdict":
                 answer = turns.verdict(TurnVerdict("item_1", turns.pause - 1, args[1], 30.0), rules, 1.0)
             elif kind == "words":
-                answer = turns.words(turns.speculation - 1, args[1], args[2], rules, 1.0)
+                answer = turns.words(turns.speculation - 1, args[1], args[2], rules, 1.0, args[3])
             else:
                 answer = turns.reply_ready(turns.speculation - 1, rules)
             assert answer == NOTHING and vars(turns) == before
         elif kind == "verdict":
             answered(turns.verdict(TurnVerdict("item_1", turns.pause, args[1], 30.0), rules, 1.0))
         elif kind == "words":
-            answered(turns.words(turns.speculation, args[1], args[2], rules, 1.0))
+            answered(turns.words(turns.speculation, args[1], args[2], rules, 1.0, args[3]))
         elif kind == "ready":
             answered(turns.reply_ready(turns.speculation, rules))
         elif kind == "speak":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from speech_to_speech.vad.turn_detector import (
     EAGERNESS,
@@ -89,3 +91,44 @@ def test_judged_finished(probability: float, words: str | None, level: object, f
 def test_judged_finished_weighs_the_stt_doubt(probability: float, continuation: float | None,
                                               finished: bool) -> None:
     assert judged_finished(probability, "Remind me tomorrow morning.", MEDIUM, continuation) is finished
+
+
+# ------------------------------------------------------------------ other languages
+
+
+@pytest.mark.parametrize(("text", "language"), [
+    ("Quelle est la capitale de l'Italie ?", "fr"), ("東京です。", "ja"), ("Wie spät ist es?", "de"),
+    ("日本の首都はどこですか？", "ja"),
+])
+def test_other_languages_read_finished_on_their_final_mark(text: str, language: str) -> None:
+    assert reads_finished(text, None, language) and not ends_mid_phrase(text, language)
+
+
+@pytest.mark.parametrize(("text", "language"), [
+    ("日本の首都は、", "ja"), ("Je voudrais un cadeau pour ma...", "fr"), ("Ich möchte, äh,", "de"),
+])
+def test_other_languages_go_on_after_a_comma_or_an_ellipsis(text: str, language: str) -> None:
+    assert ends_mid_phrase(text, language) and not reads_finished(text, None, language)
+
+
+def test_english_words_lists_do_not_judge_another_language() -> None:
+    """"a", "the", "to" end many a finished sentence elsewhere (French "il y a", Spanish "la", "a")."""
+    assert ends_mid_phrase("Il y a", "en") and not ends_mid_phrase("Il y a", "fr")
+    assert not reads_finished("¿Vamos a?", None, "en") and reads_finished("¿Vamos a?", None, "es")
+    level = EAGERNESS["auto"]
+    assert judged_finished(0.6, "Voy a.", level, None, "es") and not judged_finished(0.6, "Voy a.", level)
+    # Whisper often leaves a Japanese question without its mark: the score decides, as it sounded finished.
+    assert judged_finished(0.9, "日本の首都はどこですか", level, None, "ja")
+    assert not judged_finished(0.9, "What is the capital of", level, None, "en")
+
+
+@given(probability=st.floats(0.0, 1.0), words=st.text(max_size=40), language=st.sampled_from(["fr", "ja", "de"]),
+       continuation=st.one_of(st.none(), st.floats(0.0, 1.0)))
+def test_in_another_language_only_the_score_and_the_marks_decide(
+        probability: float, words: str, language: str, continuation: float | None) -> None:
+    level = EAGERNESS["auto"]
+    text = words.strip()
+    decided = judged_finished(probability, words, level, continuation, language)
+    # No English word list: a trailing comma or ellipsis says it goes on, else the score alone decides.
+    goes_on = text.endswith(("...", "…", ",", "-", "—", "、", "，", "،"))
+    assert decided == (probability >= level.finished_at and not goes_on)

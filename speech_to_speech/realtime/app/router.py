@@ -181,7 +181,10 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
         sessions = {name: session_capabilities(resumable=name == "websocket", media_track=name == "webrtc",
                                                multi_session=pool.size > 1, turn_detector=turns)
                     for name in ("websocket", "webrtc")}
-        return {**languages.capabilities(pool.size), "sessions": sessions}
+        voices = next((unit.voices for unit in pool.units()), None)
+        if voices is not None:  # session.created lists them too (RealtimeService.start)
+            sessions = {name: {**offered, "voices": list(voices)} for name, offered in sessions.items()}
+        return {**languages.capabilities(pool.size, voices), "sessions": sessions}
 
     # WebRTC: POST /v1/realtime/calls (aiortc is imported at the first call).
     add_webrtc_routes(app, pool, settings, languages, metrics)

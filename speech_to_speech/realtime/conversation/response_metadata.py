@@ -14,6 +14,7 @@ from typing import Any
 
 from speech_to_speech.pipeline.messages import TurnDecision
 from speech_to_speech.protocol.metadata import (
+    HEARD_LANGUAGE_KEY,
     INPUT_CALL_IDS_KEY,
     PLAYBACK_KEY,
     TIMINGS_KEY,
@@ -38,11 +39,13 @@ def encode_marks(marks: dict[str, float]) -> str:
 
 
 def finished_metadata(response: ResponseState, *, timings: bool, answered_tool_results: bool,
-                      playback: dict[str, Any]) -> dict[str, Any]:
+                      playback: dict[str, Any], heard_language: str | None = None) -> dict[str, Any]:
     """The response's own metadata plus what the server reports about it."""
     metadata: dict[str, Any] = dict(response.metadata or {})
     if timings:
         metadata[TIMINGS_KEY] = encode_marks(response.marks)
+        if heard_language:
+            metadata[HEARD_LANGUAGE_KEY] = heard_language
         if response.turn_decision is not None:
             metadata[TURN_DETECTION_KEY] = encode_turn_decision(response.turn_decision)
     if answered_tool_results:

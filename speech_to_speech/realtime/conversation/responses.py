@@ -35,6 +35,7 @@ from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.mcp_tools import McpServerSpec
 from speech_to_speech.realtime.wire.session import SessionState
 from speech_to_speech.realtime.wire.tool_results import ToolResultLedger
+from speech_to_speech.speech_text.languages import base_language
 from speech_to_speech.units.unit import PipelineUnit
 
 
@@ -82,6 +83,8 @@ class Responses:
         self.active: ResponseState | None = None
         self.last: ResponseState | None = None  # the last to finish, unless it failed
         self.tools: ServerTools | None = None  # MCP servers and preambles (realtime/tools/), once built
+        # The language the STT heard the user's last words in: the reply's, unless the session chose one.
+        self.heard_language: str | None = None
 
     def history(self, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
         """The LLM's view of the conversation (``heard``: a user turn whose transcript is not in yet)."""
@@ -202,7 +205,7 @@ class Responses:
             reasoning_effort=options.get("reasoning_effort", config.reasoning_effort),
             max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
             voice=options.get("voice") or config.voice,
-            language=config.language,
+            language=config.language if base_language(config.language) else self.heard_language,
             input_call_ids=self._conversation.input_call_ids(history),
             output_modalities=tuple(options.get("output_modalities") or config.output_modalities),
             metadata=options.get("metadata"),
@@ -229,7 +232,8 @@ class Responses:
             self._tool_results.answered(response.input_call_ids)
         response.metadata = finished_metadata(response, timings=self._config().has_extension(TIMINGS_EXTENSION),
                                               answered_tool_results=answered,
-                                              playback=self._playback.settle(response.id, status))
+                                              playback=self._playback.settle(response.id, status),
+                                              heard_language=self.heard_language)
         self._end_output_audio(response, status)
         for event in response.finish(status, reason, error):
             self._emit(event)

@@ -182,9 +182,14 @@ class RealtimeService:
         return self.pipeline_events.last_output
 
     def start(self, fields: dict[str, Any] | None = None, session_fields: dict[str, Any] | None = None) -> None:
-        """``session.created``; ``fields`` join it (session_id, resume_token), ``session_fields`` its session."""
-        self.emit({"type": "session.created", **(fields or {}), "session": {**self.state.session,
-                                                                             **(session_fields or {})}})
+        """``session.created``; ``fields`` join it (session_id, resume_token), ``session_fields`` its session.
+
+        Its capabilities also list the voices a client may choose (the TTS's own, where it can list them)."""
+        session = {**self.state.session, **(session_fields or {})}
+        capabilities, voices = session.get("capabilities"), self.state.voices.installed
+        if isinstance(capabilities, dict) and voices is not None:
+            session["capabilities"] = {**capabilities, "voices": list(voices)}
+        self.emit({"type": "session.created", **(fields or {}), "session": session})
         self.tools.session_changed()  # the server's own MCP servers (--mcp_server) are listed at once
 
     async def aclose(self) -> None:

@@ -145,6 +145,7 @@ class TurnEvents:
             self._responses.submit_when_ready()
             return
         user_item["content"][0]["transcript"] = item.transcript
+        self._responses.heard_language = item.language or self._responses.heard_language
         if not failed:  # a failed transcription was reported as such (transcription.failed)
             self._emit({
                 "type": "conversation.item.input_audio_transcription.completed",
@@ -197,6 +198,7 @@ class TurnEvents:
                 return
             response_id = ids.response_id()
         speculations.drop()
+        self._responses.heard_language = item.language or self._responses.heard_language
         history = self._responses.history(heard=(item.item_id, item.transcript))
         request = self._responses.request(response_id, self._unit.cancel_scope.generation, {}, history)
         speculations.start(Speculation(item.item_id, item.speculation, request))

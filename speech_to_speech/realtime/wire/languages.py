@@ -16,24 +16,7 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
 from speech_to_speech.protocol.error_codes import INVALID_REQUEST
 from speech_to_speech.realtime.wire.errors import RealtimeError
-
-LANGUAGE_NAMES: dict[str, str] = {
-    "af": "afrikaans", "ar": "arabic", "bg": "bulgarian", "bn": "bengali", "ca": "catalan", "cs": "czech",
-    "cy": "welsh", "da": "danish", "de": "german", "el": "greek", "en": "english", "es": "spanish",
-    "et": "estonian", "fa": "persian", "fi": "finnish", "fr": "french", "he": "hebrew", "hi": "hindi",
-    "hr": "croatian", "hu": "hungarian", "id": "indonesian", "it": "italian", "ja": "japanese",
-    "ko": "korean", "lt": "lithuanian", "lv": "latvian", "ms": "malay", "nl": "dutch", "no": "norwegian",
-    "pl": "polish", "pt": "portuguese", "ro": "romanian", "ru": "russian", "sk": "slovak",
-    "sl": "slovenian", "sr": "serbian", "sv": "swedish", "sw": "swahili", "ta": "tamil", "th": "thai",
-    "tl": "tagalog", "tr": "turkish", "uk": "ukrainian", "ur": "urdu", "vi": "vietnamese", "zh": "chinese",
-}
-_CODES_BY_NAME = {name: code for code, name in LANGUAGE_NAMES.items()}
-
-
-def normalize_language(value: str) -> str:
-    """Trim, lowercase, and map a known name ("English") to its code ("en")."""
-    cleaned = value.strip().lower()
-    return _CODES_BY_NAME.get(cleaned, cleaned)
+from speech_to_speech.speech_text.languages import LANGUAGE_NAMES, normalize_language
 
 
 def _entry(code: str) -> dict[str, Any]:
@@ -105,7 +88,8 @@ class LanguageService:
             apply_declaration("tts", tts, settings.tts.supported_languages, settings.tts.auto_language_supported),
         )
 
-    def capabilities(self, pipelines: int) -> dict[str, Any]:
+    def capabilities(self, pipelines: int, voices: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """The endpoint's pipelines; ``voices``: the names the TTS speaks with (None: it cannot list them)."""
         conversation = {
             "languages": None if self.languages is None else [_entry(c) for c in self.languages],
             "selectable_languages": None if self.selectable is None else [_entry(c) for c in self.selectable],
@@ -113,7 +97,8 @@ class LanguageService:
         }
         return {
             "pipelines": [
-                {"index": i, "stt": self.stt.to_json(), "tts": self.tts.to_json(), "conversation": conversation}
+                {"index": i, "stt": self.stt.to_json(), "tts": {**self.tts.to_json(), "voices": voices},
+                 "conversation": conversation}
                 for i in range(pipelines)
             ]
         }
