@@ -30,6 +30,7 @@ import numpy as np
 
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.bench import audio
+from speech_to_speech.bench.events import TURN_HOPS, Clock, hops, turn
 from speech_to_speech.bench.mic import FINISHED, Said, live_mic
 from speech_to_speech.bench.outcome import Outcome, outcome
 from speech_to_speech.bench.stats import summarize
@@ -51,6 +52,7 @@ REQUESTS: dict[str, tuple[str, ...]] = {
 }
 MODES = ("auto", "session")
 SPACELESS = {"ja", "zh", "th"}  # scripts without spaces between words: errors are counted in characters
+HOPS = tuple(name for name, _, _ in TURN_HOPS)  # the stages of end of speech -> first audio
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,10 @@ async def ask(target: Target, language: str, clip: audio.Speech, mode: str,
     sample["heard_error_rate"] = error_rate(clip.text, " ".join(result.heard), language)
     if answer is None:
         return sample, None
+    if said.last_voiced_sent is not None:  # where the time went, as bench turns records it
+        answered = turn(log_of_turn, answer.id)
+        sample.update(hops({**answered.marks, "end_of_speech": Clock.now().epoch_ms(said.last_voiced_sent),
+                            "first_audio_received": Clock.now().epoch_ms(answer.first_audio_at or 0.0)}))
     sample["answer"] = answer.transcript
     return sample, answer_audio(log_of_turn, answer.id)
 
@@ -197,7 +203,11 @@ def summarize_languages(samples: list[dict[str, Any]]) -> dict[str, Any]:
             "answered_in_its_language": sum(1 for s in rows if s.get("answer_language") == key[0]),
             "answer_languages": dict(Counter(str(s.get("answer_language")) for s in rows if s["answered"])),
             "answer_error_rate_mean": mean(s.get("answer_error_rate") for s in rows),
+            "turn_outcomes": dict(Counter(str((r.get("turn_detection") or {}).get("outcome"))
+                                          for s in rows for r in s["responses"])),
+            "split_requests": sum(1 for s in rows if len(s["heard"]) > 1),
             LATENCY: summarize(s.get(LATENCY) for s in rows),
+            **{hop: summarize(s.get(hop) for s in rows) for hop in HOPS},
         }
     return summary
 

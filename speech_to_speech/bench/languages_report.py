@@ -15,6 +15,11 @@ def _rate(value: Any) -> str:
     return "–" if value is None else f"{100 * value:.0f}%"
 
 
+def _turn_ends(figures: dict[str, Any]) -> str:
+    ends = figures.get("turn_outcomes") or {}
+    return "; turn ends " + ", ".join(f"{k} ×{v}" for k, v in sorted(ends.items())) if ends else ""
+
+
 def languages_rows(summary: dict[str, Any]) -> list[str]:
     """Two rows per language and mode (``fr_auto``): end of speech -> first audio; heard, answered, understood."""
     rows = []
@@ -28,5 +33,5 @@ def languages_rows(summary: dict[str, Any]) -> list[str]:
                     f"{language} {figures['heard_in_its_language']}, error rate "
                     f"{_rate(figures['heard_error_rate_mean'])}; answer in {language} (Whisper) "
                     f"{figures['answered_in_its_language']}, its error rate "
-                    f"{_rate(figures['answer_error_rate_mean'])} | | |")
+                    f"{_rate(figures['answer_error_rate_mean'])}{_turn_ends(figures)} | | |")
     return rows

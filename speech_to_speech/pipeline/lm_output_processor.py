@@ -28,9 +28,10 @@ from speech_to_speech.pipeline.messages import (
 from speech_to_speech.speech_text import SpeechText
 
 # A sentence ends at . ! ? … (or a newline) followed by whitespace.
-_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
+# Japanese and Chinese write no space after their marks (。！？、，): they end a sentence or clause as they are.
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？])(?=.)|\n+", re.DOTALL)
 # A clause ends at , ; : — followed by whitespace; only used once enough text waits.
-_CLAUSE_END = re.compile(r"(?<=[,;:—])\s+")
+_CLAUSE_END = re.compile(r"(?<=[,;:—])\s+|(?<=[、，；：])(?=.)", re.DOTALL)
 MIN_CLAUSE_CHARS = 24
 # Words (followed by whitespace, so complete) that may start speech before any punctuation: the server's default.
 FIRST_CHUNK_WORDS: int = LLMSettings.model_fields["first_chunk_words"].default

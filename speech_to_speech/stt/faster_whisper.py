@@ -41,7 +41,15 @@ from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.pool_size import pool_size
 from speech_to_speech.stt.base import Heard, STTHandler
 from speech_to_speech.stt.packaged import PACKAGED, packaged_path
-from speech_to_speech.stt.whisper_window import Decoded, WindowedWhisper, identify_language, restarted, suspicious
+from speech_to_speech.stt.whisper_window import (
+    TOKENS_BASE,
+    TOKENS_PER_S,
+    Decoded,
+    WindowedWhisper,
+    identify_language,
+    restarted,
+    suspicious,
+)
 
 log = logging.getLogger(__name__)
 
@@ -145,8 +153,15 @@ def model_languages(model: Any) -> tuple[str, ...]:
 
 
 def _transcribe(
-    model: Any, samples: FloatAudio, language: str | None, beam_size: int
+    model: Any, samples: FloatAudio, language: str | None, beam_size: int, bounded: bool = False
 ) -> tuple[str, str | None]:
+    """faster-whisper's own 30 s path. ``bounded``: one greedy pass of at most the short window's token budget,
+    not its retries at higher temperatures (a multilingual model's fallback: on speech it doubts, Whisper base
+    retried and looped for 2-15 s where tiny.en's fallback takes one)."""
+    limits: dict[str, Any] = {}
+    if bounded:
+        limits = {"temperature": 0.0,
+                  "max_new_tokens": TOKENS_BASE + int(TOKENS_PER_S * len(samples) / PIPELINE_RATE)}
     segments, info = model.transcribe(
         np.asarray(samples, dtype=np.float32),
         language=language,
@@ -154,6 +169,7 @@ def _transcribe(
         vad_filter=False,  # our VAD already cut the turn
         without_timestamps=True,
         condition_on_previous_text=False,
+        **limits,
     )
     text = "".join(segment.text for segment in segments)  # segments is lazy: this runs the decoder
     return text, info.language
@@ -260,7 +276,7 @@ class FasterWhisperSTT(STTHandler):
             decoded = windowed(window, samples, self.settings.beam_size, self.still_wanted, language)
             return None if decoded is None else Heard(decoded.text, decoded.language, decoded.continuation,
                                                       decoded.avg_logprob)
-        return Heard(*_transcribe(self._checker, samples, language, self.settings.beam_size))
+        return Heard(*_transcribe(self._checker, samples, language, self.settings.beam_size, bounded=True))
 
     def _english(self, samples: FloatAudio) -> tuple[Heard, bool]:
         """What the English-only model heard, and whether it doubts it (see ``DOUBTFUL_LOGPROB``)."""
@@ -282,7 +298,7 @@ class FasterWhisperSTT(STTHandler):
                 return heard
             if self._probing():
                 return Heard("", language or "en")
-        return Heard(*_transcribe(model, samples, language, self.settings.beam_size))
+        return Heard(*_transcribe(model, samples, language, self.settings.beam_size, bounded=True))
 
     def _probing(self) -> bool:
         """A probe of speech over the answer: its words are wanted now, not the stock path's second; with no

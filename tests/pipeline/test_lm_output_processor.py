@@ -91,6 +91,15 @@ def test_sentences_are_cut_after_their_punctuation_and_spaces(processor: Process
     assert tts_texts(processor.until_done()) == ["Hello there. ", "How are you?  ", "Fine!"]
 
 
+def test_japanese_sentences_are_cut_at_their_own_marks(processor: Processor) -> None:
+    """Japanese writes no space after 。: a reply must not wait whole for the voice (Kokoro took 1-3 s)."""
+    processor.feed(*text_parts(["日本の首都は", "東京です。とても", "大きな都市で、", "人口は多いです", "。"]))
+    first = collect(processor.queue_out, TTSInput)
+    assert tts_texts(first) == ["日本の首都は東京です。"]
+    processor.feed(ResponseDone("r", 0))
+    assert tts_texts(processor.until_done()) == ["とても大きな都市で、人口は多いです。"]
+
+
 def test_a_clause_goes_out_before_the_response_ends(processor: Processor) -> None:
     processor.feed(*text_parts(["The first sentence is here. ", "The second one is still"]))
     first = collect(processor.queue_out, TTSInput)
