@@ -9,7 +9,8 @@ from typing import get_args
 from speech_to_speech.protocol import error_codes, metadata, policies
 from speech_to_speech.realtime.conversation import overlap, playback
 from speech_to_speech.realtime.service import capabilities
-from speech_to_speech.realtime.wire import errors, session, tool_results
+from speech_to_speech.realtime.wire import errors, tool_results
+from speech_to_speech.realtime.wire import session_model as session
 
 SERVER_PACKAGES = {"realtime", "pipeline", "vad", "stt", "llm", "tts", "visemes", "registry"}
 

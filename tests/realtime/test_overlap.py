@@ -33,7 +33,7 @@ from speech_to_speech.realtime.conversation.overlap import (
     Thresholds,
     decide,
 )
-from speech_to_speech.realtime.wire.session import MAX_THRESHOLD_MS
+from speech_to_speech.realtime.wire.session_model import MAX_THRESHOLD_MS
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence, spoken_turn, tone, types
 
 from .conftest import ServerFactory

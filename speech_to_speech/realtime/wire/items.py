@@ -11,7 +11,8 @@ from speech_to_speech.protocol.error_codes import INVALID_REQUEST
 from speech_to_speech.realtime.wire.content_limits import ContentLimits
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.mcp_tools import McpServerSpec, McpTool, spec_of
-from speech_to_speech.realtime.wire.session import REASONING_EFFORTS, FunctionTool, SessionModel, Tool
+from speech_to_speech.realtime.wire.session import REASONING_EFFORTS
+from speech_to_speech.realtime.wire.session_model import FunctionTool, SessionModel, Tool
 from speech_to_speech.realtime.wire.voices import VoiceCatalog, requested_voice
 
 _CONTENT_TYPES = {
