@@ -246,7 +246,8 @@ def test_a_short_window_that_began_again_answers_without_the_stock_path(
     monkeypatch.setattr("speech_to_speech.stt.faster_whisper._transcribe", stock)
     stt = make_handler(FasterWhisperSTT, whisper)
     stt._window, stt._window_built = BeganAgain(), True
-    assert stt.transcribe(np.zeros(16000, np.float32), None) == Heard(BOSS, "en")
+    heard = stt.transcribe(np.zeros(16000, np.float32), None)
+    assert (heard.text, heard.language, heard.avg_logprob) == (BOSS, "en", -0.05)  # its confidence goes along
 
 
 def test_the_stock_window_setting_turns_the_short_window_off(whisper: Any) -> None:
