@@ -10,11 +10,10 @@ Makefile's ``LLM_WEIGHTS``).
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from speech_to_speech.cache import cached_conversion, sha256_of
+from speech_to_speech.cache import cached_conversion, package_file, sha256_of
 
 
 @dataclass(frozen=True)
@@ -46,21 +45,10 @@ PACKAGED: dict[str, SplitGGUF] = {
 }
 
 
-def _part_path(package: str, inner: str) -> Path | None:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        path = Path(location) / inner
-        if path.is_file():
-            return path
-    return None
-
-
 def joined_gguf(name: str) -> Path:
     """The GGUF file of packaged model ``name``, joined (and checked) once into the cache."""
     model = PACKAGED[name]
-    parts = [_part_path(package, inner) for package, inner in model.parts]
+    parts = [package_file(package, inner) for package, inner in model.parts]
     missing = [package for (package, _), path in zip(model.parts, parts, strict=True) if path is None]
 
     def join(folder: Path) -> None:
