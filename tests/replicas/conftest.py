@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
 from speech_to_speech.testing.redis_server import INSTALL_HINT, RedisServer, find_redis_server
+from speech_to_speech.testing.serve_process import ServeProcess
 
 
 def _binary() -> str:
@@ -46,3 +48,16 @@ def shared_redis() -> Iterator[RedisServer]:
 def redis_binary() -> str:
     """The redis-server a test (or the bench it runs) starts itself."""
     return _binary()
+
+
+@contextmanager
+def two_replicas(redis: RedisServer, *flags: str) -> Iterator[tuple[ServeProcess, ServeProcess]]:
+    """Two ``serve`` processes of one unit each, sharing ``redis``, with ``flags`` besides."""
+    a, b = (ServeProcess("--session_store", redis.url, "--num_pipelines", "1", *flags) for _ in range(2))
+    try:
+        a.start()
+        b.start()
+        yield a, b
+    finally:
+        a.stop()
+        b.stop()

@@ -24,6 +24,8 @@ from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_
 from speech_to_speech.testing.redis_server import RedisServer
 from speech_to_speech.testing.serve_process import ServeProcess
 
+from .conftest import two_replicas
+
 # Long after the history, so that the kill comes while it is being said.
 REPLY = "I was asked {history} and I say so slowly, one word at a time, so that I can be cut right here."
 ASKED = "I was asked "
@@ -32,16 +34,9 @@ SAID = " and I say so slowly"
 
 @pytest.fixture
 def replicas(redis_server: RedisServer) -> Iterator[tuple[ServeProcess, ServeProcess]]:
-    flags = ("--session_store", redis_server.url, "--num_pipelines", "1", "--scripted_replies", REPLY,
-             "--scripted_token_delay_ms", "30", "--scripted_transcripts", "I live in Lisbon")
-    a, b = ServeProcess(*flags), ServeProcess(*flags)
-    try:
-        a.start()
-        b.start()
-        yield a, b
-    finally:
-        a.stop()
-        b.stop()
+    with two_replicas(redis_server, "--scripted_replies", REPLY, "--scripted_token_delay_ms", "30",
+                      "--scripted_transcripts", "I live in Lisbon") as pair:
+        yield pair
 
 
 def _transcript(events: list[Event]) -> str:

@@ -15,22 +15,17 @@ from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_
 from speech_to_speech.testing.redis_server import RedisServer
 from speech_to_speech.testing.serve_process import ServeProcess
 
+from .conftest import two_replicas
+
 # The scripted LLM answers with the whole request it got, slowly enough to be cut in the middle.
 REPLY = "I was asked {history} and I say so slowly."
 
 
 @pytest.fixture
 def replicas(redis_server: RedisServer) -> Iterator[tuple[ServeProcess, ServeProcess]]:
-    flags = ("--session_store", redis_server.url, "--num_pipelines", "1", "--scripted_replies", REPLY,
-             "--scripted_token_delay_ms", "60", "--scripted_transcripts", "the third question")
-    a, b = ServeProcess(*flags), ServeProcess(*flags)
-    try:
-        a.start()
-        b.start()
-        yield a, b
-    finally:
-        a.stop()
-        b.stop()
+    with two_replicas(redis_server, "--scripted_replies", REPLY, "--scripted_token_delay_ms", "60",
+                      "--scripted_transcripts", "the third question") as pair:
+        yield pair
 
 
 def _seqs(events: list[Event]) -> list[int]:
