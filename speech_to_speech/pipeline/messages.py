@@ -171,6 +171,10 @@ class Utterance:
         return self.reuses > 0
 
 
+# Other readings of the same speech by the STT, most likely first: (text, mean log-probability of its tokens).
+Readings = tuple[tuple[str, float], ...]
+
+
 @dataclass(frozen=True)
 class Transcript:
     """STT output. ``final`` is False for cumulative partial hypotheses."""
@@ -188,6 +192,7 @@ class Transcript:
     # detector (see stt.base.Heard); None: unknown, or not asked (a turn's final transcript).
     continuation: float | None = None
     avg_logprob: float | None = None  # how sure the STT was of the words (see stt.base.Heard); None: unknown
+    readings: Readings = ()  # where the STT was asked for them (speech over the answer: see stt.base.Heard)
 
     @property
     def speculative(self) -> bool:
@@ -224,6 +229,7 @@ class TranscriptionSnapshot:
     item_id: str | None
     text: str
     avg_logprob: float | None = None  # see Transcript.avg_logprob
+    readings: Readings = ()  # see Transcript.readings
 
 
 @dataclass(frozen=True)
@@ -236,6 +242,7 @@ class TranscriptionCompleted:
     stt_done_time: float = 0.0
     vad_end_time: float = 0.0
     avg_logprob: float | None = None  # see Transcript.avg_logprob
+    readings: Readings = ()  # see Transcript.readings
 
 
 # ---------------------------------------------------------------- generation

@@ -84,7 +84,7 @@ class TranscriptionNotifier(BaseHandler):
             delta = confirmed_delta(state, item.text)
             if delta:
                 yield TranscriptionDelta(item.item_id, delta)
-            yield TranscriptionSnapshot(item.item_id, item.text, item.avg_logprob)
+            yield TranscriptionSnapshot(item.item_id, item.text, item.avg_logprob, item.readings)
             if item.speculative:
                 yield SpeculativeTranscript(item.item_id, item.text, item.speculation, item.continuation,
                                             item.language)
@@ -102,4 +102,5 @@ class TranscriptionNotifier(BaseHandler):
             stt_done_time=item.stt_done_time,
             vad_end_time=item.vad_end_time,
             avg_logprob=item.avg_logprob,
+            readings=item.readings,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import replace
@@ -12,9 +13,10 @@ from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.config import STTSettings
 from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.pipeline.handler import BackendHandler
-from speech_to_speech.pipeline.messages import FloatAudio, StageError, Transcript, Utterance
+from speech_to_speech.pipeline.messages import FloatAudio, Readings, StageError, Transcript, Utterance
 
 MIN_SAMPLES = PIPELINE_RATE // 10
+PROBED_REMEMBERED = 16  # utterances over the answer whose final pass still gives its readings
 
 
 class Heard(NamedTuple):
@@ -32,6 +34,9 @@ class Heard(NamedTuple):
     # How sure the decoder was of the words: their mean log-probability (None where not measured). Whisper
     # writes a hum it cannot spell as some word ("Mama" for "mm-hmm") with little confidence.
     avg_logprob: float | None = None
+    # Where asked (:meth:`STTHandler.wants_readings`): the decoder's best readings of the same speech. A
+    # remark over the answer is judged by them too: "Cool." heard as "Come on.", with "C'mon." close behind.
+    readings: Readings = ()
 
 
 class PassAbandoned(Exception):
@@ -60,6 +65,10 @@ class STTHandler(BackendHandler):
     _speculation: tuple[str | None, int, Heard] | None = None
     _running: Utterance | None = None  # the utterance being transcribed
     _last_pass_s = 0.0  # how long the last transcription took (interim passes wait for a quick one)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._probed: deque[str | None] = deque(maxlen=PROBED_REMEMBERED)  # utterances probed over the answer
 
     def transcribe(self, samples: FloatAudio, language: str | None) -> Heard | tuple[str, str | None]:
         """Return (text, detected language), or a :class:`Heard`, for 16 kHz float32 mono audio."""
@@ -104,6 +113,12 @@ class STTHandler(BackendHandler):
             for other in waiting
         )
 
+    def wants_readings(self) -> bool:
+        """Whether the pass running now is of speech over the assistant's answer (a probe, or the end of a
+        probed utterance): its words decide whether it interrupts, so the backend gives its other readings."""
+        running = self._running
+        return running is not None and (running.probe or running.item_id in self._probed)
+
     def still_wanted(self) -> bool:
         """Whether the pass running now is still of use; a backend may ask between phases and then raise
         :class:`PassAbandoned`. Only a speculative pass with a newer one of its turn waiting is not,
@@ -125,6 +140,8 @@ class STTHandler(BackendHandler):
         the pause comes does not hold up the pause's own (``--interim_max_pass_ms``). A probe (speech over
         the assistant, whose words decide whether it interrupts) is urgent and always done."""
         urgent = item.probe and self.uses_local_cpu
+        if item.probe and item.item_id not in self._probed:
+            self._probed.append(item.item_id)
         if not item.probe:
             if self._superseded(item) or self._last_pass_s * 1000 > self.settings.interim_max_pass_ms:
                 return
@@ -141,7 +158,7 @@ class STTHandler(BackendHandler):
         finally:
             self._running = None
         yield Transcript(text=heard.text, final=False, item_id=item.item_id, language=heard.language,
-                         avg_logprob=heard.avg_logprob)
+                         avg_logprob=heard.avg_logprob, readings=heard.readings)
 
     def process(self, item: Utterance) -> Iterator[Any]:
         if item.interim:
@@ -165,7 +182,7 @@ class STTHandler(BackendHandler):
             self._speculation = (item.item_id, item.speculation, heard)
             yield Transcript(text=text, final=False, item_id=item.item_id, language=language,
                              speculation=item.speculation, continuation=heard.continuation,
-                             avg_logprob=heard.avg_logprob)
+                             avg_logprob=heard.avg_logprob, readings=heard.readings)
             return
         if not item.reuse_speculation:
             yield from self.partials(item, text)
@@ -180,6 +197,7 @@ class STTHandler(BackendHandler):
             stt_done_time=time.monotonic(),
             vad_end_time=item.vad_end_time,
             avg_logprob=heard.avg_logprob,
+            readings=heard.readings,
         )
 
     def on_error(self, item: Any, error: BaseException) -> Iterator[Any]:

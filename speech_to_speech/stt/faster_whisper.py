@@ -79,6 +79,9 @@ LANGUAGE_ID_MAX_S = 10.0  # the language head reads at most the turn's first 10 
 # Nor is a turn this short checked: on the first 0.4 s of "Please set a timer…" the language head said
 # Japanese (English 0.08), and Whisper base wrote a Japanese sentence no one said.
 MIN_CHECKED_SAMPLES = PIPELINE_RATE
+# Readings of speech over the answer (a beam of this width, all its hypotheses): a second decode of the same
+# encoder output, a few tokens long (a "yeah" costs ~10 ms more; the encoder is most of a pass).
+READINGS = 4
 
 
 def _whisper(source: str, settings: STTSettings, context: LoadContext) -> Any:
@@ -177,12 +180,12 @@ def _transcribe(
 
 def windowed(
     window: WindowedWhisper, samples: FloatAudio, beam_size: int, still_wanted: Callable[[], bool] | None = None,
-    language: str | None = None,
+    language: str | None = None, readings: int = 0,
 ) -> Decoded | None:
     """What the short window heard, or None when the turn needs the stock path."""
     if not window.fits(samples):
         return None
-    decoded = window.decode(samples, beam_size, still_wanted, language)
+    decoded = window.decode(samples, beam_size, still_wanted, language, readings)
     problem = suspicious(decoded)
     if problem is not None:
         before = restarted(decoded.text)
@@ -197,12 +200,15 @@ def windowed(
 
 def transcribe_windowed(
     window: WindowedWhisper, samples: FloatAudio, beam_size: int, still_wanted: Callable[[], bool] | None = None,
-    language: str | None = None,
+    language: str | None = None, readings: int = 0,
 ) -> Heard | None:
     """What the short window heard, or None when the turn needs the stock path."""
-    decoded = windowed(window, samples, beam_size, still_wanted, language)
-    return None if decoded is None else Heard(decoded.text, decoded.language, decoded.continuation,
-                                              decoded.avg_logprob)
+    decoded = windowed(window, samples, beam_size, still_wanted, language, readings)
+    return None if decoded is None else heard_of(decoded)
+
+
+def heard_of(decoded: Decoded) -> Heard:
+    return Heard(decoded.text, decoded.language, decoded.continuation, decoded.avg_logprob, decoded.readings)
 
 
 @registry.register("stt", "faster-whisper", load_faster_whisper)
@@ -274,18 +280,17 @@ class FasterWhisperSTT(STTHandler):
         window = self._checker_window
         if window is not None and window.fits(samples):
             decoded = windowed(window, samples, self.settings.beam_size, self.still_wanted, language)
-            return None if decoded is None else Heard(decoded.text, decoded.language, decoded.continuation,
-                                                      decoded.avg_logprob)
+            return None if decoded is None else heard_of(decoded)
         return Heard(*_transcribe(self._checker, samples, language, self.settings.beam_size, bounded=True))
 
     def _english(self, samples: FloatAudio) -> tuple[Heard, bool]:
         """What the English-only model heard, and whether it doubts it (see ``DOUBTFUL_LOGPROB``)."""
         window = self._short_window()
         if window is not None:
-            decoded = windowed(window, samples, self.settings.beam_size, self.still_wanted)
+            decoded = windowed(window, samples, self.settings.beam_size, self.still_wanted,
+                               readings=self._readings())
             if decoded is not None:
-                return (Heard(decoded.text, "en", decoded.continuation, decoded.avg_logprob),
-                        decoded.avg_logprob < DOUBTFUL_LOGPROB)
+                return heard_of(decoded), decoded.avg_logprob < DOUBTFUL_LOGPROB
             if self._probing():
                 return Heard("", "en"), False
         # The short window refused the turn (too long, or its guard doubted it); the stock path decides.
@@ -293,12 +298,16 @@ class FasterWhisperSTT(STTHandler):
 
     def _pass(self, model: Any, window: WindowedWhisper | None, samples: FloatAudio, language: str | None) -> Heard:
         if window is not None:
-            heard = transcribe_windowed(window, samples, self.settings.beam_size, self.still_wanted, language)
+            heard = transcribe_windowed(window, samples, self.settings.beam_size, self.still_wanted, language,
+                                        self._readings())
             if heard is not None:
                 return heard
             if self._probing():
                 return Heard("", language or "en")
         return Heard(*_transcribe(model, samples, language, self.settings.beam_size, bounded=True))
+
+    def _readings(self) -> int:
+        return READINGS if self.wants_readings() else 0
 
     def _probing(self) -> bool:
         """A probe of speech over the answer: its words are wanted now, not the stock path's second; with no

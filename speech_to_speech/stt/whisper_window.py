@@ -46,7 +46,7 @@ from typing import Any
 import ctranslate2
 import numpy as np
 
-from speech_to_speech.pipeline.messages import FloatAudio
+from speech_to_speech.pipeline.messages import FloatAudio, Readings
 from speech_to_speech.stt.base import PassAbandoned
 
 SAMPLE_RATE = 16000  # Whisper's own input rate, which its log-mel frames assume
@@ -79,6 +79,8 @@ class Decoded:
     continuation: float | None = None
     language: str = "en"  # the language it was decoded in
     language_probability: float | None = None  # where the model's language head chose it: how sure it was
+    # Where asked: the decoder's best readings of the same speech by beam search, most likely first.
+    readings: Readings = ()
 
 
 class WindowedWhisper:
@@ -114,10 +116,13 @@ class WindowedWhisper:
         return window_features(self.model, samples, self.tail, self.frames)
 
     def decode(self, samples: FloatAudio, beam_size: int = 1,
-               still_wanted: Callable[[], bool] | None = None, language: str | None = None) -> Decoded:
+               still_wanted: Callable[[], bool] | None = None, language: str | None = None,
+               readings: int = 0) -> Decoded:
         """The turn's transcript; :class:`PassAbandoned` after the encoder if ``still_wanted`` says no.
 
         ``language``: what the turn is in (None: the model's language head says, English-only models: "en").
+        ``readings``: also this many readings by beam search (a second decode of the same encoder output;
+        the transcript itself stays the one of ``beam_size``).
         """
         encoded = self.model.model.encode(ctranslate2.StorageView.from_array(self.features(samples)))
         if still_wanted is not None and not still_wanted():
@@ -142,7 +147,19 @@ class WindowedWhisper:
         # The doubt about a final mark was measured on English (going_on_tokens reads English words).
         continuation = measured_continuation(text, steps, self.goes_on) if language == "en" else None
         return Decoded(text, len(tokens), avg_logprob, len(prompt) + len(tokens) >= max_length, continuation,
-                       language, probability)
+                       language, probability, self._readings(encoded, prompt, max_length, tokenizer, readings))
+
+    def _readings(self, encoded: Any, prompt: list[int], max_length: int, tokenizer: Any, count: int) -> Readings:
+        if count < 2:
+            return ()
+        result = self.model.model.generate(
+            encoded, [prompt], beam_size=count, num_hypotheses=count, max_length=max_length, return_scores=True,
+            suppress_blank=True, suppress_tokens=self.suppress,
+        )[0]
+        # Scores as for the transcript: the mean log-probability over a reading's tokens.
+        readings = ((tokenizer.decode(tokens).strip(), float(score) * len(tokens) / (len(tokens) + 1))
+                    for tokens, score in zip(result.sequences_ids, result.scores, strict=True))
+        return tuple(sorted(readings, key=lambda reading: -reading[1]))
 
 
 def window_features(model: Any, samples: FloatAudio, tail: int, frames: int) -> np.ndarray:

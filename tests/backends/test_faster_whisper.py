@@ -107,7 +107,8 @@ def test_a_rejected_short_window_falls_back_to_the_stock_path(
         def fits(self, samples: Any) -> bool:
             return True
 
-        def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None, language: Any = None) -> Decoded:
+        def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None, language: Any = None,
+                   readings: int = 0) -> Decoded:
             return Decoded(" Turn it off. Turn it off. Turn it off. Turn it off.", 224, -0.1, True)
 
     stt = make_handler(FasterWhisperSTT, whisper)
@@ -237,7 +238,8 @@ def test_a_short_window_that_began_again_answers_without_the_stock_path(
         def fits(self, samples: Any) -> bool:
             return True
 
-        def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None, language: Any = None) -> Decoded:
+        def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None, language: Any = None,
+                   readings: int = 0) -> Decoded:
             return Decoded(BOSS + " Can you help me write a short", 26, -0.05, False)
 
     def stock(*args: Any) -> Any:
@@ -264,3 +266,23 @@ def trimmed(samples: Any) -> Any:
 
 def spoken_words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def test_speech_over_the_answer_comes_with_the_decoder_s_other_readings(
+    whisper: Any, spoken: Any, make_handler: Any
+) -> None:
+    """A probe of speech over the answer, and the final pass of the utterance it probed, give the beam's
+    readings beside the transcript (the judge weighs them); a turn of its own gives none."""
+    stt = make_handler(FasterWhisperSTT, whisper)
+    said = np.concatenate([SILENCE, trimmed(spoken("Okay.")), SILENCE])
+    (probe,) = stt.process(Utterance(said[: len(said) // 2], 0, 400, item_id="item_1", interim=True, probe=True))
+    (final,) = stt.process(Utterance(said, 0, 900, item_id="item_1"))
+    (other,) = stt.process(Utterance(said, 0, 900, item_id="item_2"))
+    for transcript in (probe, final):
+        assert 2 <= len(transcript.readings) <= 4
+        texts = [text for text, _ in transcript.readings]
+        logprobs = [logprob for _, logprob in transcript.readings]
+        assert logprobs == sorted(logprobs, reverse=True) and all(p <= 0.0 for p in logprobs)
+        assert len(set(texts)) == len(texts)  # distinct readings, not one repeated
+    assert "okay" in final.text.lower() and any("okay" in text.lower() for text, _ in final.readings)
+    assert other.readings == () and other.text == final.text

@@ -16,6 +16,7 @@ from speech_to_speech.turns.listener_words import (
     Heard,
     heard_as,
     judge,
+    reread,
     words_of,
 )
 
@@ -53,6 +54,39 @@ def test_a_few_words_the_stt_was_unsure_of_are_not_yet_a_turn() -> None:
     assert heard_as("It's her.") is Heard.TURN  # unknown confidence: taken at its word
     assert heard_as("Stop, what time is it?", -1.2) is Heard.TURN  # many words: someone is talking
     assert heard_as("Yeah.", -1.5) is Heard.LISTENER
+
+
+def test_words_the_stt_nearly_read_as_a_listener_s_are_not_yet_a_turn() -> None:
+    # tiny.en's readings of a synthesized "Cool." over an answer, best first.
+    readings = (("Come on.", -0.44), ("C'mon.", -0.72), ("Cool.", -0.9))
+    assert heard_as("Come on.", -0.44, readings) is Heard.UNSURE
+    assert heard_as("Come on.", -0.44, (("Come on.", -0.44), ("Cool.", -1.5))) is Heard.TURN  # far behind
+    assert heard_as("Come on.", None, readings) is Heard.TURN  # unknown confidence: taken at its word
+    assert heard_as("Stop.", -0.2, (("Stop.", -0.2), ("Stop!", -0.5), ("Stop?", -0.7))) is Heard.TURN
+
+
+READINGS = st.lists(st.tuples(TEXTS_ANY := st.sampled_from(["Yeah.", "Cool.", "Stop.", "Come on.", "I", "(laughs)",
+                                                            "Wait, what?", "Rate rate."]),
+                              st.floats(-3.0, 0.0)), max_size=4)
+
+
+@settings(max_examples=300)
+@given(TEXTS_ANY, st.floats(-3.0, 0.0), READINGS)
+def test_readings_only_ever_hold_back_a_turn(text: str, logprob: float, readings: list[tuple[str, float]]) -> None:
+    alone, weighed = heard_as(text, logprob), heard_as(text, logprob, tuple(readings))
+    assert weighed is alone or (alone is Heard.TURN and weighed is Heard.UNSURE)
+    if weighed is Heard.UNSURE and alone is Heard.TURN:
+        assert any(heard_as(t) in (Heard.NOTHING, Heard.LISTENER, Heard.LISTENER_SO_FAR) and logprob - p <= 0.8
+                   for t, p in readings)
+
+
+def test_a_final_pass_that_reads_a_remark_anew_leaves_it_a_remark() -> None:
+    assert reread(("right", "right"), "Rate rate.", Heard.TURN) is Heard.UNSURE
+    assert reread(("i", "see"), "RIC", Heard.TURN) is Heard.UNSURE
+    assert reread(("okay",), "Okay, stop.", Heard.TURN) is Heard.TURN  # it went on from the remark
+    assert reread(None, "Rate rate.", Heard.TURN) is Heard.TURN  # nothing was heard as a remark before
+    assert reread(("yeah",), "Stop, what time is it?", Heard.TURN) is Heard.TURN  # more than a remark's words
+    assert reread(("yeah",), "Yeah.", Heard.LISTENER) is Heard.LISTENER
 
 
 @settings(max_examples=200)
@@ -108,7 +142,9 @@ def test_each_utterance_over_the_answer_is_decided_exactly_once(steps: list[tupl
     verdicts.append(judged.hear(*final, final=True))
     made = [v for v in verdicts if v is not None]
     assert len(made) == 1 and made[0] == judged.verdict  # exactly once, whatever follows it
+    passes = [v for k, v in steps if k == "words" and isinstance(v, tuple)]
+    remarks = [words_of(text) for text, sure in passes if heard_as(text, sure) is Heard.LISTENER]
     assert (made[0].action == BARGE_IN) == (
-        any(heard_as(*v) is Heard.TURN for k, v in steps if k == "words" and isinstance(v, tuple))
+        any(heard_as(*v) is Heard.TURN for v in passes)
         or any(isinstance(v, int) and v >= cap_ms for k, v in steps if k == "voiced")
-        or heard_as(*final) is Heard.TURN)
+        or reread(remarks[-1] if remarks else None, final[0], heard_as(*final)) is Heard.TURN)

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from speech_to_speech.pipeline.messages import (
     ProbeSpeech,
+    Readings,
     SpeculativeTranscript,
     SpeechOngoing,
     SpeechStarted,
@@ -40,7 +41,7 @@ from speech_to_speech.pipeline.messages import (
     TranscriptionSnapshot,
 )
 from speech_to_speech.realtime.conversation.overlap import Decision, Overlap
-from speech_to_speech.turns.listener_words import ACKNOWLEDGE, Heard, Verdict, heard_as, judge
+from speech_to_speech.turns.listener_words import ACKNOWLEDGE, Heard, Verdict, heard_as, judge, reread, words_of
 
 # While its words leave it undecided, an utterance is transcribed again after this much more voice (one
 # pass takes ~100 ms of a core: a "yeah" gets one or two).
@@ -57,14 +58,21 @@ class Judged:
         self.cap_ms = cap_ms
         self.heard: Heard | None = None
         self.words: str | None = None
+        self.remark: tuple[str, ...] | None = None  # the words of its last pass heard as a listener's
         self.voiced_ms = 0
         self.stopped = False  # the VAD ended it: only its final transcript is still to come
         self.verdict: Verdict | None = None
 
-    def hear(self, words: str, avg_logprob: float | None = None, *, final: bool = False) -> Verdict | None:
-        """The words of an STT pass on it (cumulative), or (``final``) of the whole utterance, and how sure
-        the STT was of them."""
-        self.words, self.heard = words, heard_as(words, avg_logprob)
+    def hear(self, words: str, avg_logprob: float | None = None, *, final: bool = False,
+             readings: Readings = ()) -> Verdict | None:
+        """The words of an STT pass on it (cumulative), or (``final``) of the whole utterance, how sure the
+        STT was of them, and its other readings of the same speech."""
+        heard = heard_as(words, avg_logprob, readings)
+        if final:
+            heard = reread(self.remark, words, heard)
+        if heard is Heard.LISTENER:
+            self.remark = words_of(words)
+        self.words, self.heard = words, heard
         return self._judge(final=final)
 
     def voiced(self, speech_ms: int, *, stopped: bool = False) -> Verdict | None:
@@ -129,12 +137,12 @@ class OverlapJudge:
         if isinstance(item, SpeechStopped):
             return judged.voiced(item.speech_ms or 0, stopped=True)
         if isinstance(item, TranscriptionCompleted):
-            return judged.hear(item.transcript, item.avg_logprob, final=True)
+            return judged.hear(item.transcript, item.avg_logprob, final=True, readings=item.readings)
         if isinstance(item, SpeculativeTranscript):
             self._pause_words(item)  # so that a pause can still end the held turn
             return None
         if isinstance(item, TranscriptionSnapshot):
-            verdict = judged.hear(item.text, item.avg_logprob)
+            verdict = judged.hear(item.text, item.avg_logprob, readings=item.readings)
             if verdict is None and not judged.stopped:
                 self._probe(ProbeSpeech(judged.overlap.item_id, PROBE_STEP_MS))
             return verdict
