@@ -79,9 +79,10 @@ class EchoConfig:
     busy_neighbours: int = 0  # processes spinning a core each beside the server through the echo trials
 
 
-async def _speak(target: Target, question: audio.Speech, room: Room, config: EchoConfig, *, cancel: bool,
+async def speak(target: Target, question: audio.Speech, room: Room, config: EchoConfig, *, cancel: bool,
                  instructions: str | None, interruption: Interruption | None = None) -> tuple[EchoRun, list[float]]:
-    """One fresh session through the rig; the run and when each of its events was read."""
+    """One fresh session through the rig; the run and when each of its events was read (``bench room``'s
+    echo_bargein part runs its trials through it too)."""
     await target.wait_idle()
     async with RealtimeTestClient.connect(target.ws_url, timeout=config.timeout_s, validate=False) as client:
         await client.wait_for("session.created")
@@ -125,7 +126,7 @@ def _barge_in_ms(run: EchoRun, received_at: list[float]) -> dict[str, Any]:
 async def _barge_in(target: Target, question: audio.Speech, interruption: audio.Speech, room: Room,
                     config: EchoConfig) -> dict[str, Any]:
     said = Interruption(config.barge_in_after_ms, interruption.samples, interruption.start)
-    run, received_at = await _speak(target, question, room, config, cancel=True,
+    run, received_at = await speak(target, question, room, config, cancel=True,
                                     instructions=LONGER_ANSWER if config.instructions else None, interruption=said)
     return _barge_in_ms(run, received_at)
 
@@ -152,7 +153,7 @@ async def _at_once(target: Target, questions: list[audio.Speech],
     delay = config.delays_ms[len(config.delays_ms) // 2]
     before, started = _canceller_counters(target), time.monotonic()
     runs = await asyncio.gather(*(
-        _speak(target, question, Room(delay_ms=delay, rate=question.rate), config, cancel=True,
+        speak(target, question, Room(delay_ms=delay, rate=question.rate), config, cancel=True,
                instructions=config.instructions) for question in questions))
     cost = _server_cost(before, _canceller_counters(target), time.monotonic() - started)
     outcomes = [{"kind": "at_once", "question": question.name, "delay_ms": delay, **_outcome(run_, received_at)}
@@ -213,7 +214,7 @@ async def run(target: Target, config: EchoConfig) -> tuple[dict[str, Any], list[
                 for delay in config.delays_ms:
                     room = Room(delay_ms=delay, rate=question.rate)
                     for mode in MODES:
-                        run_, received_at = await _speak(target, question, room, config, cancel=mode == "on",
+                        run_, received_at = await speak(target, question, room, config, cancel=mode == "on",
                                                          instructions=config.instructions)
                         samples.append({"kind": "echo", "repeat": repeat, "question": question.name,
                                         "delay_ms": delay, "mode": mode, **_outcome(run_, received_at)})

@@ -16,6 +16,10 @@ Every part streams a live microphone in real time, in fresh sessions:
 - **requests**: a question first, then the room (talk at -20 dB and fan noise
   at 15 dB SNR) with requests said over it: each answered or not, and how many
   of its words the server heard.
+- **echo_bargein**: the interruptions (and ``echo_human`` recorded sentences)
+  said over the story while the microphone hears the speaker, the echo at each
+  of ``echo_db`` relative to the user, with and without ``playback.ack``,
+  the server's echo cancellation on (:mod:`echo_bargein`).
 
 Words and voices are in :mod:`room_audio`. A trial whose answer ended before
 the user spoke is counted as missed, not judged.
@@ -24,19 +28,22 @@ the user spoke is counted as missed, not judged.
 from __future__ import annotations
 
 import asyncio
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from speech_to_speech.bench import audio, room_audio
+from speech_to_speech.audio.resample import resample
+from speech_to_speech.bench import audio, echo_bargein, room_audio
 from speech_to_speech.bench.bargein import LONG_ANSWER
 from speech_to_speech.bench.events import AUDIO_DELTA, first, of_type
+from speech_to_speech.bench.human_speech import RATE as HUMAN_RATE
+from speech_to_speech.bench.human_speech import human_clips
 from speech_to_speech.bench.mic import live_mic
 from speech_to_speech.bench.stats import summarize
 from speech_to_speech.bench.target import Target
+from speech_to_speech.testing.room import Room
 
 RATE = room_audio.RATE
 USER_TRANSCRIPT = "conversation.item.input_audio_transcription.completed"
@@ -45,7 +52,7 @@ USER_TRANSCRIPT = "conversation.item.input_audio_transcription.completed"
 @dataclass(frozen=True)
 class RoomConfig:
     human_speech: Path  # pocketsphinx's test/data folder
-    parts: tuple[str, ...] = ("remarks", "interruptions", "background", "requests")
+    parts: tuple[str, ...] = ("remarks", "interruptions", "background", "requests", "echo_bargein")
     remarks: int | None = None  # the first N words of each voice (listener words, interruptions)
     user_db: float = -20.0  # the user's voiced level, dBFS
     background_s: float = 60.0
@@ -58,6 +65,10 @@ class RoomConfig:
     overlap_policy: str | None = None  # the sessions' overlap_policy (None: the server's default)
     listener_words: tuple[str, ...] = room_audio.LISTENER_WORDS
     interruptions: tuple[str, ...] = room_audio.INTERRUPTIONS
+    echo_db: tuple[float, ...] = (0.0, 6.0)  # the echo's voiced level at the microphone relative to the user
+    echo_acks: tuple[bool, ...] = (False, True)  # with and without playback.ack
+    echo_delay_ms: int = 150  # speaker to microphone
+    echo_human: int = 2  # recorded sentences said over the echo besides the interruptions
 
 
 def _fields(config: RoomConfig, **more: Any) -> dict[str, Any]:
@@ -124,7 +135,7 @@ async def in_the_room(target: Target, opening: audio.Speech, room: audio.Samples
     heard = [str(e.event.get("transcript") or "") for e in log if e.event.get("type") == USER_TRANSCRIPT]
     answered = [any(e.at > (r.first_voiced_sent or 0.0) for e in created) for r in spoken]
     return {"responses": len(created), "answered": answered, "heard": heard,
-            "words_heard": [_words_heard(r.clip.text, heard) for r in spoken]}
+            "words_heard": [echo_bargein.share_heard(r.clip.text, heard) for r in spoken]}
 
 
 async def _quiet(log: list[Any], config: RoomConfig) -> None:
@@ -143,16 +154,6 @@ async def _quiet(log: list[Any], config: RoomConfig) -> None:
 def _monotonic_of(entry: Any) -> float:
     # Received.at is time.monotonic(), the event loop's clock too.
     return float(entry.at)
-
-
-def _words(text: str) -> list[str]:
-    return re.sub(r"[^a-z0-9' ]", " ", text.lower()).split()
-
-
-def _words_heard(text: str, heard: list[str]) -> float:
-    """The share of ``text``'s words found in the user transcripts the server sent."""
-    said, got = _words(text), set(_words(" ".join(heard)))
-    return round(sum(w in got for w in said) / max(1, len(said)), 3)
 
 
 async def run(target: Target, config: RoomConfig) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
@@ -196,7 +197,33 @@ async def run(target: Target, config: RoomConfig) -> tuple[dict[str, Any], list[
         samples.append({"part": "requests", **result})
         summary["requests"] = {"said": len(requests), "answered": sum(result["answered"]),
                                "words_heard": result["words_heard"]}
+    if "echo_bargein" in config.parts:
+        trials = await _over_echo(target, story, config)
+        samples += trials
+        for relative in config.echo_db:
+            for acks in config.echo_acks:
+                summary[f"echo_bargein {relative:+.0f} dB {'acks' if acks else 'no acks'}"] = echo_bargein.summary_of(
+                    [t for t in trials if t["echo_db"] == relative and t["acks"] == acks])
     return summary, samples, {**asdict(config), "human_speech": str(config.human_speech)}
+
+
+async def _over_echo(target: Target, story: audio.Speech, config: RoomConfig) -> list[dict[str, Any]]:
+    """The interruptions and recorded sentences said over the story's loud echo (the echo_bargein part)."""
+    said = [_at(c, config.user_db) for c in room_audio.spoken(config.interruptions[:config.remarks])]
+    said += [_at(audio.speech(f"human: {name}", words, resample(x, HUMAN_RATE, RATE), RATE), config.user_db)
+             for name, words, x in human_clips(config.human_speech)[:config.echo_human]]
+    trials = []
+    for relative in config.echo_db:
+        gain = echo_bargein.echo_gain(config.user_db, relative, config.echo_delay_ms, RATE)
+        room = Room(delay_ms=config.echo_delay_ms, gain=gain, rate=RATE)
+        for acks in config.echo_acks:
+            for clip in said:
+                result = await echo_bargein.barge_in_over_echo(
+                    target, story, clip, room, acks=acks, after_s=config.say_after_s, timeout_s=config.timeout_s,
+                    instructions=LONG_ANSWER)
+                trials.append({"part": "echo_bargein", "echo_db": relative, "acks": acks, "room_gain": round(gain, 3),
+                               **result})
+    return trials
 
 
 def _at(clip: audio.Speech, level_db: float) -> audio.Speech:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from speech_to_speech.bench.room import RoomConfig
 
-PARTS = ("remarks", "interruptions", "background", "requests")
+PARTS = ("remarks", "interruptions", "background", "requests", "echo_bargein")
+ACKS = {"off": False, "on": True}
 
 
 def add_room_flags(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +24,12 @@ def add_room_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--background-db", default="-20,-10",
                         help="The background's levels relative to the user, dB (default -20,-10).")
     parser.add_argument("--overlap-policy", default=None, help="The sessions' overlap_policy (default the server's).")
+    parser.add_argument("--echo-db", default="0,6",
+                        help="echo_bargein: the echo's level at the microphone relative to the user, dB (default 0,6).")
+    parser.add_argument("--echo-acks", default="off,on",
+                        help="echo_bargein: without and/or with playback.ack, comma-separated off,on (default both).")
+    parser.add_argument("--echo-human", type=int, default=2,
+                        help="echo_bargein: recorded human sentences said over the echo besides the interruptions.")
     parser.add_argument("--listener-words", default=None,
                         help="Other listener words to say, separated by '|' (default: room_audio.LISTENER_WORDS).")
     parser.add_argument("--interruptions", default=None,
@@ -37,7 +44,10 @@ def room_config(args: argparse.Namespace) -> RoomConfig:
     config = RoomConfig(human_speech=args.human_speech, parts=parts, remarks=args.remarks,
                         background_s=args.background_s,
                         background_db=tuple(float(v) for v in args.background_db.split(",")),
-                        overlap_policy=args.overlap_policy)
+                        overlap_policy=args.overlap_policy,
+                        echo_db=tuple(float(v) for v in args.echo_db.split(",")),
+                        echo_acks=tuple(ACKS[v.strip()] for v in args.echo_acks.split(",") if v.strip() in ACKS),
+                        echo_human=args.echo_human)
     if args.timeout:
         config = replace(config, timeout_s=args.timeout)
     if args.listener_words:

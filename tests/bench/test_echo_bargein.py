@@ -1,0 +1,65 @@
+"""bench room's echo_bargein part: how a trial over the echo is judged from its events, and the echo's level."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from speech_to_speech.bench import audio, room_audio
+from speech_to_speech.bench.echo_bargein import echo_gain, judged, share_heard, summary_of
+from speech_to_speech.testing.echo_rig import EchoRun
+from speech_to_speech.testing.room import Room
+
+SAID = audio.Speech("hibari: Stop, stop. What time is it now?", "Stop, stop. What time is it now?",
+                    np.zeros(10, np.float32), 24000, 0, 10)
+
+
+def _trial(events: list[tuple[float, dict]], answer_at: int, voiced_at: float | None) -> dict:
+    run = EchoRun([e for _, e in events], answer_at, voiced_at)
+    return judged(run, [at for at, _ in events], SAID)
+
+
+def _done(status: str) -> dict:
+    return {"type": "response.done", "response": {"status": status}}
+
+
+AUDIO = {"type": "response.output_audio.delta"}
+STARTED = {"type": "input_audio_buffer.speech_started"}
+
+
+def test_speech_started_after_the_user_spoke_is_a_barge_in_heard_and_their_words_count() -> None:
+    trial = _trial([(0.0, AUDIO), (2.0, STARTED), (2.1, _done("cancelled")),
+                    (2.8, {"type": "conversation.item.input_audio_transcription.completed",
+                           "transcript": "Stop. What time is it?"})], 0, 1.5)
+    assert trial["heard"] and not trial["missed"] and trial["self_interruptions"] == 0
+    assert trial["status"] == "cancelled"
+    assert trial["speech_to_speech_started_ms"] == 500.0
+    assert trial["words_heard"] == pytest.approx(6 / 7, abs=1e-3)  # all but "now" ("stop" said twice)
+
+
+def test_speech_started_before_the_user_spoke_is_the_echo_heard_as_the_user() -> None:
+    trial = _trial([(0.0, AUDIO), (0.9, STARTED), (5.0, _done("completed"))], 0, 1.5)
+    assert not trial["heard"] and trial["self_interruptions"] == 1 and not trial["missed"]
+
+
+def test_an_answer_over_before_the_user_spoke_is_missed_not_judged() -> None:
+    trials = [_trial([(0.0, AUDIO), (1.0, _done("completed"))], 0, 1.5),
+              _trial([(0.0, AUDIO), (2.0, STARTED), (2.1, _done("cancelled"))], 0, 1.5)]
+    assert trials[0]["missed"]
+    counted = summary_of(trials)
+    assert (counted["trials"], counted["missed"], counted["heard"], counted["cancelled"]) == (2, 1, 1, 1)
+
+
+def test_words_are_matched_whatever_their_case_and_punctuation() -> None:
+    assert share_heard("Hold on a second.", ["hold ON, a second"]) == 1.0
+    assert share_heard("Hold on a second.", []) == 0.0
+
+
+@pytest.mark.real_models
+@pytest.mark.parametrize("relative", [0.0, 6.0])
+def test_the_room_puts_the_echo_of_hibaris_voice_at_the_level_asked(relative: float) -> None:
+    rate = 24000
+    gain = echo_gain(-20.0, relative, 150, rate)
+    answer = audio.synthesize(["The keeper climbed the stairs and lit the lamp for the ships at sea."], rate)[0]
+    heard = Room(delay_ms=150, gain=gain, rate=rate).echo_of(answer)
+    assert room_audio.voiced_level_db(heard) == pytest.approx(-20.0 + relative, abs=2.0)
