@@ -20,6 +20,9 @@ Every part streams a live microphone in real time, in fresh sessions:
   said over the story while the microphone hears the speaker, the echo at each
   of ``echo_db`` relative to the user, with and without ``playback.ack``,
   the server's echo cancellation on (:mod:`echo_bargein`).
+- **filters**: in this process, not over the wire: the CPU each microphone
+  filter costs a session (:mod:`filter_cost`), on ``FILTER_AUDIO_S`` of the
+  room's talk with the story playing into the microphone.
 
 Words and voices are in :mod:`room_audio`. A trial whose answer ended before
 the user spoke is counted as missed, not judged.
@@ -34,10 +37,12 @@ from typing import Any
 
 import numpy as np
 
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.bench import audio, echo_bargein, room_audio
 from speech_to_speech.bench.bargein import LONG_ANSWER
 from speech_to_speech.bench.events import AUDIO_DELTA, first, of_type
+from speech_to_speech.bench.filter_cost import filter_costs
 from speech_to_speech.bench.human_speech import RATE as HUMAN_RATE
 from speech_to_speech.bench.human_speech import human_clips
 from speech_to_speech.bench.mic import live_mic
@@ -47,12 +52,13 @@ from speech_to_speech.testing.room import Room
 
 RATE = room_audio.RATE
 USER_TRANSCRIPT = "conversation.item.input_audio_transcription.completed"
+FILTER_AUDIO_S = 20.0
 
 
 @dataclass(frozen=True)
 class RoomConfig:
     human_speech: Path  # pocketsphinx's test/data folder
-    parts: tuple[str, ...] = ("remarks", "interruptions", "background", "requests", "echo_bargein")
+    parts: tuple[str, ...] = ("remarks", "interruptions", "background", "requests", "echo_bargein", "filters")
     remarks: int | None = None  # the first N words of each voice (listener words, interruptions)
     user_db: float = -20.0  # the user's voiced level, dBFS
     background_s: float = 60.0
@@ -204,6 +210,11 @@ async def run(target: Target, config: RoomConfig) -> tuple[dict[str, Any], list[
             for acks in config.echo_acks:
                 summary[f"echo_bargein {relative:+.0f} dB {'acks' if acks else 'no acks'}"] = echo_bargein.summary_of(
                     [t for t in trials if t["echo_db"] == relative and t["acks"] == acks])
+    if "filters" in config.parts:
+        # The room's talk with the story's voice playing over it: what each filter costs a session.
+        talk16 = resample(room_audio.room_talk(config.human_speech, FILTER_AUDIO_S), RATE, PIPELINE_RATE)
+        answer16 = np.resize(resample(story.samples, RATE, PIPELINE_RATE), len(talk16))
+        summary["filters"] = filter_costs(talk16, answer16)
     return summary, samples, {**asdict(config), "human_speech": str(config.human_speech)}
 
 

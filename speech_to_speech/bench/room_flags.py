@@ -8,7 +8,7 @@ from pathlib import Path
 
 from speech_to_speech.bench.room import RoomConfig
 
-PARTS = ("remarks", "interruptions", "background", "requests", "echo_bargein")
+PARTS = ("remarks", "interruptions", "background", "requests", "echo_bargein", "filters")
 ACKS = {"off": False, "on": True}
 
 
