@@ -39,3 +39,15 @@ def test_a_stale_path_is_caught(tmp_path: Path) -> None:
     found = PATH.findall(page.read_text())
     assert found == [gone, "llm/context_window.py"]
     assert [exists(path, page) for path in found] == [False, True]
+
+
+# A machine's own folders: a benchmark's JSON names its inputs as the README's commands do, from the checkout.
+MACHINE_PATH = re.compile(r'"/(?:tmp|work|root|home|Users)/[^"]*"')
+
+
+RESULTS = sorted((ROOT / "docs").glob("**/*.json"))
+
+
+@pytest.mark.parametrize("result", RESULTS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_benchmark_results_name_no_folder_of_the_machine_they_ran_on(result: Path) -> None:
+    assert MACHINE_PATH.findall(result.read_text()) == []
