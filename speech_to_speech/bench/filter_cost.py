@@ -43,7 +43,7 @@ def _echo_canceller() -> Filter:
     return run
 
 
-# The filters a session may run on its microphone (see docs/room.md), by the name the report gives them.
+# The filters a session may run on its microphone (docs/echo.md), by the name the report gives them.
 FILTERS: dict[str, Callable[[], Filter]] = {
     "noise_reduction (dtln)": _denoiser,
     "echo_cancellation (aec3 + residual)": _echo_canceller,
