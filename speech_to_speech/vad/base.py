@@ -53,6 +53,8 @@ from speech_to_speech.turns.controller import Answer, Judgement, TurnController,
 from speech_to_speech.turns.rules import eagerness
 from speech_to_speech.turns.user_level import UserLevel, level_db
 from speech_to_speech.vad.smart_turn import WINDOW_SAMPLES
+from speech_to_speech.vad.speaker_check import SpeakerCheck
+from speech_to_speech.vad.speaker_embedder import shared_embedder
 from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector
 
 CHUNK_MS = VAD_CHUNK * 1000 // PIPELINE_RATE  # 32 ms
@@ -92,6 +94,7 @@ class VADHandler(BackendHandler):
         self.turn_settings = turn_settings or TurnSettings.model_validate({})
         self.turn_detector = turn_detector
         self.user_level = UserLevel(self.settings.user_level_margin_db)  # this session's user, by level
+        self.speaker = SpeakerCheck(shared_embedder() if self.settings.speaker_check == "on" else None)  # by voice
         self._reset_turn()
 
     # ------------------------------------------------------------ backend hooks
@@ -151,6 +154,7 @@ class VADHandler(BackendHandler):
     def on_session_end(self) -> None:
         self._reset_turn()
         self.user_level = UserLevel(self.settings.user_level_margin_db)
+        self.speaker.new_session()
         self.reset_model_state()
 
     # ------------------------------------------------------------ processing
@@ -200,6 +204,7 @@ class VADHandler(BackendHandler):
             self._voiced_ms = CHUNK_MS
             self._interim_at_ms = self._probed_at_ms = 0
             self._probe_due_ms = None
+            self.speaker.new_speech()
             self._silence_run_ms = 0
             self._item_id = ids.item_id()
             self._voice_start = chunk.offset
@@ -219,7 +224,7 @@ class VADHandler(BackendHandler):
             else:
                 self.turns.pause_ends()
                 self._silence_run_ms = 0  # hysteresis band: neither speech nor silence
-        if not self._started_sent and self._voiced_ms >= self.settings.min_speech_ms and self._loud_enough(voiced):
+        if not self._started_sent and self._voiced_ms >= self.settings.min_speech_ms and self._is_user(voiced):
             self._started_sent = True
             after_item_id, after_end = self._last_turn or (None, 0)
             self.emit_event(SpeechStarted(_ms(self._speech[0].offset), interrupt_response=interrupt,
@@ -250,15 +255,20 @@ class VADHandler(BackendHandler):
                 # is then in by the time the reply is, instead of after it (and off the LLM's core).
                 self._ask_detector()
 
-    def _loud_enough(self, voiced: bool) -> bool:
-        """Whether the speech is the user's by its level against the session's user's turns so far: all of
-        its voice within the margin, or its last ``min_speech_ms`` as loud as the user (who starts talking
-        over a voice across the room). Checked again with each voiced chunk until it starts a turn: a
-        louder stretch of a distant voice is diluted by the rest of it."""
+    def _is_user(self, voiced: bool) -> bool:
+        """Whether the speech is the user's by its level against the session's user's turns so far: its last
+        ``min_speech_ms`` as loud as the user (who starts talking over a voice across the room), or all of
+        its voice within the margin and, if not as loud as the user, their voice (``--speaker_check``).
+        Checked again with each voiced chunk until it starts a turn: a louder stretch of a distant voice is
+        diluted by the rest of it."""
         if not voiced:
             return False
         recent = self._voiced[-max(1, self.settings.min_speech_ms // CHUNK_MS):]
-        return self.user_level.accepts(level_db(self._voiced)) or self.user_level.accepts(level_db(recent), 0.0)
+        if self.user_level.accepts(level_db(recent), 0.0):
+            return True
+        level = level_db(self._voiced)
+        return self.user_level.accepts(level) and self.speaker.sounds_like_user(
+            self._voiced, self._voiced_ms, level, self.user_level.reference_db)
 
     def _interim(self) -> Iterator[Utterance]:
         """The speech so far, after every ``--interim_transcript_ms`` more of voice: the STT transcribes it
@@ -382,8 +392,7 @@ class VADHandler(BackendHandler):
     def _end_turn(self, manual: bool, decision: TurnDecision | None = None) -> Iterator[Any]:
         speech, started, item_id = self._speech, self._started_sent, self._item_id
         speech_ms, voice_end = self._speech_ms(), self._voice_end
-        if started:
-            self.user_level.took(level_db(self._voiced))
+        level, voiced = level_db(self._voiced), self._voiced
         reuses = self.turns.speculation if self.turns.speculation_stands else 0
         # Keep only a pad's worth of the trailing silence, so the last word stays whole.
         trailing = max(0, self._silence_run_ms - self._pad_ms()) // CHUNK_MS
@@ -404,6 +413,10 @@ class VADHandler(BackendHandler):
             self.emit_event(decision)
         self.emit_event(SpeechStopped(end_ms, item_id=item_id, speech_ms=speech_ms))
         yield replace(self._utterance(kept, item_id, manual=manual, end_ms=end_ms), reuses=reuses)
+        # Learnt once the utterance is on its way to the STT: the user's level and voice, from their turns
+        # (a voice that is not theirs, let in by its level, teaches neither: the room must not become the user).
+        if self.speaker.learn(voiced):
+            self.user_level.took(level)
 
     def _utterance(self, chunks: list[AudioChunk], item_id: str | None, *, manual: bool, end_ms: int) -> Utterance:
         samples = np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0, np.float32)

@@ -1,0 +1,71 @@
+"""The speaker check of one session's VAD: the user's voice learnt from their turns, and speech held to it.
+
+The decision is :class:`~speech_to_speech.turns.user_voice.UserVoice`'s; this
+object runs the embedder for it, on the VAD's thread, when a turn needs a
+print: speech in doubt by its level (one pass per ``PRINT_MS`` of its voice
+until it starts a turn or ends), and the user's first turns (one pass each,
+after the turn's utterance has gone to the STT).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from speech_to_speech.audio.rates import PIPELINE_RATE
+from speech_to_speech.pipeline.messages import FloatAudio
+from speech_to_speech.turns.user_voice import PRINT_MS, UserVoice
+from speech_to_speech.vad.speaker_embedder import SpeakerEmbedder
+
+PRINT_SAMPLES = 4 * PIPELINE_RATE  # a long turn's print: its last 4 s of voice (a pass costs ~30 ms a second)
+logger = logging.getLogger(__name__)
+
+
+class SpeakerCheck:
+    """One session's user's voice, and whether the current speech is it (``embedder`` None: every speech is)."""
+
+    def __init__(self, embedder: SpeakerEmbedder | None) -> None:
+        self.embedder = embedder
+        self.user = UserVoice()
+        self._due_ms = PRINT_MS  # the voiced ms at which the current speech's print is (next) taken
+
+    def new_session(self) -> None:
+        self.user = UserVoice()
+        self.new_speech()
+
+    def new_speech(self) -> None:
+        self._due_ms = PRINT_MS
+
+    def sounds_like_user(self, voiced: list[FloatAudio], voiced_ms: int, level: float,
+                         reference: float | None) -> bool:
+        """Whether speech with ``voiced`` audio (``voiced_ms`` of it, at ``level`` dBFS; the user's level is
+        ``reference``) may start a turn by its voice: yes where no print is needed; no until it has
+        ``PRINT_MS`` of voice; then by its print, taken again with each ``PRINT_MS`` more."""
+        if self.embedder is None or not self.user.needs_print(level, reference):
+            return True
+        if voiced_ms < self._due_ms:
+            return False
+        self._due_ms = voiced_ms + PRINT_MS
+        voice = self.embedder.voice_print(np.concatenate(voiced)[-PRINT_SAMPLES:])
+        accepted = self.user.accepts(voice)
+        logger.debug("speaker check: %s at %.1f dB (user %.1f dB), %d ms of voice, similarity %.2f",
+                     "the user" if accepted else "not the user", level, reference or 0.0, voiced_ms,
+                     self.user.similarity(voice) if voice is not None else 1.0)
+        return accepted
+
+    def learn(self, voiced: list[FloatAudio]) -> bool:
+        """Whether a turn that was taken, with ``voiced`` audio, is the user's: their first, or one that sounds
+        like them (the user's print learns from it while it still learns); with no embedder, every turn."""
+        if self.embedder is None:
+            return True
+        samples = np.concatenate(voiced)[-PRINT_SAMPLES:]
+        voice = self.embedder.voice_print(samples)
+        if voice is None:
+            return True  # too short to tell
+        theirs = self.user.accepts(voice)
+        if theirs:
+            self.user.enroll(voice, len(samples) / PIPELINE_RATE)
+        logger.debug("speaker check: a turn of %s (similarity %.2f)", "the user" if theirs else "another voice",
+                     self.user.similarity(voice))
+        return theirs
