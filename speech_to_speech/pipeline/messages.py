@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from speech_to_speech.audio.samples import FloatAudio, Int16Audio
+from speech_to_speech.protocol.metadata import TurnOutcome
 
 # ---------------------------------------------------------------- what the items share
 
@@ -446,7 +447,7 @@ class TurnDecision:
 
     item_id: str | None
     detector: str
-    outcome: str
+    outcome: TurnOutcome
     probability: float | None = None
     inference_ms: float = 0.0
     asked_at: float = 0.0  # time.monotonic() when the pause was sent for scoring

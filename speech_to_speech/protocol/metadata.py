@@ -13,11 +13,13 @@ answer is refused (``tool_followup_already_answered``).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 # response.done, with the timings extension: the stage marks and the turn detector's decision.
 TIMINGS_KEY = "s2s_timings"
 TURN_DETECTION_KEY = "s2s_turn_detection"
+# Its ``outcome`` (also a label of /metrics' s2s_turn_decisions): see pipeline.messages.TurnDecision.
+TurnOutcome = Literal["finished", "unfinished", "timed_out", "disputed", "no_answer"]
 # With the timings extension: the language the STT heard the turn in (absent where it did not say).
 HEARD_LANGUAGE_KEY = "s2s_heard_language"
 # response.done and each response.output_audio.delta: the playback figures of the response's audio.

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from speech_to_speech.pipeline.messages import TurnVerdict
+from speech_to_speech.protocol.metadata import TurnOutcome
 from speech_to_speech.turns.rules import SENTENCE_PAUSE_MS, Eagerness, judged_finished, reads_finished
 
 
@@ -70,7 +71,7 @@ class TurnRules:
 class Judgement:
     """How a pause was judged, and on what evidence (the VAD adds the turn's id and the detector's name)."""
 
-    outcome: str  # see TurnDecision.outcome
+    outcome: TurnOutcome  # see TurnDecision.outcome
     probability: float | None = None
     inference_ms: float = 0.0
     words: str | None = None
@@ -110,7 +111,7 @@ class TurnController:
         self._asked_at = 0.0
         # The silence after which this pause ends the turn; None while the detector's verdict is awaited.
         self._turn_silence_ms: int | None = None
-        self._silence_outcome = "no_answer"  # what a turn ended by that silence is recorded as
+        self._silence_outcome: TurnOutcome = "no_answer"  # what a turn ended by that silence is recorded as
         self._verdict: TurnVerdict | None = None
         self._words: str | None = None  # the transcript of this pause's speculative STT pass
         self._continuation: float | None = None  # and the STT's doubt about its end (see reads_finished)
@@ -247,7 +248,7 @@ class TurnController:
         self._turn_silence_ms = None
         return Answer(report=self._judge("unfinished", now))
 
-    def _end_finished(self, rules: TurnRules, now: float, outcome: str = "finished") -> Answer:
+    def _end_finished(self, rules: TurnRules, now: float, outcome: TurnOutcome = "finished") -> Answer:
         """A finished turn ends once its reply can play: sooner gains no time, and speech that resumes
         in between (a second sentence of the same request) keeps the turn whole."""
         finished = self._judge(outcome, now)
@@ -267,7 +268,7 @@ class TurnController:
     def _reply_is_ready(self) -> bool:
         return not self.speculation_stands or self._ready == self.speculation
 
-    def _fall_back_to_silence(self, outcome: str, rules: TurnRules) -> None:
+    def _fall_back_to_silence(self, outcome: TurnOutcome, rules: TurnRules) -> None:
         self._turn_silence_ms, self._silence_outcome = rules.silence_ms, outcome
 
     def _end_if_silent_enough(self, now: float) -> Answer:
@@ -279,7 +280,7 @@ class TurnController:
         self.ended = True
         return Answer(end=True, decision=decision)
 
-    def _judge(self, outcome: str, now: float) -> Judgement:
+    def _judge(self, outcome: TurnOutcome, now: float) -> Judgement:
         verdict = self._verdict
         return Judgement(
             outcome=outcome,

@@ -15,6 +15,15 @@ from dataclasses import dataclass
 from enum import Enum
 
 from speech_to_speech.pipeline.messages import Readings
+from speech_to_speech.protocol.overlap_decisions import (
+    ACKNOWLEDGE,
+    BACKCHANNEL,
+    BARGE_IN,
+    INTERRUPTION,
+    LONG_OVERLAP,
+    OverlapAction,
+    OverlapReason,
+)
 
 # What listeners say while someone else talks, as normalised words (lowercase, no punctuation, hyphens
 # split: "Mm-hmm." is ("mm", "hmm")). A remark is any run of these ("yeah, yeah", "oh, okay, I see").
@@ -117,17 +126,12 @@ def _heard_as(text: str, avg_logprob: float | None) -> Heard:
 
 # ---------------------------------------------------------------- the decision
 
-BARGE_IN = "barge_in"
-ACKNOWLEDGE = "acknowledge"
-INTERRUPTION = "interruption"  # its words take the turn
-LONG_OVERLAP = "long_overlap_speech"  # voiced too long for a remark, whatever its words
-BACKCHANNEL = "backchannel"  # listener words, or a sound without words
 
 
 @dataclass(frozen=True)
 class Verdict:
-    action: str  # BARGE_IN or ACKNOWLEDGE
-    reason: str  # INTERRUPTION, LONG_OVERLAP or BACKCHANNEL
+    action: OverlapAction  # BARGE_IN or ACKNOWLEDGE
+    reason: OverlapReason  # INTERRUPTION, LONG_OVERLAP or BACKCHANNEL
 
 
 def judge(heard: Heard | None, voiced_ms: int, *, final: bool, cap_ms: int) -> Verdict | None:

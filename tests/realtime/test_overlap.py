@@ -22,17 +22,15 @@ from hypothesis import strategies as st
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.pipeline.messages import GenerateResponseRequest
 from speech_to_speech.protocol import Event
-from speech_to_speech.realtime.conversation.overlap import (
+from speech_to_speech.protocol.overlap_decisions import (
     ACKNOWLEDGE,
     ACTIONS,
     BARGE_IN,
     INTERRUPT_DISABLED,
     LONG_OVERLAP,
     REASONS,
-    Overlap,
-    Thresholds,
-    decide,
 )
+from speech_to_speech.realtime.conversation.overlap import Overlap, Thresholds, decide
 from speech_to_speech.realtime.wire.session_model import MAX_THRESHOLD_MS
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence, spoken_turn, tone, types
 

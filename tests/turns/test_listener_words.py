@@ -6,11 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from speech_to_speech.protocol.overlap_decisions import ACKNOWLEDGE, BARGE_IN
 from speech_to_speech.realtime.conversation.overlap import Overlap
 from speech_to_speech.realtime.conversation.overlap_judge import Judged
 from speech_to_speech.turns.listener_words import (
-    ACKNOWLEDGE,
-    BARGE_IN,
     LISTENER_PHRASES,
     MAX_REMARK_WORDS,
     Heard,

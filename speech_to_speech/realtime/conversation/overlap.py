@@ -40,27 +40,22 @@ from typing import Any, Protocol
 from speech_to_speech.pipeline.messages import SpeechOngoing, SpeechStarted, SpeechStopped
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import Event
+from speech_to_speech.protocol.overlap_decisions import (
+    ACKNOWLEDGE,
+    BARGE_IN,
+    DEFER,
+    IGNORE,
+    INTERRUPT_DISABLED,
+    LONG_OVERLAP,
+    NOTHING_SAID_YET,
+    OVERLAP_DEFERRED,
+    SHORT_BACKCHANNEL,
+    SPEECH_STARTED,
+    OverlapAction,
+    OverlapReason,
+)
 from speech_to_speech.protocol.policies import ADAPTIVE, BARGE_IN_ON_SPEECH, LISTEN_ONLY
 from speech_to_speech.realtime.wire.session import OVERLAP_DEFAULTS
-
-# The closed set of actions ...
-BARGE_IN = "barge_in"  # the response is cancelled (and its unplayed audio dropped)
-ACKNOWLEDGE = "acknowledge"  # the response goes on; the utterance is not answered
-DEFER = "defer"  # the response goes on; the utterance is answered once it ends by itself
-IGNORE = "ignore"  # barge_in_on_speech without interruptions: the response goes on, turns as before
-ACTIONS = (BARGE_IN, ACKNOWLEDGE, DEFER, IGNORE)
-# ... and of reasons.
-SPEECH_STARTED = "speech_started"  # barge_in_on_speech: the VAD heard speech
-LONG_OVERLAP = "long_overlap_speech"  # listen_only: voiced for overlap_barge_in_ms or more
-SHORT_BACKCHANNEL = "short_backchannel"  # listen_only: ended before overlap_short_ack_ms
-OVERLAP_DEFERRED = "overlap_deferred"  # listen_only: ended between the two thresholds
-INTERRUPT_DISABLED = "interrupt_disabled"  # turn_detection.interrupt_response is false
-# listen_only: the response had said nothing yet, so the user is still taking their turn ("… in French").
-NOTHING_SAID_YET = "response_not_started"
-INTERRUPTION = "interruption"  # adaptive: its words are not a listener's (turns/listener_words.py)
-BACKCHANNEL = "backchannel"  # adaptive: listener words, or a sound without words
-REASONS = (SPEECH_STARTED, LONG_OVERLAP, SHORT_BACKCHANNEL, OVERLAP_DEFERRED, INTERRUPT_DISABLED, NOTHING_SAID_YET,
-           INTERRUPTION, BACKCHANNEL)
 
 
 @dataclass(frozen=True)
@@ -74,8 +69,8 @@ class Thresholds:
 
 @dataclass(frozen=True)
 class Decision:
-    action: str
-    reason: str
+    action: OverlapAction
+    reason: OverlapReason
     overlap_ms: int
 
 

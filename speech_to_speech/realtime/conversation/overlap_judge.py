@@ -40,8 +40,9 @@ from speech_to_speech.pipeline.messages import (
     TranscriptionCompleted,
     TranscriptionSnapshot,
 )
+from speech_to_speech.protocol.overlap_decisions import ACKNOWLEDGE
 from speech_to_speech.realtime.conversation.overlap import Decision, Overlap
-from speech_to_speech.turns.listener_words import ACKNOWLEDGE, Heard, Verdict, heard_as, judge, reread, words_of
+from speech_to_speech.turns.listener_words import Heard, Verdict, heard_as, judge, reread, words_of
 
 # While its words leave it undecided, an utterance is transcribed again after this much more voice (one
 # pass takes ~100 ms of a core: a "yeah" gets one or two).

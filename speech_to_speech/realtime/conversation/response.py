@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech import ids
-from speech_to_speech.pipeline.messages import AudioVisemes, TurnDecision
+from speech_to_speech.pipeline.messages import AudioVisemes, ResponseStatus, TurnDecision
 from speech_to_speech.protocol import VISEMES_EXTENSION, Event, error_codes, error_types
 
 
@@ -215,7 +215,7 @@ class ResponseState:
 
     # ------------------------------------------------------------ terminal
 
-    def finish(self, status: str, reason: str | None = None, error: str | None = None) -> list[Event]:
+    def finish(self, status: ResponseStatus, reason: str | None = None, error: str | None = None) -> list[Event]:
         item_status = "completed" if status == "completed" else "incomplete"
         events = self.close_message(item_status)
         details: dict[str, Any] | None = None

@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from speech_to_speech.pipeline.messages import ResponseStatus
+
 # Model passes after the first within one response: a model that keeps calling tools is stopped, not looped.
 MAX_FOLLOW_UPS = 3
 
@@ -62,7 +64,7 @@ class CallTimedOut:
 class RequestEnded:
     """The model's current request ended (its ``status``: completed, cancelled, incomplete, failed)."""
 
-    status: str
+    status: ResponseStatus
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ class AskFollowUp:
 class Finish:
     """End the response with ``status`` (the machine's own end: not for a :class:`TurnEnded`)."""
 
-    status: str
+    status: ResponseStatus
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ class ToolTurn:
             return [KeepOutcome(event.call_id)]
         return [ReportOutcome(event.call_id), *self._advance()]
 
-    def _request_ended(self, status: str) -> list[Action]:
+    def _request_ended(self, status: ResponseStatus) -> list[Action]:
         if self.ended or not self.request_open:
             return []
         self.request_open = False
@@ -192,7 +194,7 @@ class ToolTurn:
             return [AskFollowUp()]
         return self._end("completed")
 
-    def _end(self, status: str) -> list[Action]:
+    def _end(self, status: ResponseStatus) -> list[Action]:
         self.ended = True
         return [Finish(status)]
 
