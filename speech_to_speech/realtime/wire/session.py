@@ -31,7 +31,13 @@ from speech_to_speech.realtime.wire.mcp_tools import (
     masked,
     spec_of,
 )
-from speech_to_speech.realtime.wire.session_model import DEFAULT_PREAMBLE_AFTER_MS, SessionModel, runtime_config
+from speech_to_speech.realtime.wire.session_model import (
+    DEFAULT_OVERLAP_BARGE_IN_MS,
+    DEFAULT_OVERLAP_SHORT_ACK_MS,
+    DEFAULT_PREAMBLE_AFTER_MS,
+    SessionModel,
+    runtime_config,
+)
 from speech_to_speech.realtime.wire.voices import VoiceCatalog, requested_voice
 
 if TYPE_CHECKING:
@@ -44,8 +50,8 @@ SETTABLE_FIELDS = frozenset({"type", "audio", "include", "instructions", "max_ou
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 # What speech over the assistant does (docs/sessions.md, "Overlap policy"): top-level fields too, with their
 # defaults; the policy itself is conversation.overlap.
-OVERLAP_DEFAULTS: dict[str, Any] = {"overlap_policy": ADAPTIVE, "overlap_short_ack_ms": 700,
-                                    "overlap_barge_in_ms": 1200}
+OVERLAP_DEFAULTS: dict[str, Any] = {"overlap_policy": ADAPTIVE, "overlap_short_ack_ms": DEFAULT_OVERLAP_SHORT_ACK_MS,
+                                    "overlap_barge_in_ms": DEFAULT_OVERLAP_BARGE_IN_MS}
 OVERLAP_FIELDS = frozenset(OVERLAP_DEFAULTS)
 SETTABLE_FIELDS = SETTABLE_FIELDS | OVERLAP_FIELDS
 

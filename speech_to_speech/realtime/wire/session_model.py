@@ -92,6 +92,9 @@ Tool = Annotated[Annotated[FunctionTool, Tag("function")] | Annotated[McpTool, T
 # "No dead air"): past the usual first audio of a local reply (about half a second to a second), short of
 # the two seconds or so after which silence on a voice line reads as a dropped call.
 DEFAULT_PREAMBLE_AFTER_MS = 1000
+# listen_only's thresholds (ms of voiced speech over the answer): shorter is a remark, longer a barge-in.
+DEFAULT_OVERLAP_SHORT_ACK_MS = 700
+DEFAULT_OVERLAP_BARGE_IN_MS = 1200
 
 
 class TokenLimits(_Open):
@@ -125,8 +128,8 @@ class SessionModel(_Open):
     reasoning: Reasoning | None = None
     truncation: Literal["auto", "disabled"] | RetentionRatio | None = "auto"  # None: "auto"
     overlap_policy: OverlapPolicy = ADAPTIVE
-    overlap_short_ack_ms: int = Field(default=700, ge=0, le=MAX_THRESHOLD_MS, strict=True)
-    overlap_barge_in_ms: int = Field(default=1200, ge=0, le=MAX_THRESHOLD_MS, strict=True)
+    overlap_short_ack_ms: int = Field(default=DEFAULT_OVERLAP_SHORT_ACK_MS, ge=0, le=MAX_THRESHOLD_MS, strict=True)
+    overlap_barge_in_ms: int = Field(default=DEFAULT_OVERLAP_BARGE_IN_MS, ge=0, le=MAX_THRESHOLD_MS, strict=True)
     extensions: list[str] | None = None
     # How much of an answer enters the LLM's history (docs/sessions.md, "Playback truth").
     playback_commit_policy: PlaybackCommitPolicy = COMMIT_ALL_ON_DONE
