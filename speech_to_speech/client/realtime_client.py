@@ -38,12 +38,10 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from speech_to_speech.audio.rates import WIRE_RATE
 from speech_to_speech.client.config import DEFAULT_URL
 from speech_to_speech.client.errors import (
     ClientError,
     ConnectionLost,
-    ProtocolError,
     RealtimeClientError,
     ResumeFailed,
     SessionClosed,
@@ -55,8 +53,10 @@ from speech_to_speech.client.events import (
     RealtimeEvent,
     SessionCreated,
     SessionEnded,
-    parse_event,
+    decode_frame,
+    protocol_error,
     resumed_event,
+    session_audio_rate,
 )
 from speech_to_speech.client.link import Connector, Link, LinkClosed, websocket_connector
 from speech_to_speech.client.reconnect import ReconnectPolicy, resume, resume_url
@@ -201,11 +201,11 @@ class RealtimeClient:
 
     @property
     def output_rate(self) -> int:
-        return _rate(self.session_info, "output")
+        return session_audio_rate(self.session_info, "output")
 
     @property
     def input_rate(self) -> int:
-        return _rate(self.session_info, "input")
+        return session_audio_rate(self.session_info, "input")
 
     @property
     def last_server_event_seq(self) -> int:
@@ -250,7 +250,7 @@ class RealtimeClient:
                     if event.type in wanted:
                         return event
                     if raise_errors and isinstance(event, ErrorEvent):
-                        raise _protocol_error(event)
+                        raise protocol_error(event)
         except TimeoutError as error:
             if isinstance(error, RealtimeClientError):
                 raise
@@ -348,7 +348,7 @@ class RealtimeClient:
                     if reply.type in replies:
                         return reply
                     if isinstance(reply, ErrorEvent) and reply.related_event_id == event_id:
-                        raise _protocol_error(reply, f"the server refused {event['type']}")
+                        raise protocol_error(reply, f"the server refused {event['type']}")
         except TimeoutError as error:
             if isinstance(error, RealtimeClientError):
                 raise
@@ -362,17 +362,17 @@ class RealtimeClient:
         try:
             async with asyncio.timeout(timeout):
                 while True:
-                    event = _decode(await link.recv())
+                    event = decode_frame(await link.recv())
                     if isinstance(event, SessionCreated):
                         return event
                     if isinstance(event, ErrorEvent):
                         if event.code == SESSION_LIMIT_REACHED:
                             raise SessionLimitReached(f"the server is at its session limit: {event.message}")
-                        raise _protocol_error(event, "the server sent an error instead of session.created")
+                        raise protocol_error(event, "the server sent an error instead of session.created")
         except TimeoutError:
             raise WaitTimeout(f"the server sent nothing within {timeout:.0f}s of connecting") from None
         except LinkClosed as closed:
-            raise ConnectionLost(_closed_message(closed)) from None
+            raise closed.lost() from None
 
     def _adopt(self, created: SessionCreated) -> None:
         self.session_info = dict(created.session)
@@ -391,7 +391,7 @@ class RealtimeClient:
                     return
                 link = await self._recover(closed)
                 continue
-            event = _decode(message)
+            event = decode_frame(message)
             if event is None:
                 continue
             seq = event.server_event_seq
@@ -430,7 +430,7 @@ class RealtimeClient:
     async def _recover(self, closed: LinkClosed) -> Link | None:
         """Reconnect and resume after ``closed``; the new link, or None (the session ended, with the reason)."""
         self._connected.clear()
-        lost = ConnectionLost(_closed_message(closed))
+        lost = closed.lost()
         if (self.reconnect is None or not self.supports_resume or self.session_id is None
                 or self.resume_token is None or closed.code in FINAL_CLOSE_CODES):
             self._finish(lost, lost)
@@ -538,28 +538,3 @@ class RealtimeClient:
         state = "ended" if self._end else "connected" if self.connected else "not connected"
         return f"<RealtimeClient {self.url} session={self.session_id} {state} seq={self.last_server_event_seq}>"
 
-
-def _decode(message: str | bytes) -> RealtimeEvent | None:
-    try:
-        raw = json.loads(message)
-    except ValueError:
-        log.warning("ignored a frame that is not JSON: %r", message[:80])
-        return None
-    return parse_event(raw) if isinstance(raw, dict) else None
-
-
-def _rate(session: Mapping[str, Any], direction: str) -> int:
-    audio = session.get("audio")
-    part = audio.get(direction) if isinstance(audio, Mapping) else None
-    fmt = part.get("format") if isinstance(part, Mapping) else None
-    rate = fmt.get("rate") if isinstance(fmt, Mapping) else None
-    return rate if isinstance(rate, int) and rate > 0 else WIRE_RATE
-
-
-def _closed_message(closed: LinkClosed) -> str:
-    return f"the server closed the connection (code {closed.code}: {closed.reason or 'no reason given'})"
-
-
-def _protocol_error(event: ErrorEvent, prefix: str = "the server sent an error") -> ProtocolError:
-    return ProtocolError(f"{prefix}: {event.message} ({event.code})", code=event.code,
-                         event_id=event.related_event_id, error=dict(event.error))
