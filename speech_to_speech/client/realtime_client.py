@@ -31,10 +31,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import itertools
-import json
 import logging
-from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -59,9 +56,9 @@ from speech_to_speech.client.events import (
     session_audio_rate,
 )
 from speech_to_speech.client.link import Connector, Link, LinkClosed, websocket_connector
+from speech_to_speech.client.outbox import Outbox
 from speech_to_speech.client.reconnect import ReconnectPolicy, resume, resume_url
 from speech_to_speech.client.responses import ResponseHandle, ResponseTracker
-from speech_to_speech.client.sent_events import SentEvents
 from speech_to_speech.client.sequence import ReceivedSeqs
 from speech_to_speech.client.streams import Fanout, Subscription
 from speech_to_speech.protocol import GOING_AWAY, NORMAL_CLOSURE, POLICY_VIOLATION, TRY_AGAIN_LATER
@@ -116,13 +113,10 @@ class RealtimeClient:
         # Plumbing.
         self._link: Link | None = None
         self._connected = asyncio.Event()
-        self._outgoing: deque[dict[str, Any]] = deque()
-        self._sent = SentEvents()  # sent, not yet known to be taken: what a resume may send again
+        self._outbox = Outbox()
         self._last_finished_response_id: str | None = None  # told in session.resume
-        self._outgoing_ready = asyncio.Event()
         self._events: Fanout[RealtimeEvent] = Fanout()
         self._responses = ResponseTracker(lambda: self.output_rate, keep_responses)
-        self._serial = itertools.count(1)
         self._reader: asyncio.Task[None] | None = None
         self._writer: asyncio.Task[None] | None = None
         self._timers: list[asyncio.Task[None]] = []
@@ -153,7 +147,7 @@ class RealtimeClient:
         self._adopt(created)
         self._dispatch(created)
         self._reader = asyncio.create_task(self._read_loop(), name="realtime-client-reader")
-        self._writer = asyncio.create_task(self._write_loop(link), name="realtime-client-writer")
+        self._writer = asyncio.create_task(self._outbox.write_to(link), name="realtime-client-writer")
         for interval, tick in ((self.event_ack_interval_s, self._ack), (self.heartbeat_interval_s, self._beat)):
             if interval:
                 self._timers.append(asyncio.create_task(self._every(interval, tick), name="realtime-client-timer"))
@@ -265,10 +259,7 @@ class RealtimeClient:
         """Queue a client event (stamped with an ``event_id`` if it has none); returns the ``event_id``."""
         if self._end is not None:
             raise self._end
-        stamped = {"event_id": f"evt_client_{next(self._serial)}", **event}
-        self._outgoing.append(stamped)
-        self._outgoing_ready.set()
-        return str(stamped["event_id"])
+        return self._outbox.put(event)
 
     async def send(self, event: Mapping[str, Any]) -> str:
         """Send any client event (the escape hatch for events without a method); returns its ``event_id``."""
@@ -423,7 +414,7 @@ class RealtimeClient:
             return
         self._end = end
         self._connected.clear()
-        self._outgoing.clear()
+        self._outbox.clear()
         self._events.end(stream_error)
         self._responses.end(stream_error, end)
 
@@ -447,7 +438,7 @@ class RealtimeClient:
                 continue
             try:
                 resumed = await resume(link, session_id=self.session_id, resume_token=self.resume_token,
-                                       last_seq=self.last_server_event_seq, event_id=f"evt_client_{next(self._serial)}",
+                                       last_seq=self.last_server_event_seq, event_id=self._outbox.new_event_id(),
                                        timeout=self.handshake_timeout_s,
                                        last_finished_response_id=self._last_finished_response_id)
             except asyncio.CancelledError:
@@ -472,11 +463,10 @@ class RealtimeClient:
             session = resumed.event.get("session")
             if isinstance(session, Mapping):
                 self.session_info = {**self.session_info, **session}
-            unread = self._sent.lost(resumed.event)
-            self._outgoing.extendleft(reversed(unread))  # before what was queued while we were away
+            self._outbox.requeue_lost(resumed.event)
             self._connected.set()
             self._dispatch(resumed_event(resumed.event, attempt))
-            self._writer = asyncio.create_task(self._write_loop(link), name="realtime-client-writer")
+            self._writer = asyncio.create_task(self._outbox.write_to(link), name="realtime-client-writer")
             log.info("session %s resumed after %d attempt(s)", self.session_id, attempt)
             return link
         failure = ConnectionLost(f"{lost}; {self.reconnect.attempts} reconnect attempt(s) failed "
@@ -489,21 +479,6 @@ class RealtimeClient:
             self._writer.cancel()
             await asyncio.gather(self._writer, return_exceptions=True)
             self._writer = None
-
-    async def _write_loop(self, link: Link) -> None:
-        """Send queued events in order; one that fails stays queued for the next connection."""
-        while True:
-            while not self._outgoing:
-                self._outgoing_ready.clear()
-                await self._outgoing_ready.wait()
-            event = self._outgoing[0]
-            try:
-                await link.send(json.dumps(event, separators=(",", ":")))
-            except LinkClosed:
-                return  # the reader sees the close too, and recovers
-            if self._outgoing and self._outgoing[0] is event:
-                self._outgoing.popleft()
-                self._sent.sent(event)
 
     async def _every(self, interval: float, tick: Any) -> None:
         while True:
