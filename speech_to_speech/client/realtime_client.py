@@ -55,6 +55,7 @@ from speech_to_speech.client.events import (
     resumed_event,
     session_audio_rate,
 )
+from speech_to_speech.client.keepalive import Keepalive
 from speech_to_speech.client.link import Connector, Link, LinkClosed, websocket_connector
 from speech_to_speech.client.outbox import Outbox
 from speech_to_speech.client.reconnect import ReconnectPolicy, resume, resume_url
@@ -108,18 +109,16 @@ class RealtimeClient:
         self._seqs = ReceivedSeqs()
         self.resumes = 0  # connections resumed so far
         self.duplicates_dropped = 0  # replayed events we already had
-        self._acked_seq = 0
-        self._heartbeat_unanswered = False
         # Plumbing.
         self._link: Link | None = None
         self._connected = asyncio.Event()
         self._outbox = Outbox()
+        self._keepalive = Keepalive(self, self._drop_connection)
         self._last_finished_response_id: str | None = None  # told in session.resume
         self._events: Fanout[RealtimeEvent] = Fanout()
         self._responses = ResponseTracker(lambda: self.output_rate, keep_responses)
         self._reader: asyncio.Task[None] | None = None
         self._writer: asyncio.Task[None] | None = None
-        self._timers: list[asyncio.Task[None]] = []
         self._closing = False
         self._end: RealtimeClientError | None = None  # set once the session is over: what waits then raise
 
@@ -148,9 +147,7 @@ class RealtimeClient:
         self._dispatch(created)
         self._reader = asyncio.create_task(self._read_loop(), name="realtime-client-reader")
         self._writer = asyncio.create_task(self._outbox.write_to(link), name="realtime-client-writer")
-        for interval, tick in ((self.event_ack_interval_s, self._ack), (self.heartbeat_interval_s, self._beat)):
-            if interval:
-                self._timers.append(asyncio.create_task(self._every(interval, tick), name="realtime-client-timer"))
+        self._keepalive.start()
         if self._session_config is not None:
             try:
                 await self.update_session(self._session_config, timeout_s=self.handshake_timeout_s)
@@ -163,18 +160,17 @@ class RealtimeClient:
         if self._closing:
             return
         self._closing = True
-        for timer in self._timers:  # nothing may follow the goodbye
-            timer.cancel()
+        self._keepalive.cancel()  # nothing may follow the goodbye
         link = self._link
         try:
             if link is not None and self._end is None and self._connected.is_set() and self.capabilities:
                 with contextlib.suppress(RealtimeClientError, TimeoutError):
                     await self._request({"type": "session.close"}, ("session.closed",), self.close_timeout_s)
         finally:
-            tasks = [task for task in (self._reader, self._writer, *self._timers) if task is not None]
+            tasks = [task for task in (self._reader, self._writer) if task is not None]
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, self._keepalive.wait_cancelled(), return_exceptions=True)
             link = self._link  # a resume may have replaced it meanwhile
             if link is not None:
                 with contextlib.suppress(Exception):
@@ -393,7 +389,7 @@ class RealtimeClient:
 
     def _dispatch(self, event: RealtimeEvent) -> None:
         if event.type == "session.heartbeat_ack":
-            self._heartbeat_unanswered = False
+            self._keepalive.heartbeat_answered()
         elif event.type == "session.updated":
             session = event.raw.get("session")
             if isinstance(session, Mapping):
@@ -459,7 +455,7 @@ class RealtimeClient:
             self.resume_token = resumed.resume_token or self.resume_token
             self.attachment_generation = resumed.attachment_generation or self.attachment_generation
             self.resumes += 1
-            self._heartbeat_unanswered = False
+            self._keepalive.heartbeat_answered()
             session = resumed.event.get("session")
             if isinstance(session, Mapping):
                 self.session_info = {**self.session_info, **session}
@@ -480,34 +476,9 @@ class RealtimeClient:
             await asyncio.gather(self._writer, return_exceptions=True)
             self._writer = None
 
-    async def _every(self, interval: float, tick: Any) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            if self.connected and not self._closing:
-                tick()
-
-    def _ack(self) -> None:
-        """``session.event_ack`` up to what we hold, so the server can trim its replay journal."""
-        seq = self.last_server_event_seq
-        if self.supports_resume and seq > self._acked_seq:
-            self._acked_seq = seq
-            self.send_nowait({"type": "session.event_ack", "server_event_seq": seq})
-
-    def _beat(self) -> None:
-        """``session.heartbeat``; one still unanswered a period later means a dead connection.
-
-        A connection can die without either end hearing of it (a phone changing networks, a NAT
-        forgetting the flow); dropping it here lets the resume start now instead of when TCP gives up.
-        """
-        if not (self.capabilities.get("supports_session_lease") or self.supports_resume):
-            return
-        if self._heartbeat_unanswered and self._link is not None:
-            log.info("no session.heartbeat_ack within %gs: dropping the connection", self.heartbeat_interval_s)
-            self._heartbeat_unanswered = False
-            self._link.abort()
-            return
-        self._heartbeat_unanswered = True
-        self.send_nowait({"type": "session.heartbeat"})
+    def _drop_connection(self) -> None:
+        if self._link is not None:
+            self._link.abort()  # the reader sees it fail, and resumes
 
     def __repr__(self) -> str:
         state = "ended" if self._end else "connected" if self.connected else "not connected"
