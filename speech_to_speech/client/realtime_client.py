@@ -37,10 +37,8 @@ from typing import Any
 
 from speech_to_speech.client.config import DEFAULT_URL
 from speech_to_speech.client.errors import (
-    ClientError,
     ConnectionLost,
     RealtimeClientError,
-    ResumeFailed,
     SessionClosed,
     SessionLimitReached,
     WaitTimeout,
@@ -58,24 +56,13 @@ from speech_to_speech.client.events import (
 from speech_to_speech.client.keepalive import Keepalive
 from speech_to_speech.client.link import Connector, Link, LinkClosed, websocket_connector
 from speech_to_speech.client.outbox import Outbox
-from speech_to_speech.client.reconnect import ReconnectPolicy, resume, resume_url
+from speech_to_speech.client.reconnect import FINAL_CLOSE_CODES, ReconnectPolicy, Resumed, reattach
 from speech_to_speech.client.responses import ResponseHandle, ResponseTracker
 from speech_to_speech.client.sequence import ReceivedSeqs
 from speech_to_speech.client.streams import Fanout, Subscription
-from speech_to_speech.protocol import GOING_AWAY, NORMAL_CLOSURE, POLICY_VIOLATION, TRY_AGAIN_LATER
-from speech_to_speech.protocol.error_codes import CLIENT_CLOSE, SESSION_LIMIT_REACHED, SESSION_STORE_UNAVAILABLE
+from speech_to_speech.protocol.error_codes import CLIENT_CLOSE, SESSION_LIMIT_REACHED
 
 log = logging.getLogger(__name__)
-
-# Refusals of session.resume that a later attempt may not meet: a store of shared sessions that did
-# not answer, or a session whose old replica did not let it go in time.
-RETRIED_REFUSALS = frozenset({SESSION_STORE_UNAVAILABLE})
-
-# Close codes after which there is no session to resume: a goodbye (1000), the server going away (1001),
-# a policy close (1008: output limit, refused resume), "try again later" (1013). Any other close is resumed,
-# 1012 (service restart) above all: a replica restarting under an orchestrator, whose balancer sends the
-# resume to another replica (docs/deployment.md).
-FINAL_CLOSE_CODES = frozenset({NORMAL_CLOSURE, GOING_AWAY, POLICY_VIOLATION, TRY_AGAIN_LATER})
 
 
 class RealtimeClient:
@@ -391,9 +378,7 @@ class RealtimeClient:
         if event.type == "session.heartbeat_ack":
             self._keepalive.heartbeat_answered()
         elif event.type == "session.updated":
-            session = event.raw.get("session")
-            if isinstance(session, Mapping):
-                self.session_info = {**self.session_info, **session}
+            self._merge_session(event.raw.get("session"))
         elif event.type == "response.done" and event.response_id is not None:
             self._last_finished_response_id = event.response_id
         self._responses.handle(event)
@@ -403,6 +388,10 @@ class RealtimeClient:
             self._finish(SessionClosed(f"the server ended the session ({event.type}: {reason})", reason=reason), None)
         elif event.type == "session.replaced":
             self._finish(SessionClosed("another connection took this session over", reason="replaced"), None)
+
+    def _merge_session(self, session: object) -> None:
+        if isinstance(session, Mapping):
+            self.session_info = {**self.session_info, **session}
 
     def _finish(self, end: RealtimeClientError, stream_error: RealtimeClientError | None) -> None:
         """The session is over: waits raise ``end``; readers stop (raising ``stream_error`` if given)."""
@@ -424,51 +413,30 @@ class RealtimeClient:
             return None
         await self._stop_writer()
         log.info("connection lost (%s); resuming session %s", closed, self.session_id)
-        last_error: BaseException = closed
-        for attempt, delay in enumerate(self.reconnect.delays(), 1):
-            await asyncio.sleep(delay)
-            try:
-                link = await self._connect(resume_url(self.url))
-            except ClientError as error:
-                last_error = error
-                continue
-            try:
-                resumed = await resume(link, session_id=self.session_id, resume_token=self.resume_token,
-                                       last_seq=self.last_server_event_seq, event_id=self._outbox.new_event_id(),
-                                       timeout=self.handshake_timeout_s,
-                                       last_finished_response_id=self._last_finished_response_id)
-            except asyncio.CancelledError:
-                link.abort()  # closed while resuming: this link is nobody's
-                raise
-            except ResumeFailed as refusal:
-                await link.close()
-                if refusal.code in RETRIED_REFUSALS:  # "try again": the next attempt may be served
-                    last_error = refusal
-                    continue
-                self._finish(refusal, refusal)
-                return None
-            except (LinkClosed, TimeoutError, ValueError) as error:
-                link.abort()
-                last_error = error
-                continue
-            self._link = link
-            self.resume_token = resumed.resume_token or self.resume_token
-            self.attachment_generation = resumed.attachment_generation or self.attachment_generation
-            self.resumes += 1
-            self._keepalive.heartbeat_answered()
-            session = resumed.event.get("session")
-            if isinstance(session, Mapping):
-                self.session_info = {**self.session_info, **session}
-            self._outbox.requeue_lost(resumed.event)
-            self._connected.set()
-            self._dispatch(resumed_event(resumed.event, attempt))
-            self._writer = asyncio.create_task(self._outbox.write_to(link), name="realtime-client-writer")
-            log.info("session %s resumed after %d attempt(s)", self.session_id, attempt)
-            return link
-        failure = ConnectionLost(f"{lost}; {self.reconnect.attempts} reconnect attempt(s) failed "
-                                 f"(last: {last_error})")
-        self._finish(failure, failure)
-        return None
+        try:
+            back = await reattach(self._connect, self.url, self.reconnect, lost=lost, session_id=self.session_id,
+                                  resume_token=self.resume_token, last_seq=self.last_server_event_seq,
+                                  last_finished_response_id=self._last_finished_response_id,
+                                  new_event_id=self._outbox.new_event_id, timeout=self.handshake_timeout_s)
+        except ConnectionLost as end:  # refused for good (ResumeFailed), or no attempt got through
+            self._finish(end, end)
+            return None
+        self._link = back.link
+        self._adopt_resumed(back.resumed)
+        self._connected.set()
+        self._dispatch(resumed_event(back.resumed.event, back.attempt))
+        self._writer = asyncio.create_task(self._outbox.write_to(back.link), name="realtime-client-writer")
+        log.info("session %s resumed after %d attempt(s)", self.session_id, back.attempt)
+        return back.link
+
+    def _adopt_resumed(self, resumed: Resumed) -> None:
+        """Take what ``session.resumed`` says; what the old connection lost goes out first on the new one."""
+        self.resume_token = resumed.resume_token or self.resume_token
+        self.attachment_generation = resumed.attachment_generation or self.attachment_generation
+        self.resumes += 1
+        self._keepalive.heartbeat_answered()
+        self._merge_session(resumed.event.get("session"))
+        self._outbox.requeue_lost(resumed.event)
 
     async def _stop_writer(self) -> None:
         if self._writer is not None:
