@@ -40,7 +40,6 @@ from speech_to_speech.client.errors import (
     ConnectionLost,
     RealtimeClientError,
     SessionClosed,
-    SessionLimitReached,
     WaitTimeout,
 )
 from speech_to_speech.client.events import (
@@ -55,12 +54,13 @@ from speech_to_speech.client.events import (
 )
 from speech_to_speech.client.keepalive import Keepalive
 from speech_to_speech.client.link import Connector, Link, LinkClosed, websocket_connector
+from speech_to_speech.client.opening import open_session
 from speech_to_speech.client.outbox import Outbox
 from speech_to_speech.client.reconnect import FINAL_CLOSE_CODES, ReconnectPolicy, Resumed, reattach
 from speech_to_speech.client.responses import ResponseHandle, ResponseTracker
 from speech_to_speech.client.sequence import ReceivedSeqs
 from speech_to_speech.client.streams import Fanout, Subscription
-from speech_to_speech.protocol.error_codes import CLIENT_CLOSE, SESSION_LIMIT_REACHED
+from speech_to_speech.protocol.error_codes import CLIENT_CLOSE
 
 log = logging.getLogger(__name__)
 
@@ -120,12 +120,7 @@ class RealtimeClient:
 
     async def open(self) -> None:
         """Connect, wait for ``session.created``, start the reader/writer, apply ``session``."""
-        link = await self._connect(self.url)
-        try:
-            created = await self._await_created(link)
-        except BaseException:
-            link.abort()
-            raise
+        link, created = await open_session(self._connect, self.url, timeout=self.handshake_timeout_s)
         self._link = link
         self._connected.set()
         if created.server_event_seq is not None:
@@ -330,23 +325,6 @@ class RealtimeClient:
         finally:
             subscription.close()
         raise self._end or SessionClosed("the session ended")
-
-    async def _await_created(self, link: Link) -> SessionCreated:
-        timeout = self.handshake_timeout_s
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    event = decode_frame(await link.recv())
-                    if isinstance(event, SessionCreated):
-                        return event
-                    if isinstance(event, ErrorEvent):
-                        if event.code == SESSION_LIMIT_REACHED:
-                            raise SessionLimitReached(f"the server is at its session limit: {event.message}")
-                        raise protocol_error(event, "the server sent an error instead of session.created")
-        except TimeoutError:
-            raise WaitTimeout(f"the server sent nothing within {timeout:.0f}s of connecting") from None
-        except LinkClosed as closed:
-            raise closed.lost() from None
 
     def _adopt(self, created: SessionCreated) -> None:
         self.session_info = dict(created.session)
