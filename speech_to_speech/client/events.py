@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from speech_to_speech.audio.rates import WIRE_RATE
-from speech_to_speech.client.errors import ProtocolError
+from speech_to_speech.client.errors import ProtocolError, SessionClosed
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +184,16 @@ class ConnectionResumed(RealtimeEvent):
     def attachment_generation(self) -> int | None:
         value = self.raw.get("attachment_generation")
         return value if isinstance(value, int) else None
+
+
+def announced_end(event: RealtimeEvent) -> SessionClosed | None:
+    """The end of the session that ``event`` announces (None for an event that is not one)."""
+    if isinstance(event, SessionEnded):
+        reason = event.reason or "no reason given"
+        return SessionClosed(f"the server ended the session ({event.type}: {reason})", reason=reason)
+    if event.type == "session.replaced":
+        return SessionClosed("another connection took this session over", reason="replaced")
+    return None
 
 
 _TYPES: dict[str, type[RealtimeEvent]] = {

@@ -38,15 +38,15 @@ from typing import Any
 from speech_to_speech.client.config import DEFAULT_URL
 from speech_to_speech.client.errors import (
     ConnectionLost,
+    ProtocolError,
     RealtimeClientError,
     SessionClosed,
-    WaitTimeout,
 )
 from speech_to_speech.client.events import (
     ErrorEvent,
     RealtimeEvent,
     SessionCreated,
-    SessionEnded,
+    announced_end,
     decode_frame,
     protocol_error,
     resumed_event,
@@ -56,10 +56,11 @@ from speech_to_speech.client.keepalive import Keepalive
 from speech_to_speech.client.link import Connector, Link, LinkClosed, websocket_connector
 from speech_to_speech.client.opening import open_session
 from speech_to_speech.client.outbox import Outbox
+from speech_to_speech.client.readers import Readers, Refusal
 from speech_to_speech.client.reconnect import FINAL_CLOSE_CODES, ReconnectPolicy, Resumed, reattach
-from speech_to_speech.client.responses import ResponseHandle, ResponseTracker
+from speech_to_speech.client.responses import ResponseHandle
 from speech_to_speech.client.sequence import ReceivedSeqs
-from speech_to_speech.client.streams import Fanout, Subscription
+from speech_to_speech.client.streams import Subscription
 from speech_to_speech.protocol.error_codes import CLIENT_CLOSE
 
 log = logging.getLogger(__name__)
@@ -102,12 +103,10 @@ class RealtimeClient:
         self._outbox = Outbox()
         self._keepalive = Keepalive(self, self._drop_connection)
         self._last_finished_response_id: str | None = None  # told in session.resume
-        self._events: Fanout[RealtimeEvent] = Fanout()
-        self._responses = ResponseTracker(lambda: self.output_rate, keep_responses)
+        self._readers = Readers(lambda: self.output_rate, keep_responses)
         self._reader: asyncio.Task[None] | None = None
         self._writer: asyncio.Task[None] | None = None
         self._closing = False
-        self._end: RealtimeClientError | None = None  # set once the session is over: what waits then raise
 
     # ------------------------------------------------------------ lifecycle
 
@@ -145,7 +144,7 @@ class RealtimeClient:
         self._keepalive.cancel()  # nothing may follow the goodbye
         link = self._link
         try:
-            if link is not None and self._end is None and self._connected.is_set() and self.capabilities:
+            if link is not None and self._readers.ended is None and self._connected.is_set() and self.capabilities:
                 with contextlib.suppress(RealtimeClientError, TimeoutError):
                     await self._request({"type": "session.close"}, ("session.closed",), self.close_timeout_s)
         finally:
@@ -187,12 +186,12 @@ class RealtimeClient:
     @property
     def connected(self) -> bool:
         """True while a connection is up (False while reconnecting, and after the end)."""
-        return self._connected.is_set() and self._end is None
+        return self._connected.is_set() and self._readers.ended is None
 
     @property
     def ended(self) -> RealtimeClientError | None:
         """Why the session is over (None while it is not)."""
-        return self._end
+        return self._readers.ended
 
     # ------------------------------------------------------------ reading
 
@@ -202,41 +201,29 @@ class RealtimeClient:
         Subscribes at once: call it before ``async with`` to also see ``session.created``.
         A connection that is lost for good raises ConnectionLost from the iteration.
         """
-        return self._events.subscribe()
+        return self._readers.events()
 
     def __aiter__(self) -> Subscription[RealtimeEvent]:
         return self.events()
 
     def responses(self) -> Subscription[ResponseHandle]:
         """A handle per assistant response: the ones nobody took yet, then each new one."""
-        return self._responses.subscribe()
+        return self._readers.responses()
 
     async def wait_for(self, types: str | Iterable[str], timeout_s: float | None = 30.0, *,
                        raise_errors: bool = True) -> RealtimeEvent:
         """The next event of ``types``; an ``error`` event meanwhile raises ProtocolError (unless waited for)."""
         wanted = {types} if isinstance(types, str) else set(types)
-        subscription = self.events()
-        try:
-            async with asyncio.timeout(timeout_s):
-                async for event in subscription:
-                    if event.type in wanted:
-                        return event
-                    if raise_errors and isinstance(event, ErrorEvent):
-                        raise protocol_error(event)
-        except TimeoutError as error:
-            if isinstance(error, RealtimeClientError):
-                raise
-            raise WaitTimeout(f"no {' or '.join(sorted(wanted))} within {timeout_s:g}s") from None
-        finally:
-            subscription.close()
-        raise self._end or SessionClosed("the session ended")
+        refusal: Refusal = protocol_error if raise_errors else (lambda _error: None)
+        return await self._readers.next_of(self.events(), wanted, refusal, timeout_s,
+                                           waited_for=" or ".join(sorted(wanted)))
 
     # ------------------------------------------------------------ sending
 
     def send_nowait(self, event: Mapping[str, Any]) -> str:
         """Queue a client event (stamped with an ``event_id`` if it has none); returns the ``event_id``."""
-        if self._end is not None:
-            raise self._end
+        if self._readers.ended is not None:
+            raise self._readers.ended
         return self._outbox.put(event)
 
     async def send(self, event: Mapping[str, Any]) -> str:
@@ -309,22 +296,16 @@ class RealtimeClient:
     async def _request(self, event: Mapping[str, Any], replies: tuple[str, ...],
                        timeout_s: float | None) -> RealtimeEvent:
         """Send ``event`` and wait for one of ``replies``; an error naming its event_id raises ProtocolError."""
-        subscription = self.events()
-        try:
-            event_id = self.send_nowait(event)
-            async with asyncio.timeout(timeout_s):
-                async for reply in subscription:
-                    if reply.type in replies:
-                        return reply
-                    if isinstance(reply, ErrorEvent) and reply.related_event_id == event_id:
-                        raise protocol_error(reply, f"the server refused {event['type']}")
-        except TimeoutError as error:
-            if isinstance(error, RealtimeClientError):
-                raise
-            raise WaitTimeout(f"no {' or '.join(replies)} within {timeout_s:g}s of {event['type']}") from None
-        finally:
-            subscription.close()
-        raise self._end or SessionClosed("the session ended")
+        subscription = self.events()  # before sending: the reply cannot come first
+        event_id = self.send_nowait(event)  # raises only once the session ended, when nothing holds subscription
+
+        def refusal(error: ErrorEvent) -> ProtocolError | None:
+            if error.related_event_id != event_id:
+                return None  # about another event: not the answer
+            return protocol_error(error, f"the server refused {event['type']}")
+
+        return await self._readers.next_of(subscription, replies, refusal, timeout_s, waited_for=" or ".join(replies),
+                                           after=f" of {event['type']}")
 
     def _adopt(self, created: SessionCreated) -> None:
         self.session_info = dict(created.session)
@@ -339,7 +320,7 @@ class RealtimeClient:
             try:
                 message = await link.recv()
             except LinkClosed as closed:
-                if self._closing or self._end is not None:
+                if self._closing or self._readers.ended is not None:
                     return
                 link = await self._recover(closed)
                 continue
@@ -359,13 +340,10 @@ class RealtimeClient:
             self._merge_session(event.raw.get("session"))
         elif event.type == "response.done" and event.response_id is not None:
             self._last_finished_response_id = event.response_id
-        self._responses.handle(event)
-        self._events.publish(event)
-        if isinstance(event, SessionEnded):
-            reason = event.reason or "no reason given"
-            self._finish(SessionClosed(f"the server ended the session ({event.type}: {reason})", reason=reason), None)
-        elif event.type == "session.replaced":
-            self._finish(SessionClosed("another connection took this session over", reason="replaced"), None)
+        self._readers.publish(event)
+        end = announced_end(event)
+        if end is not None:
+            self._finish(end, None)
 
     def _merge_session(self, session: object) -> None:
         if isinstance(session, Mapping):
@@ -373,13 +351,9 @@ class RealtimeClient:
 
     def _finish(self, end: RealtimeClientError, stream_error: RealtimeClientError | None) -> None:
         """The session is over: waits raise ``end``; readers stop (raising ``stream_error`` if given)."""
-        if self._end is not None:
-            return
-        self._end = end
-        self._connected.clear()
-        self._outbox.clear()
-        self._events.end(stream_error)
-        self._responses.end(stream_error, end)
+        if self._readers.end(end, stream_error):
+            self._connected.clear()
+            self._outbox.clear()
 
     async def _recover(self, closed: LinkClosed) -> Link | None:
         """Reconnect and resume after ``closed``; the new link, or None (the session ended, with the reason)."""
@@ -427,6 +401,6 @@ class RealtimeClient:
             self._link.abort()  # the reader sees it fail, and resumes
 
     def __repr__(self) -> str:
-        state = "ended" if self._end else "connected" if self.connected else "not connected"
+        state = "ended" if self._readers.ended else "connected" if self.connected else "not connected"
         return f"<RealtimeClient {self.url} session={self.session_id} {state} seq={self.last_server_event_seq}>"
 
