@@ -47,13 +47,13 @@ from speech_to_speech.client.events import (
     RealtimeEvent,
     SessionCreated,
     announced_end,
-    decode_frame,
     protocol_error,
     resumed_event,
     session_audio_rate,
 )
 from speech_to_speech.client.keepalive import Keepalive
 from speech_to_speech.client.link import Connector, Link, LinkClosed, websocket_connector
+from speech_to_speech.client.link_runner import LinkRunner
 from speech_to_speech.client.opening import open_session
 from speech_to_speech.client.outbox import Outbox
 from speech_to_speech.client.readers import Readers, Refusal
@@ -98,14 +98,11 @@ class RealtimeClient:
         self.resumes = 0  # connections resumed so far
         self.duplicates_dropped = 0  # replayed events we already had
         # Plumbing.
-        self._link: Link | None = None
-        self._connected = asyncio.Event()
         self._outbox = Outbox()
-        self._keepalive = Keepalive(self, self._drop_connection)
+        self._links = LinkRunner(self._outbox, self._receive, self._recover)
+        self._keepalive = Keepalive(self, self._links.drop)
         self._last_finished_response_id: str | None = None  # told in session.resume
         self._readers = Readers(lambda: self.output_rate, keep_responses)
-        self._reader: asyncio.Task[None] | None = None
-        self._writer: asyncio.Task[None] | None = None
         self._closing = False
 
     # ------------------------------------------------------------ lifecycle
@@ -120,14 +117,11 @@ class RealtimeClient:
     async def open(self) -> None:
         """Connect, wait for ``session.created``, start the reader/writer, apply ``session``."""
         link, created = await open_session(self._connect, self.url, timeout=self.handshake_timeout_s)
-        self._link = link
-        self._connected.set()
+        self._links.start(link)
         if created.server_event_seq is not None:
             self._seqs.accept(created.server_event_seq, created.type)
         self._adopt(created)
-        self._dispatch(created)
-        self._reader = asyncio.create_task(self._read_loop(), name="realtime-client-reader")
-        self._writer = asyncio.create_task(self._outbox.write_to(link), name="realtime-client-writer")
+        self._dispatch(created)  # the first event: never a duplicate
         self._keepalive.start()
         if self._session_config is not None:
             try:
@@ -142,21 +136,12 @@ class RealtimeClient:
             return
         self._closing = True
         self._keepalive.cancel()  # nothing may follow the goodbye
-        link = self._link
         try:
-            if link is not None and self._readers.ended is None and self._connected.is_set() and self.capabilities:
+            if self._links.link is not None and self.connected and self.capabilities:
                 with contextlib.suppress(RealtimeClientError, TimeoutError):
                     await self._request({"type": "session.close"}, ("session.closed",), self.close_timeout_s)
         finally:
-            tasks = [task for task in (self._reader, self._writer) if task is not None]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, self._keepalive.wait_cancelled(), return_exceptions=True)
-            link = self._link  # a resume may have replaced it meanwhile
-            if link is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(link.close(1000, "client closed"), self.close_timeout_s)
-                link.abort()
+            await asyncio.gather(self._links.stop(self.close_timeout_s), self._keepalive.wait_cancelled())
             self._finish(SessionClosed("the client closed the session", reason=CLIENT_CLOSE), None)
 
     # ------------------------------------------------------------ what the server said
@@ -186,7 +171,7 @@ class RealtimeClient:
     @property
     def connected(self) -> bool:
         """True while a connection is up (False while reconnecting, and after the end)."""
-        return self._connected.is_set() and self._readers.ended is None
+        return self._links.up and self._readers.ended is None
 
     @property
     def ended(self) -> RealtimeClientError | None:
@@ -314,24 +299,12 @@ class RealtimeClient:
         generation = created.raw.get("attachment_generation")
         self.attachment_generation = generation if isinstance(generation, int) else None
 
-    async def _read_loop(self) -> None:
-        link = self._link
-        while link is not None:
-            try:
-                message = await link.recv()
-            except LinkClosed as closed:
-                if self._closing or self._readers.ended is not None:
-                    return
-                link = await self._recover(closed)
-                continue
-            event = decode_frame(message)
-            if event is None:
-                continue
-            seq = event.server_event_seq
-            if seq is not None and not self._seqs.accept(seq, event.type):
-                self.duplicates_dropped += 1  # replayed, and we have it
-                continue
-            self._dispatch(event)
+    def _receive(self, event: RealtimeEvent) -> None:
+        seq = event.server_event_seq
+        if seq is not None and not self._seqs.accept(seq, event.type):
+            self.duplicates_dropped += 1  # replayed, and we have it
+            return
+        self._dispatch(event)
 
     def _dispatch(self, event: RealtimeEvent) -> None:
         if event.type == "session.heartbeat_ack":
@@ -352,18 +325,19 @@ class RealtimeClient:
     def _finish(self, end: RealtimeClientError, stream_error: RealtimeClientError | None) -> None:
         """The session is over: waits raise ``end``; readers stop (raising ``stream_error`` if given)."""
         if self._readers.end(end, stream_error):
-            self._connected.clear()
+            self._links.down()
             self._outbox.clear()
 
     async def _recover(self, closed: LinkClosed) -> Link | None:
         """Reconnect and resume after ``closed``; the new link, or None (the session ended, with the reason)."""
-        self._connected.clear()
+        if self._closing or self._readers.ended is not None:
+            return None  # a close of our own, or after the end
         lost = closed.lost()
         if (self.reconnect is None or not self.supports_resume or self.session_id is None
                 or self.resume_token is None or closed.code in FINAL_CLOSE_CODES):
             self._finish(lost, lost)
             return None
-        await self._stop_writer()
+        await self._links.detach()
         log.info("connection lost (%s); resuming session %s", closed, self.session_id)
         try:
             back = await reattach(self._connect, self.url, self.reconnect, lost=lost, session_id=self.session_id,
@@ -373,11 +347,9 @@ class RealtimeClient:
         except ConnectionLost as end:  # refused for good (ResumeFailed), or no attempt got through
             self._finish(end, end)
             return None
-        self._link = back.link
         self._adopt_resumed(back.resumed)
-        self._connected.set()
+        self._links.attach(back.link)
         self._dispatch(resumed_event(back.resumed.event, back.attempt))
-        self._writer = asyncio.create_task(self._outbox.write_to(back.link), name="realtime-client-writer")
         log.info("session %s resumed after %d attempt(s)", self.session_id, back.attempt)
         return back.link
 
@@ -389,16 +361,6 @@ class RealtimeClient:
         self._keepalive.heartbeat_answered()
         self._merge_session(resumed.event.get("session"))
         self._outbox.requeue_lost(resumed.event)
-
-    async def _stop_writer(self) -> None:
-        if self._writer is not None:
-            self._writer.cancel()
-            await asyncio.gather(self._writer, return_exceptions=True)
-            self._writer = None
-
-    def _drop_connection(self) -> None:
-        if self._link is not None:
-            self._link.abort()  # the reader sees it fail, and resumes
 
     def __repr__(self) -> str:
         state = "ended" if self._readers.ended else "connected" if self.connected else "not connected"
