@@ -9,21 +9,18 @@ async with RealtimeClient("ws://127.0.0.1:8765/v1/realtime") as client:
         break
 ```
 
-Entering connects, waits for ``session.created`` (keeping ``session_id``,
-``resume_token`` and the capabilities) and applies ``session`` with a
-``session.update``; leaving sends ``session.close`` and waits (briefly) for
-``session.closed``. In between, one reader task turns frames into typed
-events for every ``events()``/``responses()`` reader, and one writer task
-sends what the caller queued, in order.
+Entering connects and waits for ``session.created`` (opening.py), then
+applies ``session`` with a ``session.update``; leaving sends ``session.close``
+and waits (briefly) for ``session.closed``. In between, a reader turns frames
+into typed events for every ``events()``/``responses()`` reader (readers.py)
+and a writer sends what the caller queued, in order (link_runner.py, outbox.py).
 
 When the connection drops and the server said ``supports_session_resume``,
-the reader reconnects (``ReconnectPolicy``), sends ``session.resume`` from the
-last ``server_event_seq`` it received, drops replayed events it already had,
-and publishes one ``ConnectionResumed``; what the caller sent meanwhile waits
-and goes out on the new connection. Readers see one gapless, duplicate-free
-stream. ``session.event_ack`` (trims the server's journal) and
-``session.heartbeat`` go out on their own timers; a heartbeat left unanswered
-for a whole period drops the connection, which then resumes.
+the client resumes the session (reconnect.py) from the last
+``server_event_seq`` it holds, drops replayed events it already had and
+publishes one ``ConnectionResumed``: readers see one gapless, duplicate-free
+stream, and what the caller sent meanwhile goes out on the new connection.
+Acks and heartbeats go out on their own timers (keepalive.py).
 """
 
 from __future__ import annotations
@@ -36,12 +33,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from speech_to_speech.client.config import DEFAULT_URL
-from speech_to_speech.client.errors import (
-    ConnectionLost,
-    ProtocolError,
-    RealtimeClientError,
-    SessionClosed,
-)
+from speech_to_speech.client.errors import ConnectionLost, ProtocolError, RealtimeClientError, SessionClosed
 from speech_to_speech.client.events import (
     ErrorEvent,
     RealtimeEvent,
@@ -94,6 +86,7 @@ class RealtimeClient:
         self.resume_token: str | None = None
         self.attachment_generation: int | None = None
         self.session_info: dict[str, Any] = {}
+        self._last_finished_response_id: str | None = None  # told in session.resume
         self._seqs = ReceivedSeqs()
         self.resumes = 0  # connections resumed so far
         self.duplicates_dropped = 0  # replayed events we already had
@@ -101,7 +94,6 @@ class RealtimeClient:
         self._outbox = Outbox()
         self._links = LinkRunner(self._outbox, self._receive, self._recover)
         self._keepalive = Keepalive(self, self._links.drop)
-        self._last_finished_response_id: str | None = None  # told in session.resume
         self._readers = Readers(lambda: self.output_rate, keep_responses)
         self._closing = False
 
