@@ -274,7 +274,7 @@ class RealtimeClient:
                        timeout_s: float | None) -> RealtimeEvent:
         """Send ``event`` and wait for one of ``replies``; an error naming its event_id raises ProtocolError."""
         subscription = self.events()  # before sending: the reply cannot come first
-        event_id = self.send_nowait(event)  # raises only once the session ended, when nothing holds subscription
+        event_id = self.send_nowait(event)  # raises only after the end, when the subscription was never registered
 
         def refusal(error: ErrorEvent) -> ProtocolError | None:
             if error.related_event_id != event_id:
