@@ -10,11 +10,18 @@ never drop them.
 from __future__ import annotations
 
 import base64
+import json
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+
+from speech_to_speech.audio.rates import WIRE_RATE
+from speech_to_speech.client.errors import ProtocolError, SessionClosed
+
+log = logging.getLogger(__name__)
 
 # Output audio is PCM16 mono: two bytes per sample.
 BYTES_PER_SAMPLE = 2
@@ -158,6 +165,12 @@ class ErrorEvent(RealtimeEvent):
         return None if value is None else str(value)
 
 
+def protocol_error(event: ErrorEvent, prefix: str = "the server sent an error") -> ProtocolError:
+    """The exception a call raises for ``event``: its message, code and the rejected ``event_id``."""
+    return ProtocolError(f"{prefix}: {event.message} ({event.code})", code=event.code,
+                         event_id=event.related_event_id, error=dict(event.error))
+
+
 @dataclass(frozen=True)
 class ConnectionResumed(RealtimeEvent):
     """The client reconnected and the server resumed the session (``raw`` is its ``session.resumed``).
@@ -171,6 +184,16 @@ class ConnectionResumed(RealtimeEvent):
     def attachment_generation(self) -> int | None:
         value = self.raw.get("attachment_generation")
         return value if isinstance(value, int) else None
+
+
+def announced_end(event: RealtimeEvent) -> SessionClosed | None:
+    """The end of the session that ``event`` announces (None for an event that is not one)."""
+    if isinstance(event, SessionEnded):
+        reason = event.reason or "no reason given"
+        return SessionClosed(f"the server ended the session ({event.type}: {reason})", reason=reason)
+    if event.type == "session.replaced":
+        return SessionClosed("another connection took this session over", reason="replaced")
+    return None
 
 
 _TYPES: dict[str, type[RealtimeEvent]] = {
@@ -204,3 +227,23 @@ def resumed_event(raw: Mapping[str, Any], attempt: int) -> ConnectionResumed:
     return ConnectionResumed(type=str(raw.get("type") or "session.resumed"), event_id=raw.get("event_id"),
                              server_event_seq=None, raw=MappingProxyType(dict(raw)),
                              received_at=time.monotonic(), attempt=attempt)
+
+
+def decode_frame(message: str | bytes) -> RealtimeEvent | None:
+    """The typed event in one text frame; None (logged) for one that is not a JSON object, which must not
+    end the session."""
+    try:
+        raw = json.loads(message)
+    except ValueError:
+        log.warning("ignored a frame that is not JSON: %r", message[:80])
+        return None
+    return parse_event(raw) if isinstance(raw, dict) else None
+
+
+def session_audio_rate(session: Mapping[str, Any], direction: str) -> int:
+    """The PCM rate of the session's ``input`` or ``output`` audio (the wire rate when it names none)."""
+    audio = session.get("audio")
+    part = audio.get(direction) if isinstance(audio, Mapping) else None
+    fmt = part.get("format") if isinstance(part, Mapping) else None
+    rate = fmt.get("rate") if isinstance(fmt, Mapping) else None
+    return rate if isinstance(rate, int) and rate > 0 else WIRE_RATE

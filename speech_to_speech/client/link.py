@@ -15,6 +15,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 from speech_to_speech.client.connection import connect
+from speech_to_speech.client.errors import ConnectionLost
 from speech_to_speech.protocol import ABNORMAL_CLOSURE, NORMAL_CLOSURE
 
 # RFC 6455 1006: the connection ended without a close frame (dropped, not closed).
@@ -27,6 +28,11 @@ class LinkClosed(Exception):
         super().__init__(f"connection closed ({code}: {reason or 'no reason given'})")
         self.code = code
         self.reason = reason
+
+    def lost(self) -> ConnectionLost:
+        """This close as the client's error (what a call raises once the session cannot go on)."""
+        return ConnectionLost(f"the server closed the connection (code {self.code}: "
+                              f"{self.reason or 'no reason given'})")
 
 
 class Link(Protocol):

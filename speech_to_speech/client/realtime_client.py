@@ -9,21 +9,18 @@ async with RealtimeClient("ws://127.0.0.1:8765/v1/realtime") as client:
         break
 ```
 
-Entering connects, waits for ``session.created`` (keeping ``session_id``,
-``resume_token`` and the capabilities) and applies ``session`` with a
-``session.update``; leaving sends ``session.close`` and waits (briefly) for
-``session.closed``. In between, one reader task turns frames into typed
-events for every ``events()``/``responses()`` reader, and one writer task
-sends what the caller queued, in order.
+Entering connects and waits for ``session.created`` (opening.py), then
+applies ``session`` with a ``session.update``; leaving sends ``session.close``
+and waits (briefly) for ``session.closed``. In between, a reader turns frames
+into typed events for every ``events()``/``responses()`` reader (readers.py)
+and a writer sends what the caller queued, in order (link_runner.py, outbox.py).
 
 When the connection drops and the server said ``supports_session_resume``,
-the reader reconnects (``ReconnectPolicy``), sends ``session.resume`` from the
-last ``server_event_seq`` it received, drops replayed events it already had,
-and publishes one ``ConnectionResumed``; what the caller sent meanwhile waits
-and goes out on the new connection. Readers see one gapless, duplicate-free
-stream. ``session.event_ack`` (trims the server's journal) and
-``session.heartbeat`` go out on their own timers; a heartbeat left unanswered
-for a whole period drops the connection, which then resumes.
+the client resumes the session (reconnect.py) from the last
+``server_event_seq`` it holds, drops replayed events it already had and
+publishes one ``ConnectionResumed``: readers see one gapless, duplicate-free
+stream, and what the caller sent meanwhile goes out on the new connection.
+Acks and heartbeats go out on their own timers (keepalive.py).
 """
 
 from __future__ import annotations
@@ -31,53 +28,34 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import itertools
-import json
 import logging
-from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from speech_to_speech.audio.rates import WIRE_RATE
 from speech_to_speech.client.config import DEFAULT_URL
-from speech_to_speech.client.errors import (
-    ClientError,
-    ConnectionLost,
-    ProtocolError,
-    RealtimeClientError,
-    ResumeFailed,
-    SessionClosed,
-    SessionLimitReached,
-    WaitTimeout,
-)
+from speech_to_speech.client.errors import ConnectionLost, ProtocolError, RealtimeClientError, SessionClosed
 from speech_to_speech.client.events import (
     ErrorEvent,
     RealtimeEvent,
     SessionCreated,
-    SessionEnded,
-    parse_event,
+    announced_end,
+    protocol_error,
     resumed_event,
+    session_audio_rate,
 )
+from speech_to_speech.client.keepalive import Keepalive
 from speech_to_speech.client.link import Connector, Link, LinkClosed, websocket_connector
-from speech_to_speech.client.reconnect import ReconnectPolicy, resume, resume_url
-from speech_to_speech.client.responses import ResponseHandle, ResponseTracker
-from speech_to_speech.client.sent_events import SentEvents
+from speech_to_speech.client.link_runner import LinkRunner
+from speech_to_speech.client.opening import open_session
+from speech_to_speech.client.outbox import Outbox
+from speech_to_speech.client.readers import Readers, Refusal
+from speech_to_speech.client.reconnect import FINAL_CLOSE_CODES, ReconnectPolicy, Resumed, reattach
+from speech_to_speech.client.responses import ResponseHandle
 from speech_to_speech.client.sequence import ReceivedSeqs
-from speech_to_speech.client.streams import Fanout, Subscription
-from speech_to_speech.protocol import GOING_AWAY, NORMAL_CLOSURE, POLICY_VIOLATION, TRY_AGAIN_LATER
-from speech_to_speech.protocol.error_codes import CLIENT_CLOSE, SESSION_LIMIT_REACHED, SESSION_STORE_UNAVAILABLE
+from speech_to_speech.client.streams import Subscription
+from speech_to_speech.protocol.error_codes import CLIENT_CLOSE
 
 log = logging.getLogger(__name__)
-
-# Refusals of session.resume that a later attempt may not meet: a store of shared sessions that did
-# not answer, or a session whose old replica did not let it go in time.
-RETRIED_REFUSALS = frozenset({SESSION_STORE_UNAVAILABLE})
-
-# Close codes after which there is no session to resume: a goodbye (1000), the server going away (1001),
-# a policy close (1008: output limit, refused resume), "try again later" (1013). Any other close is resumed,
-# 1012 (service restart) above all: a replica restarting under an orchestrator, whose balancer sends the
-# resume to another replica (docs/deployment.md).
-FINAL_CLOSE_CODES = frozenset({NORMAL_CLOSURE, GOING_AWAY, POLICY_VIOLATION, TRY_AGAIN_LATER})
 
 
 class RealtimeClient:
@@ -108,26 +86,16 @@ class RealtimeClient:
         self.resume_token: str | None = None
         self.attachment_generation: int | None = None
         self.session_info: dict[str, Any] = {}
+        self._last_finished_response_id: str | None = None  # told in session.resume
         self._seqs = ReceivedSeqs()
         self.resumes = 0  # connections resumed so far
         self.duplicates_dropped = 0  # replayed events we already had
-        self._acked_seq = 0
-        self._heartbeat_unanswered = False
         # Plumbing.
-        self._link: Link | None = None
-        self._connected = asyncio.Event()
-        self._outgoing: deque[dict[str, Any]] = deque()
-        self._sent = SentEvents()  # sent, not yet known to be taken: what a resume may send again
-        self._last_finished_response_id: str | None = None  # told in session.resume
-        self._outgoing_ready = asyncio.Event()
-        self._events: Fanout[RealtimeEvent] = Fanout()
-        self._responses = ResponseTracker(lambda: self.output_rate, keep_responses)
-        self._serial = itertools.count(1)
-        self._reader: asyncio.Task[None] | None = None
-        self._writer: asyncio.Task[None] | None = None
-        self._timers: list[asyncio.Task[None]] = []
+        self._outbox = Outbox()
+        self._links = LinkRunner(self._outbox, self._receive, self._recover)
+        self._keepalive = Keepalive(self, self._links.drop)
+        self._readers = Readers(lambda: self.output_rate, keep_responses)
         self._closing = False
-        self._end: RealtimeClientError | None = None  # set once the session is over: what waits then raise
 
     # ------------------------------------------------------------ lifecycle
 
@@ -140,23 +108,13 @@ class RealtimeClient:
 
     async def open(self) -> None:
         """Connect, wait for ``session.created``, start the reader/writer, apply ``session``."""
-        link = await self._connect(self.url)
-        try:
-            created = await self._await_created(link)
-        except BaseException:
-            link.abort()
-            raise
-        self._link = link
-        self._connected.set()
+        link, created = await open_session(self._connect, self.url, timeout=self.handshake_timeout_s)
+        self._links.start(link)
         if created.server_event_seq is not None:
             self._seqs.accept(created.server_event_seq, created.type)
         self._adopt(created)
-        self._dispatch(created)
-        self._reader = asyncio.create_task(self._read_loop(), name="realtime-client-reader")
-        self._writer = asyncio.create_task(self._write_loop(link), name="realtime-client-writer")
-        for interval, tick in ((self.event_ack_interval_s, self._ack), (self.heartbeat_interval_s, self._beat)):
-            if interval:
-                self._timers.append(asyncio.create_task(self._every(interval, tick), name="realtime-client-timer"))
+        self._dispatch(created)  # the first event: never a duplicate
+        self._keepalive.start()
         if self._session_config is not None:
             try:
                 await self.update_session(self._session_config, timeout_s=self.handshake_timeout_s)
@@ -169,23 +127,13 @@ class RealtimeClient:
         if self._closing:
             return
         self._closing = True
-        for timer in self._timers:  # nothing may follow the goodbye
-            timer.cancel()
-        link = self._link
+        self._keepalive.cancel()  # nothing may follow the goodbye
         try:
-            if link is not None and self._end is None and self._connected.is_set() and self.capabilities:
+            if self._links.link is not None and self.connected and self.capabilities:
                 with contextlib.suppress(RealtimeClientError, TimeoutError):
                     await self._request({"type": "session.close"}, ("session.closed",), self.close_timeout_s)
         finally:
-            tasks = [task for task in (self._reader, self._writer, *self._timers) if task is not None]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            link = self._link  # a resume may have replaced it meanwhile
-            if link is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(link.close(1000, "client closed"), self.close_timeout_s)
-                link.abort()
+            await asyncio.gather(self._links.stop(self.close_timeout_s), self._keepalive.wait_cancelled())
             self._finish(SessionClosed("the client closed the session", reason=CLIENT_CLOSE), None)
 
     # ------------------------------------------------------------ what the server said
@@ -201,11 +149,11 @@ class RealtimeClient:
 
     @property
     def output_rate(self) -> int:
-        return _rate(self.session_info, "output")
+        return session_audio_rate(self.session_info, "output")
 
     @property
     def input_rate(self) -> int:
-        return _rate(self.session_info, "input")
+        return session_audio_rate(self.session_info, "input")
 
     @property
     def last_server_event_seq(self) -> int:
@@ -215,12 +163,12 @@ class RealtimeClient:
     @property
     def connected(self) -> bool:
         """True while a connection is up (False while reconnecting, and after the end)."""
-        return self._connected.is_set() and self._end is None
+        return self._links.up and self._readers.ended is None
 
     @property
     def ended(self) -> RealtimeClientError | None:
         """Why the session is over (None while it is not)."""
-        return self._end
+        return self._readers.ended
 
     # ------------------------------------------------------------ reading
 
@@ -230,45 +178,30 @@ class RealtimeClient:
         Subscribes at once: call it before ``async with`` to also see ``session.created``.
         A connection that is lost for good raises ConnectionLost from the iteration.
         """
-        return self._events.subscribe()
+        return self._readers.events()
 
     def __aiter__(self) -> Subscription[RealtimeEvent]:
         return self.events()
 
     def responses(self) -> Subscription[ResponseHandle]:
         """A handle per assistant response: the ones nobody took yet, then each new one."""
-        return self._responses.subscribe()
+        return self._readers.responses()
 
     async def wait_for(self, types: str | Iterable[str], timeout_s: float | None = 30.0, *,
                        raise_errors: bool = True) -> RealtimeEvent:
         """The next event of ``types``; an ``error`` event meanwhile raises ProtocolError (unless waited for)."""
         wanted = {types} if isinstance(types, str) else set(types)
-        subscription = self.events()
-        try:
-            async with asyncio.timeout(timeout_s):
-                async for event in subscription:
-                    if event.type in wanted:
-                        return event
-                    if raise_errors and isinstance(event, ErrorEvent):
-                        raise _protocol_error(event)
-        except TimeoutError as error:
-            if isinstance(error, RealtimeClientError):
-                raise
-            raise WaitTimeout(f"no {' or '.join(sorted(wanted))} within {timeout_s:g}s") from None
-        finally:
-            subscription.close()
-        raise self._end or SessionClosed("the session ended")
+        refusal: Refusal = protocol_error if raise_errors else (lambda _error: None)
+        return await self._readers.next_of(self.events(), wanted, refusal, timeout_s,
+                                           waited_for=" or ".join(sorted(wanted)))
 
     # ------------------------------------------------------------ sending
 
     def send_nowait(self, event: Mapping[str, Any]) -> str:
         """Queue a client event (stamped with an ``event_id`` if it has none); returns the ``event_id``."""
-        if self._end is not None:
-            raise self._end
-        stamped = {"event_id": f"evt_client_{next(self._serial)}", **event}
-        self._outgoing.append(stamped)
-        self._outgoing_ready.set()
-        return str(stamped["event_id"])
+        if self._readers.ended is not None:
+            raise self._readers.ended
+        return self._outbox.put(event)
 
     async def send(self, event: Mapping[str, Any]) -> str:
         """Send any client event (the escape hatch for events without a method); returns its ``event_id``."""
@@ -340,39 +273,16 @@ class RealtimeClient:
     async def _request(self, event: Mapping[str, Any], replies: tuple[str, ...],
                        timeout_s: float | None) -> RealtimeEvent:
         """Send ``event`` and wait for one of ``replies``; an error naming its event_id raises ProtocolError."""
-        subscription = self.events()
-        try:
-            event_id = self.send_nowait(event)
-            async with asyncio.timeout(timeout_s):
-                async for reply in subscription:
-                    if reply.type in replies:
-                        return reply
-                    if isinstance(reply, ErrorEvent) and reply.related_event_id == event_id:
-                        raise _protocol_error(reply, f"the server refused {event['type']}")
-        except TimeoutError as error:
-            if isinstance(error, RealtimeClientError):
-                raise
-            raise WaitTimeout(f"no {' or '.join(replies)} within {timeout_s:g}s of {event['type']}") from None
-        finally:
-            subscription.close()
-        raise self._end or SessionClosed("the session ended")
+        subscription = self.events()  # before sending: the reply cannot come first
+        event_id = self.send_nowait(event)  # raises only after the end, when the subscription was never registered
 
-    async def _await_created(self, link: Link) -> SessionCreated:
-        timeout = self.handshake_timeout_s
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    event = _decode(await link.recv())
-                    if isinstance(event, SessionCreated):
-                        return event
-                    if isinstance(event, ErrorEvent):
-                        if event.code == SESSION_LIMIT_REACHED:
-                            raise SessionLimitReached(f"the server is at its session limit: {event.message}")
-                        raise _protocol_error(event, "the server sent an error instead of session.created")
-        except TimeoutError:
-            raise WaitTimeout(f"the server sent nothing within {timeout:.0f}s of connecting") from None
-        except LinkClosed as closed:
-            raise ConnectionLost(_closed_message(closed)) from None
+        def refusal(error: ErrorEvent) -> ProtocolError | None:
+            if error.related_event_id != event_id:
+                return None  # about another event: not the answer
+            return protocol_error(error, f"the server refused {event['type']}")
+
+        return await self._readers.next_of(subscription, replies, refusal, timeout_s, waited_for=" or ".join(replies),
+                                           after=f" of {event['type']}")
 
     def _adopt(self, created: SessionCreated) -> None:
         self.session_info = dict(created.session)
@@ -381,185 +291,70 @@ class RealtimeClient:
         generation = created.raw.get("attachment_generation")
         self.attachment_generation = generation if isinstance(generation, int) else None
 
-    async def _read_loop(self) -> None:
-        link = self._link
-        while link is not None:
-            try:
-                message = await link.recv()
-            except LinkClosed as closed:
-                if self._closing or self._end is not None:
-                    return
-                link = await self._recover(closed)
-                continue
-            event = _decode(message)
-            if event is None:
-                continue
-            seq = event.server_event_seq
-            if seq is not None and not self._seqs.accept(seq, event.type):
-                self.duplicates_dropped += 1  # replayed, and we have it
-                continue
-            self._dispatch(event)
+    def _receive(self, event: RealtimeEvent) -> None:
+        seq = event.server_event_seq
+        if seq is not None and not self._seqs.accept(seq, event.type):
+            self.duplicates_dropped += 1  # replayed, and we have it
+            return
+        self._dispatch(event)
 
     def _dispatch(self, event: RealtimeEvent) -> None:
         if event.type == "session.heartbeat_ack":
-            self._heartbeat_unanswered = False
+            self._keepalive.heartbeat_answered()
         elif event.type == "session.updated":
-            session = event.raw.get("session")
-            if isinstance(session, Mapping):
-                self.session_info = {**self.session_info, **session}
+            self._merge_session(event.raw.get("session"))
         elif event.type == "response.done" and event.response_id is not None:
             self._last_finished_response_id = event.response_id
-        self._responses.handle(event)
-        self._events.publish(event)
-        if isinstance(event, SessionEnded):
-            reason = event.reason or "no reason given"
-            self._finish(SessionClosed(f"the server ended the session ({event.type}: {reason})", reason=reason), None)
-        elif event.type == "session.replaced":
-            self._finish(SessionClosed("another connection took this session over", reason="replaced"), None)
+        self._readers.publish(event)
+        end = announced_end(event)
+        if end is not None:
+            self._finish(end, None)
+
+    def _merge_session(self, session: object) -> None:
+        if isinstance(session, Mapping):
+            self.session_info = {**self.session_info, **session}
 
     def _finish(self, end: RealtimeClientError, stream_error: RealtimeClientError | None) -> None:
         """The session is over: waits raise ``end``; readers stop (raising ``stream_error`` if given)."""
-        if self._end is not None:
-            return
-        self._end = end
-        self._connected.clear()
-        self._outgoing.clear()
-        self._events.end(stream_error)
-        self._responses.end(stream_error, end)
+        if self._readers.end(end, stream_error):
+            self._links.down()
+            self._outbox.clear()
 
     async def _recover(self, closed: LinkClosed) -> Link | None:
         """Reconnect and resume after ``closed``; the new link, or None (the session ended, with the reason)."""
-        self._connected.clear()
-        lost = ConnectionLost(_closed_message(closed))
+        if self._closing or self._readers.ended is not None:
+            return None  # a close of our own, or after the end
+        lost = closed.lost()
         if (self.reconnect is None or not self.supports_resume or self.session_id is None
                 or self.resume_token is None or closed.code in FINAL_CLOSE_CODES):
             self._finish(lost, lost)
             return None
-        await self._stop_writer()
+        await self._links.detach()
         log.info("connection lost (%s); resuming session %s", closed, self.session_id)
-        last_error: BaseException = closed
-        for attempt, delay in enumerate(self.reconnect.delays(), 1):
-            await asyncio.sleep(delay)
-            try:
-                link = await self._connect(resume_url(self.url))
-            except ClientError as error:
-                last_error = error
-                continue
-            try:
-                resumed = await resume(link, session_id=self.session_id, resume_token=self.resume_token,
-                                       last_seq=self.last_server_event_seq, event_id=f"evt_client_{next(self._serial)}",
-                                       timeout=self.handshake_timeout_s,
-                                       last_finished_response_id=self._last_finished_response_id)
-            except asyncio.CancelledError:
-                link.abort()  # closed while resuming: this link is nobody's
-                raise
-            except ResumeFailed as refusal:
-                await link.close()
-                if refusal.code in RETRIED_REFUSALS:  # "try again": the next attempt may be served
-                    last_error = refusal
-                    continue
-                self._finish(refusal, refusal)
-                return None
-            except (LinkClosed, TimeoutError, ValueError) as error:
-                link.abort()
-                last_error = error
-                continue
-            self._link = link
-            self.resume_token = resumed.resume_token or self.resume_token
-            self.attachment_generation = resumed.attachment_generation or self.attachment_generation
-            self.resumes += 1
-            self._heartbeat_unanswered = False
-            session = resumed.event.get("session")
-            if isinstance(session, Mapping):
-                self.session_info = {**self.session_info, **session}
-            unread = self._sent.lost(resumed.event)
-            self._outgoing.extendleft(reversed(unread))  # before what was queued while we were away
-            self._connected.set()
-            self._dispatch(resumed_event(resumed.event, attempt))
-            self._writer = asyncio.create_task(self._write_loop(link), name="realtime-client-writer")
-            log.info("session %s resumed after %d attempt(s)", self.session_id, attempt)
-            return link
-        failure = ConnectionLost(f"{lost}; {self.reconnect.attempts} reconnect attempt(s) failed "
-                                 f"(last: {last_error})")
-        self._finish(failure, failure)
-        return None
+        try:
+            back = await reattach(self._connect, self.url, self.reconnect, lost=lost, session_id=self.session_id,
+                                  resume_token=self.resume_token, last_seq=self.last_server_event_seq,
+                                  last_finished_response_id=self._last_finished_response_id,
+                                  new_event_id=self._outbox.new_event_id, timeout=self.handshake_timeout_s)
+        except ConnectionLost as end:  # refused for good (ResumeFailed), or no attempt got through
+            self._finish(end, end)
+            return None
+        self._adopt_resumed(back.resumed)
+        self._links.attach(back.link)
+        self._dispatch(resumed_event(back.resumed.event, back.attempt))
+        log.info("session %s resumed after %d attempt(s)", self.session_id, back.attempt)
+        return back.link
 
-    async def _stop_writer(self) -> None:
-        if self._writer is not None:
-            self._writer.cancel()
-            await asyncio.gather(self._writer, return_exceptions=True)
-            self._writer = None
-
-    async def _write_loop(self, link: Link) -> None:
-        """Send queued events in order; one that fails stays queued for the next connection."""
-        while True:
-            while not self._outgoing:
-                self._outgoing_ready.clear()
-                await self._outgoing_ready.wait()
-            event = self._outgoing[0]
-            try:
-                await link.send(json.dumps(event, separators=(",", ":")))
-            except LinkClosed:
-                return  # the reader sees the close too, and recovers
-            if self._outgoing and self._outgoing[0] is event:
-                self._outgoing.popleft()
-                self._sent.sent(event)
-
-    async def _every(self, interval: float, tick: Any) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            if self.connected and not self._closing:
-                tick()
-
-    def _ack(self) -> None:
-        """``session.event_ack`` up to what we hold, so the server can trim its replay journal."""
-        seq = self.last_server_event_seq
-        if self.supports_resume and seq > self._acked_seq:
-            self._acked_seq = seq
-            self.send_nowait({"type": "session.event_ack", "server_event_seq": seq})
-
-    def _beat(self) -> None:
-        """``session.heartbeat``; one still unanswered a period later means a dead connection.
-
-        A connection can die without either end hearing of it (a phone changing networks, a NAT
-        forgetting the flow); dropping it here lets the resume start now instead of when TCP gives up.
-        """
-        if not (self.capabilities.get("supports_session_lease") or self.supports_resume):
-            return
-        if self._heartbeat_unanswered and self._link is not None:
-            log.info("no session.heartbeat_ack within %gs: dropping the connection", self.heartbeat_interval_s)
-            self._heartbeat_unanswered = False
-            self._link.abort()
-            return
-        self._heartbeat_unanswered = True
-        self.send_nowait({"type": "session.heartbeat"})
+    def _adopt_resumed(self, resumed: Resumed) -> None:
+        """Take what ``session.resumed`` says; what the old connection lost goes out first on the new one."""
+        self.resume_token = resumed.resume_token or self.resume_token
+        self.attachment_generation = resumed.attachment_generation or self.attachment_generation
+        self.resumes += 1
+        self._keepalive.heartbeat_answered()
+        self._merge_session(resumed.event.get("session"))
+        self._outbox.requeue_lost(resumed.event)
 
     def __repr__(self) -> str:
-        state = "ended" if self._end else "connected" if self.connected else "not connected"
+        state = "ended" if self._readers.ended else "connected" if self.connected else "not connected"
         return f"<RealtimeClient {self.url} session={self.session_id} {state} seq={self.last_server_event_seq}>"
 
-
-def _decode(message: str | bytes) -> RealtimeEvent | None:
-    try:
-        raw = json.loads(message)
-    except ValueError:
-        log.warning("ignored a frame that is not JSON: %r", message[:80])
-        return None
-    return parse_event(raw) if isinstance(raw, dict) else None
-
-
-def _rate(session: Mapping[str, Any], direction: str) -> int:
-    audio = session.get("audio")
-    part = audio.get(direction) if isinstance(audio, Mapping) else None
-    fmt = part.get("format") if isinstance(part, Mapping) else None
-    rate = fmt.get("rate") if isinstance(fmt, Mapping) else None
-    return rate if isinstance(rate, int) and rate > 0 else WIRE_RATE
-
-
-def _closed_message(closed: LinkClosed) -> str:
-    return f"the server closed the connection (code {closed.code}: {closed.reason or 'no reason given'})"
-
-
-def _protocol_error(event: ErrorEvent, prefix: str = "the server sent an error") -> ProtocolError:
-    return ProtocolError(f"{prefix}: {event.message} ({event.code})", code=event.code,
-                         event_id=event.related_event_id, error=dict(event.error))

@@ -1,26 +1,45 @@
-"""Reconnecting after a dropped connection: the backoff, and the ``session.resume`` handshake.
+"""Reconnecting after a dropped connection: which closes to resume, the backoff, the ``session.resume`` handshake.
 
 The server keeps a detached session running for ``disconnect_grace_s`` and
 journals what it says meanwhile; a new socket on ``?autostart=0`` whose first
 event is ``session.resume`` gets ``session.resumed`` and then every journaled
 event after the seq it names. A refusal (``session_resume_expired``,
-``session_resume_invalid_token``) is final; anything else is worth another try.
+``session_resume_invalid_token``) is final; anything else is worth another try,
+which ``reattach`` makes as often as the ``ReconnectPolicy`` allows.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from speech_to_speech.client.errors import ResumeFailed
-from speech_to_speech.client.link import Link
-from speech_to_speech.protocol.error_codes import SESSION_RESUME_EXPIRED, SESSION_RESUME_INVALID_TOKEN
+from speech_to_speech.client.errors import ClientError, ConnectionLost, ResumeFailed
+from speech_to_speech.client.link import Connector, Link, LinkClosed
+from speech_to_speech.protocol import GOING_AWAY, NORMAL_CLOSURE, POLICY_VIOLATION, TRY_AGAIN_LATER
+from speech_to_speech.protocol.error_codes import (
+    SESSION_RESUME_EXPIRED,
+    SESSION_RESUME_INVALID_TOKEN,
+    SESSION_STORE_UNAVAILABLE,
+)
 from speech_to_speech.protocol.resume import LAST_FINISHED_RESPONSE_ID
+
+log = logging.getLogger(__name__)
+
+# Close codes after which there is no session to resume: a goodbye (1000), the server going away (1001),
+# a policy close (1008: output limit, refused resume), "try again later" (1013). Any other close is resumed,
+# 1012 (service restart) above all: a replica restarting under an orchestrator, whose balancer sends the
+# resume to another replica (docs/deployment.md).
+FINAL_CLOSE_CODES = frozenset({NORMAL_CLOSURE, GOING_AWAY, POLICY_VIOLATION, TRY_AGAIN_LATER})
+
+# Refusals of session.resume that a later attempt may not meet: a store of shared sessions that did
+# not answer, or a session whose old replica did not let it go in time.
+RETRIED_REFUSALS = frozenset({SESSION_STORE_UNAVAILABLE})
 
 
 @dataclass(frozen=True)
@@ -91,6 +110,52 @@ async def resume(link: Link, *, session_id: str, resume_token: str, last_seq: in
                                generation if isinstance(generation, int) else None, event)
             if event.get("type") == "error":
                 raise _refusal(event)
+
+
+@dataclass(frozen=True)
+class Reattached:
+    """A new link the server resumed the session on, what it said, and the attempt that got it."""
+
+    link: Link
+    resumed: Resumed
+    attempt: int
+
+
+async def reattach(connect: Connector, url: str, policy: ReconnectPolicy, *, lost: ConnectionLost, session_id: str,
+                   resume_token: str, last_seq: int, last_finished_response_id: str | None,
+                   new_event_id: Callable[[], str], timeout: float) -> Reattached:
+    """Reconnect to ``url`` and resume the session, waiting and trying again as ``policy`` says.
+
+    Raises ResumeFailed when the server refuses for good, and ConnectionLost (``lost``, with the
+    attempts) when none of them got through.
+    """
+    last_error: BaseException | None = None
+    for attempt, delay in enumerate(policy.delays(), 1):
+        await asyncio.sleep(delay)
+        try:
+            link = await connect(resume_url(url))
+        except ClientError as error:
+            last_error = error
+            continue
+        try:
+            resumed = await resume(link, session_id=session_id, resume_token=resume_token, last_seq=last_seq,
+                                   event_id=new_event_id(), timeout=timeout,
+                                   last_finished_response_id=last_finished_response_id)
+        except asyncio.CancelledError:
+            link.abort()  # closed while resuming: this link is nobody's
+            raise
+        except ResumeFailed as refusal:
+            await link.close()
+            if refusal.code not in RETRIED_REFUSALS:
+                raise
+            last_error = refusal  # "try again": the next attempt may be served
+            continue
+        except (LinkClosed, TimeoutError, ValueError) as error:
+            link.abort()
+            last_error = error
+            continue
+        return Reattached(link, resumed, attempt)
+    raise ConnectionLost(f"{lost}; {policy.attempts} reconnect attempt(s) failed (last: {last_error})")
 
 
 def _refusal(event: Mapping[str, Any]) -> ResumeFailed:
