@@ -19,14 +19,18 @@ the echo kept within 3 dB, and about 13 ms of one core per second of audio.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import numpy as np
 
+from speech_to_speech.audio.double_talk import DoubleTalk, FrameLevels
+from speech_to_speech.audio.linear_echo import LinearEcho
 from speech_to_speech.audio.rates import PIPELINE_RATE
-from speech_to_speech.audio.residual_echo import ResidualEchoSuppressor
+from speech_to_speech.audio.residual_echo import ResidualEchoSuppressor, level_db
 
 FRAME_MS = 10  # the only frame length WebRTC's audio processing takes
+TAIL_FRAMES = 60  # the reference counts as sounding this long after it played: its way to the mic and the room
 MISSING = "echo cancellation needs the livekit package: pip install 'livekit>=1.1'"
 _SCALE = 32767.0
 
@@ -61,6 +65,16 @@ class EchoCanceller:
         self._near = np.zeros(0, np.float32)  # microphone samples short of a whole frame
         self._silence = np.zeros(self._frame, np.float32)
         self._residual = ResidualEchoSuppressor()  # what AEC3 lets through now and then
+        self._linear = LinearEcho(self._frame, rate)  # the user kept whole in double talk
+        self._double_talk = DoubleTalk()
+        self._sounding: deque[float] = deque([-90.0] * TAIL_FRAMES, TAIL_FRAMES)  # the reference's last levels
+        self._was_linear = False
+        self._fade_in = np.linspace(0.0, 1.0, self._frame, dtype=np.float32)
+
+    @property
+    def double_talk(self) -> bool:
+        """The microphone is heard through the linear canceller now (someone talks over the echo)."""
+        return self._was_linear
 
     @property
     def pending_reference(self) -> int:
@@ -124,8 +138,24 @@ class EchoCanceller:
             frame = self._frame_of(microphone, writable=True)
             self._apm.process_stream(frame)
             cancelled = (np.frombuffer(frame.data, np.int16) / _SCALE).astype(np.float32)
-            out[start:start + self._frame] = self._residual.process(reference, microphone, cancelled)
+            suppressed = self._residual.process(reference, microphone, cancelled)
+            out[start:start + self._frame] = self._choose(reference, microphone, suppressed)
         return out
+
+    def _choose(self, reference: np.ndarray, microphone: np.ndarray, suppressed: np.ndarray) -> np.ndarray:
+        """AEC3's output, or in double talk the linear canceller's (the user whole); a frame's fade between."""
+        linear = self._linear.process(reference, microphone)
+        self._sounding.append(level_db(reference))
+        verdict = self._double_talk.update(FrameLevels(
+            reference_db=max(self._sounding), microphone_db=level_db(microphone),
+            aec_db=level_db(suppressed), linear_db=level_db(linear), linear_ready=self._linear.ready))
+        if verdict.adapt:
+            self._linear.learn()
+        was, self._was_linear = self._was_linear, verdict.linear
+        if verdict.linear == was:
+            return linear if verdict.linear else suppressed
+        to, away = (linear, suppressed) if verdict.linear else (suppressed, linear)
+        return (to * self._fade_in + away * (1.0 - self._fade_in)).astype(np.float32)
 
     def _next_reference(self) -> np.ndarray:
         frame, needed = [], self._frame
