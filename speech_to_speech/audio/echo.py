@@ -103,6 +103,8 @@ class EchoCanceller:
 
     def drop_reference(self, samples: int) -> None:
         """Forget the oldest ``samples`` of the reference (it played before the microphone heard it)."""
+        if samples > 0 and self._reference:
+            self._moved()
         while samples > 0 and self._reference:
             head = self._reference[0]
             cut = min(len(head), samples)
@@ -118,6 +120,13 @@ class EchoCanceller:
         if samples > 0 and self._reference:
             self._reference.insert(0, np.zeros(samples, np.float32))
             self._reference_len += samples
+            self._moved()
+
+    def _moved(self) -> None:
+        """The reference moved against the microphone: the linear canceller's path no longer holds (AEC3's
+        delay estimator follows on its own)."""
+        self._linear.forget()
+        self._double_talk.forget()
 
     def stop_playing(self) -> None:
         """The speaker dropped what it had queued (a reply cut off): no more echo of it to expect."""
@@ -144,12 +153,17 @@ class EchoCanceller:
 
     def _choose(self, reference: np.ndarray, microphone: np.ndarray, suppressed: np.ndarray) -> np.ndarray:
         """AEC3's output, or in double talk the linear canceller's (the user whole); a frame's fade between."""
+        paths = self._linear.paths
         linear = self._linear.process(reference, microphone)
+        if self._linear.paths != paths:  # a new path: what was measured of the old one says nothing of it
+            self._double_talk.forget()
         self._sounding.append(level_db(reference))
         verdict = self._double_talk.update(FrameLevels(
             reference_db=max(self._sounding), microphone_db=level_db(microphone),
             aec_db=level_db(suppressed), linear_db=level_db(linear), linear_ready=self._linear.ready))
-        if verdict.adapt:
+        if verdict.lost:
+            self._linear.forget()  # (the double-talk state forgot with it)
+        elif verdict.adapt:
             self._linear.learn()
         was, self._was_linear = self._was_linear, verdict.linear
         if verdict.linear == was:

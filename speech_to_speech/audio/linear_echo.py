@@ -36,13 +36,17 @@ LEAD_FRAMES = 1  # the filter starts this many frames before the found delay (a 
 STEP = 1.0  # the normalised step: at 1 the error in a frame would be taken out in one step, if alone
 MAX_DELAY_MS = 500  # the furthest the echo may come after its reference
 WINDOW_S = 2  # seconds of reference and microphone the delay is found from, at most
-MIN_SOUNDING_FRAMES = 25  # frames of the window in which the reference sounds, before a look (250 ms of voice)
+MIN_SOUNDING_FRAMES = 40  # frames of the window in which the reference sounds, before a look (400 ms of voice)
 SOUNDING_DBFS = -50.0  # a reference frame above this has voice in it
 FIND_EVERY = 25  # frames between looks for the delay while it is not known (250 ms)
 CHECK_EVERY = 100  # and once it is (1 s): a client's buffer seldom changes, and a look costs an FFT of 4 s
 CONFIDENT = 8.0  # a correlation peak this many times the mean is taken for the echo's delay
 CATCH_UP_PASSES = 2  # times a newly found path is learnt from the last seconds (the first answer's start)
 QUIET_DBFS = -60.0  # the step is as small as if the reference were no quieter than this: silence teaches nothing
+
+
+def _near(delay: int, other: int | None, frame: int) -> bool:
+    return other is not None and abs(delay - other) < frame
 
 
 class DelayFinder:
@@ -56,6 +60,7 @@ class DelayFinder:
         self._max_lag = MAX_DELAY_MS * rate // 1000
         self._frames = 0
         self.delay: int | None = None
+        self._candidate: int | None = None  # the last look's delay
 
     def add(self, reference: npt.NDArray[np.float64], microphone: npt.NDArray[np.float64]) -> int | None:
         """Take one frame of each; the delay, once found."""
@@ -65,8 +70,11 @@ class DelayFinder:
         every = FIND_EVERY if self.delay is None else CHECK_EVERY
         if self._frames % every == 0 and self._sounding() >= MIN_SOUNDING_FRAMES:
             found = self._find()
-            if found is not None:
+            # a known delay moves only when two looks in a row agree: one look over a talker or a stopped
+            # answer can peak elsewhere
+            if found is not None and (self.delay is None or _near(found, self._candidate, self._frame)):
                 self.delay = found
+            self._candidate = found
         return self.delay
 
     def window(self) -> tuple[list[npt.NDArray[np.float64]], list[npt.NDArray[np.float64]]]:
@@ -96,6 +104,7 @@ class LinearEcho:
         self._frame = frame
         self._delays = DelayFinder(frame, rate)
         self._bulk: int | None = None  # whole frames of reference held back before the filter
+        self.paths = 0  # echo paths found so far (a new one is learnt from scratch)
         self._history: deque[npt.NDArray[np.float64]] = deque()
         self._error: npt.NDArray[np.float64] | None = None  # the last frame's, for :meth:`learn`
         # a block's power at each bin, summed over the partitions, for a reference at QUIET_DBFS
@@ -120,6 +129,7 @@ class LinearEcho:
             bulk = max(0, delay // self._frame - LEAD_FRAMES)
             if bulk != self._bulk:  # first found, or the path moved (a client's buffer changed): learn anew
                 self._bulk = bulk
+                self.paths += 1
                 self._reset()
                 self._catch_up()
         self._error = None
@@ -151,6 +161,10 @@ class LinearEcho:
                 self.learn()
         self._history = history  # the last pass ended on the frame before this one: the filter is where it would be
         self._error = None
+
+    def forget(self) -> None:
+        """Start learning the path anew where it is (it moved by less than the delay's step, or changed)."""
+        self._reset()
 
     def learn(self) -> None:
         """Adapt the filter to the last frame :meth:`process` took: it was the echo alone."""
