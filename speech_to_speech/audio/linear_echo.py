@@ -18,10 +18,13 @@ client's buffer and the room put the echo anywhere up to ``MAX_DELAY_MS``
 late). It learns only from frames its caller says hold the echo alone, so
 the user's voice does not pull it off the echo path.
 
-Offline, hibari's voice through the simulated room (150 ms late, 200 ms
-tail) at -14 dBFS: about 20 dB of echo removed 1-1.5 s into the first
-answer, 25-35 dB later; about 8 ms of one core per second of audio
-(2-core Xeon).
+Once found, the path is learnt from the window it was found in (twice over,
+about 13 ms), so an answer's first second is cancelled about as well as if
+the path had been known from its start. Offline, hibari's voice through the
+simulated room (150 ms late, 200 ms tail) at -20 dBFS, the delay found
+0.74 s in: 17-25 dB of echo removed from 0.75 s on, 20-30 dB later (known
+from the start: 13-23 dB). With the double-talk logic, about 15 ms of one
+core per second of audio on top of AEC3's 11-12 (2-core Xeon).
 """
 
 from __future__ import annotations
