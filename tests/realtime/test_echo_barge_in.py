@@ -56,9 +56,7 @@ async def _over_the_answer(server: RunningServer, room: Room, interruption: Inte
     async with RealtimeTestClient.connect(server.ws_url, timeout=60) as client:
         await client.wait_for("session.created")
         await client.update_session({"extensions": [ECHO_CANCELLATION_EXTENSION]})
-        # settle_s: the scripted story is all sent before the user speaks; wait for their turn's transcript
-        return await speak_beside_speaker(client, question, RATE, room, listen_s=40.0, settle_s=4.0,
-                                          interruption=interruption)
+        return await speak_beside_speaker(client, question, RATE, room, listen_s=40.0, interruption=interruption)
 
 
 async def test_a_user_talking_over_a_loud_echo_is_heard_and_transcribed(server: RunningServer,
