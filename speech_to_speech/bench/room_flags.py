@@ -24,6 +24,9 @@ def add_room_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--background-db", default="-20,-10",
                         help="The background's levels relative to the user, dB (default -20,-10).")
     parser.add_argument("--overlap-policy", default=None, help="The sessions' overlap_policy (default the server's).")
+    parser.add_argument("--user-db", type=float, default=-20.0,
+                        help="The user's voiced level at the microphone, dBFS (default -20; with --echo-db 6, "
+                             "-26 keeps the echo from clipping).")
     parser.add_argument("--echo-db", default="0,6",
                         help="echo_bargein: the echo's level at the microphone relative to the user, dB (default 0,6).")
     parser.add_argument("--echo-acks", default="off,on",
@@ -47,7 +50,7 @@ def room_config(args: argparse.Namespace) -> RoomConfig:
                         overlap_policy=args.overlap_policy,
                         echo_db=tuple(float(v) for v in args.echo_db.split(",")),
                         echo_acks=tuple(ACKS[v.strip()] for v in args.echo_acks.split(",") if v.strip() in ACKS),
-                        echo_human=args.echo_human)
+                        echo_human=args.echo_human, user_db=args.user_db)
     if args.timeout:
         config = replace(config, timeout_s=args.timeout)
     if args.listener_words:

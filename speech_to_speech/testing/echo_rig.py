@@ -23,6 +23,8 @@ from speech_to_speech.testing.realtime_client import RealtimeTestClient, decode_
 from speech_to_speech.testing.room import Room
 
 CHUNK_MS = 20
+TRANSCRIBED = "conversation.item.input_audio_transcription.completed"
+INTERRUPTION_SETTLE_S = 6.0  # the longest an interruption's transcript is waited for, after it ends
 
 
 @dataclass
@@ -131,6 +133,8 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
     position = 0
     interrupt_from: int | None = None  # where the interruption starts, once the answer is playing
     interruption_voiced_at: float | None = None
+    spoke_at: float | None = None  # when the last chunk of the interruption was sent
+    transcribed_after = False  # a user transcript came after the interruption began
     started = time.monotonic()
     while True:
         for received in client.received[seen:]:
@@ -148,6 +152,8 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
                 speaker.stop(position)  # a client that clears playback on speech over the answer
             if kind == "response.done":
                 done_at = time.monotonic()
+            if kind == TRANSCRIBED and interrupt_from is not None and position > interrupt_from:
+                transcribed_after = True
             seen += 1
         user = speech[position:position + step]
         chunk = np.zeros(step, np.float32)
@@ -174,7 +180,13 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
                     await client.send("playback.ack", response_id=response_id, item_id=item_id, played_ms=played)
         elapsed = time.monotonic() - started
         talking = position < len(speech) or speaker.cursor > position or talking_over
-        if position > len(speech) and not talking and done_at is not None and time.monotonic() - done_at > settle_s:
+        if talking_over:
+            spoke_at = time.monotonic()
+        # an interruption's turn ends after it does (its silence, then the STT): wait for its transcript too
+        waiting = interruption is not None and not transcribed_after and (
+            spoke_at is None or time.monotonic() - spoke_at < INTERRUPTION_SETTLE_S)
+        if (position > len(speech) and not talking and not waiting and done_at is not None
+                and time.monotonic() - done_at > settle_s):
             break
         if elapsed > len(speech) / rate + listen_s:
             break

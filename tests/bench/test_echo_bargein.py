@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 import pytest
 
 from speech_to_speech.bench import audio, room_audio
 from speech_to_speech.bench.echo_bargein import echo_gain, judged, share_heard, summary_of
+from speech_to_speech.bench.room_flags import add_room_flags, room_config
 from speech_to_speech.testing.echo_rig import EchoRun
 from speech_to_speech.testing.room import Room
 
@@ -63,3 +66,12 @@ def test_the_room_puts_the_echo_of_hibaris_voice_at_the_level_asked(relative: fl
     answer = audio.synthesize(["The keeper climbed the stairs and lit the lamp for the ships at sea."], rate)[0]
     heard = Room(delay_ms=150, gain=gain, rate=rate).echo_of(answer)
     assert room_audio.voiced_level_db(heard) == pytest.approx(-20.0 + relative, abs=2.0)
+
+
+def test_the_users_level_is_a_flag_of_bench_room() -> None:
+    parser = argparse.ArgumentParser()
+    add_room_flags(parser)
+    parser.add_argument("--timeout", type=float, default=None)
+    given = room_config(parser.parse_args(["--human-speech", "data", "--user-db", "-26", "--echo-db", "6"]))
+    assert (given.user_db, given.echo_db) == (-26.0, (6.0,))
+    assert room_config(parser.parse_args(["--human-speech", "data"])).user_db == -20.0

@@ -1,0 +1,110 @@
+"""Double talk: whether the user talks over the echo, from how much each canceller took off a 10 ms frame.
+
+Two cancellers see every frame (:mod:`speech_to_speech.audio.echo`): AEC3,
+whose suppressor takes almost everything off echo alone and, in double talk,
+a good part of the user too; and a linear one
+(:mod:`speech_to_speech.audio.linear_echo`) that only subtracts the echo it
+predicts. On echo alone the linear canceller takes a steady amount off the
+microphone (what it has learnt: ``erle_db``). When someone talks over the
+echo, the microphone holds sound the prediction lacks, and the linear
+canceller takes much less off than it does on echo alone: that is double
+talk. For ``HOLD_FRAMES`` after its last such frame the user is heard
+through the linear canceller (their words whole, the echo ``erle_db``
+down); otherwise through AEC3 (nothing of the echo that the VAD could take
+for the user). The linear canceller learns only from frames of echo alone
+heard while not holding, so the user's voice does not pull it off the echo
+path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+ACTIVE_DB = -55.0  # the reference is sounding above this: the assistant is speaking
+CANCELLED_DB = 15.0  # AEC3 took at least this off: the microphone held echo alone
+MIN_ERLE_DB = 15.0  # the linear canceller is trusted once it takes this much off echo alone
+MIN_LEARNT_FRAMES = 50  # measured on this many frames of echo alone (a few frames of an answer's start flatter it)
+TALK_GAP_DB = 8.0  # the linear canceller took this much less than it does on echo alone: someone talks
+DOUBT_DB = 4.0  # a frame it took this much less off than usual (and under TALK_MAX_TOOK_DB + this) is not measured
+TALK_MAX_TOOK_DB = 10.0  # and less than this: a talker as loud as the echo leaves 3 dB, 6 dB under it 7 dB
+ADDED_DB = 3.0  # the linear canceller's output louder than the microphone by this: it adds echo (a moved path)
+LOST_FRAMES = 5  # in this many frames in a row
+TALK_FRAMES = 5  # in this many frames in a row (one alone is the filter missing a sound it has not learnt)
+TALKER_DB = -45.0  # left after the linear canceller, a frame quieter than this is not a talker to hear
+HOLD_FRAMES = 40  # 400 ms: the pauses between a talker's words stay with the linear canceller
+LEARN = 0.05  # how fast ``erle_db`` follows the echo-alone frames
+
+
+@dataclass(frozen=True)
+class FrameLevels:
+    """One frame's levels, dBFS: the reference sounding now, the microphone, and each canceller's output."""
+
+    reference_db: float
+    microphone_db: float
+    aec_db: float  # AEC3's output (after the residual suppressor)
+    linear_db: float  # the linear canceller's output
+    linear_ready: bool  # the linear canceller has found the echo's delay
+
+
+@dataclass(frozen=True)
+class Verdict:
+    linear: bool  # hear this frame through the linear canceller
+    adapt: bool  # the linear canceller may learn from this frame (echo alone)
+    talk: bool  # this frame is double talk
+    lost: bool  # the linear canceller adds echo (the path moved): it must learn anew
+
+
+class DoubleTalk:
+    """One microphone's double-talk state, fed every frame in order."""
+
+    def __init__(self) -> None:
+        self._echo_power = 0.0  # the microphone's recent power on frames of echo alone
+        self._left_power = 0.0  # and the linear canceller's output's on them
+        self.hold = 0  # frames still heard through the linear canceller
+        self.unexplained = 0  # frames in a row the echo path did not explain
+        self.adding = 0  # frames in a row the linear canceller added to the microphone
+        self.learnt = 0  # frames of echo alone the linear canceller learnt from since it began anew
+
+    def forget(self) -> None:
+        """The linear canceller starts learning anew: no talker is judged by it, nor heard through it, until then."""
+        self._echo_power = self._left_power = 0.0
+        self.hold = self.unexplained = self.adding = self.learnt = 0
+
+    @property
+    def erle_db(self) -> float | None:
+        """What the linear canceller takes off echo alone (its echo return loss enhancement), once learnt."""
+        if self._echo_power <= 0.0:
+            return None
+        return float(10 * np.log10(self._echo_power / max(self._left_power, 1e-15)))
+
+    def update(self, levels: FrameLevels) -> Verdict:
+        active = levels.reference_db >= ACTIVE_DB
+        aec_took = levels.microphone_db - levels.aec_db
+        linear_took = levels.microphone_db - levels.linear_db
+        # more left after the linear canceller than on echo alone: sound the echo path does not explain
+        self.adding = self.adding + 1 if levels.linear_ready and linear_took < -ADDED_DB else 0
+        lost = self.adding >= LOST_FRAMES
+        if lost:
+            self.forget()
+        erle_db = self.erle_db
+        unexplained = (levels.linear_ready and erle_db is not None and levels.linear_db >= TALKER_DB
+                       and linear_took < min(erle_db - TALK_GAP_DB, TALK_MAX_TOOK_DB))
+        self.unexplained = self.unexplained + 1 if unexplained else 0
+        talk = (active and self.unexplained >= TALK_FRAMES and self.learnt >= MIN_LEARNT_FRAMES
+                and erle_db is not None and erle_db >= MIN_ERLE_DB)
+        if talk:
+            self.hold = HOLD_FRAMES
+        elif self.hold:
+            self.hold -= 1
+        # AEC3 also takes a talker over the echo off; learning from them would take the filter off the echo path
+        adapt = active and levels.linear_ready and aec_took >= CANCELLED_DB and not unexplained and not lost
+        # the measure, though, leaves out frames it already doubts: a talker's first syllable, still quiet under
+        # the echo, would pull it down and the talker would not be told apart
+        doubtful = erle_db is not None and linear_took < min(erle_db - DOUBT_DB, TALK_MAX_TOOK_DB + DOUBT_DB)
+        if adapt and not doubtful:  # power, not dB, averaged: the loud frames count most
+            self._echo_power += LEARN * (10 ** (levels.microphone_db / 10) - self._echo_power)
+            self._left_power += LEARN * (10 ** (levels.linear_db / 10) - self._left_power)
+        self.learnt += adapt
+        return Verdict(linear=bool(self.hold), adapt=adapt, talk=talk, lost=lost)

@@ -1,0 +1,115 @@
+"""Double talk: when the microphone is heard through the linear canceller, and when that canceller may learn."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from speech_to_speech.audio.double_talk import (
+    ACTIVE_DB,
+    ADDED_DB,
+    CANCELLED_DB,
+    HOLD_FRAMES,
+    LOST_FRAMES,
+    MIN_ERLE_DB,
+    MIN_LEARNT_FRAMES,
+    TALK_FRAMES,
+    TALKER_DB,
+    DoubleTalk,
+    FrameLevels,
+    Verdict,
+)
+
+levels = st.builds(
+    FrameLevels,
+    reference_db=st.sampled_from([-90.0, ACTIVE_DB - 1.0, ACTIVE_DB, -20.0]),
+    microphone_db=st.floats(-80.0, -5.0),
+    aec_db=st.floats(-90.0, -5.0),
+    linear_db=st.floats(-90.0, -5.0),
+    linear_ready=st.booleans(),
+)
+
+
+def _echo_alone(erle_db: float = 25.0) -> FrameLevels:
+    return FrameLevels(reference_db=-20.0, microphone_db=-20.0, aec_db=-65.0, linear_db=-20.0 - erle_db,
+                       linear_ready=True)
+
+
+def _talking() -> FrameLevels:
+    return FrameLevels(reference_db=-20.0, microphone_db=-17.0, aec_db=-40.0, linear_db=-20.0, linear_ready=True)
+
+
+def _run(frames: list[FrameLevels]) -> list[Verdict]:
+    double_talk = DoubleTalk()
+    return [double_talk.update(frame) for frame in frames]
+
+
+@given(st.lists(levels, max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_heard_through_the_linear_canceller_exactly_while_a_talk_frame_is_recent(frames: list[FrameLevels]) -> None:
+    verdicts = _run(frames)
+    for i, verdict in enumerate(verdicts):
+        recent = verdicts[max(0, i - HOLD_FRAMES + 1):i + 1]
+        talks = [j for j, v in enumerate(recent) if v.talk]
+        # ... and the linear canceller has not been found adding echo since
+        assert verdict.linear == bool(talks and not any(v.lost for v in recent[talks[-1] + 1:]))
+
+
+@given(st.lists(levels, max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_talk_needs_the_assistant_speaking_a_ready_filter_and_a_run_of_loud_unexplained_frames(
+        frames: list[FrameLevels]) -> None:
+    double_talk = DoubleTalk()
+    for i, frame in enumerate(frames):
+        erle_before, learnt_before = double_talk.erle_db, double_talk.learnt
+        verdict = double_talk.update(frame)
+        if verdict.talk:
+            assert frame.reference_db >= ACTIVE_DB and frame.linear_ready
+            assert erle_before is not None and erle_before >= MIN_ERLE_DB and learnt_before >= MIN_LEARNT_FRAMES
+            assert i + 1 >= TALK_FRAMES
+            assert all(f.linear_db >= TALKER_DB and f.linear_ready for f in frames[i + 1 - TALK_FRAMES:i + 1])
+
+
+@given(st.lists(levels, max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_the_filter_learns_only_from_echo_alone(frames: list[FrameLevels]) -> None:
+    for frame, verdict in zip(frames, _run(frames), strict=True):
+        if verdict.adapt:
+            assert not verdict.talk
+            assert frame.reference_db >= ACTIVE_DB and frame.linear_ready
+            assert frame.microphone_db - frame.aec_db >= CANCELLED_DB
+
+
+@given(st.integers(0, 200), st.integers(TALK_FRAMES, 100), st.integers(0, 200))
+@settings(max_examples=100, deadline=None)
+def test_a_talker_over_a_learnt_echo_is_held_then_released(before: int, talking: int, after: int) -> None:
+    frames = [_echo_alone()] * (before + MIN_LEARNT_FRAMES) + [_talking()] * talking + [_echo_alone()] * after
+    verdicts = _run(frames)
+    start = before + MIN_LEARNT_FRAMES
+    assert not any(v.linear for v in verdicts[:start])  # echo alone is never taken for a talker
+    assert all(v.linear for v in verdicts[start + TALK_FRAMES - 1:start + talking])
+    released = start + talking + HOLD_FRAMES - 1
+    assert all(v.linear for v in verdicts[start + talking:released])
+    assert not any(v.linear for v in verdicts[released:])
+    assert not any(v.adapt for v in verdicts[start:start + talking])  # the talker does not teach the filter
+
+
+@given(st.integers(0, 100), st.integers(0, 60))
+@settings(max_examples=50, deadline=None)
+def test_a_linear_canceller_that_adds_echo_is_made_to_learn_anew(before: int, after: int) -> None:
+    adding = FrameLevels(reference_db=-20.0, microphone_db=-20.0, aec_db=-65.0, linear_db=-20.0 + ADDED_DB + 1.0,
+                         linear_ready=True)
+    double_talk = DoubleTalk()
+    for frame in [_echo_alone()] * MIN_LEARNT_FRAMES + [_talking()] * before:
+        double_talk.update(frame)
+    verdicts = [double_talk.update(adding) for _ in range(LOST_FRAMES)]
+    assert [v.lost for v in verdicts] == [False] * (LOST_FRAMES - 1) + [True]
+    assert double_talk.erle_db is None and not verdicts[-1].linear
+    # until it has learnt the echo again, no talker is taken for one
+    assert not any(double_talk.update(_talking()).linear for _ in range(after))
+
+
+@given(st.floats(0.0, MIN_ERLE_DB - 0.5))
+def test_a_filter_that_has_not_learnt_the_echo_hears_no_talker(erle_db: float) -> None:
+    verdicts = _run([_echo_alone(erle_db)] * MIN_LEARNT_FRAMES + [_talking()] * 50)
+    assert not any(v.linear for v in verdicts)
