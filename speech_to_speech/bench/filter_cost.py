@@ -46,7 +46,7 @@ def _echo_canceller() -> Filter:
 # The filters a session may run on its microphone (docs/echo.md), by the name the report gives them.
 FILTERS: dict[str, Callable[[], Filter]] = {
     "noise_reduction (dtln)": _denoiser,
-    "echo_cancellation (aec3 + residual)": _echo_canceller,
+    "echo_cancellation (aec3, linear canceller, residual suppressor)": _echo_canceller,
 }
 
 
