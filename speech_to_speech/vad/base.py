@@ -51,30 +51,16 @@ from speech_to_speech.pipeline.messages import (
 )
 from speech_to_speech.turns.controller import Answer, Judgement, TurnController, TurnRules
 from speech_to_speech.turns.rules import eagerness
-from speech_to_speech.turns.user_level import UserLevel, level_db
 from speech_to_speech.vad.smart_turn import WINDOW_SAMPLES
-from speech_to_speech.vad.speaker_check import SpeakerCheck
 from speech_to_speech.vad.speaker_embedder import shared_embedder
-from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector
+from speech_to_speech.vad.turn_detector import SILENCE, TurnDetector, paused_for
+from speech_to_speech.vad.user_gate import UserGate
 
 CHUNK_MS = VAD_CHUNK * 1000 // PIPELINE_RATE  # 32 ms
 
 
 def _ms(samples: int) -> int:
     return samples * 1000 // PIPELINE_RATE
-
-
-def paused_for(chunks: list[AudioChunk], missing_ms: int) -> FloatAudio:
-    """The turn's audio with its trailing pause made ``missing_ms`` longer, by repeating its last chunk.
-
-    The last chunk is silence (the pause has begun): repeating it keeps the
-    room's own noise floor, where digital zeros would sound like no microphone.
-    """
-    samples = np.concatenate([c.samples for c in chunks])
-    missing = max(0, missing_ms) * PIPELINE_RATE // 1000
-    if not missing:
-        return samples
-    return np.concatenate([samples, np.resize(chunks[-1].samples, missing)])
 
 
 class VADHandler(BackendHandler):
@@ -93,8 +79,10 @@ class VADHandler(BackendHandler):
         super().__init__(*args, **kwargs)
         self.turn_settings = turn_settings or TurnSettings.model_validate({})
         self.turn_detector = turn_detector
-        self.user_level = UserLevel(self.settings.user_level_margin_db)  # this session's user, by level
-        self.speaker = SpeakerCheck(shared_embedder() if self.settings.speaker_check == "on" else None)  # by voice
+        embedder = shared_embedder() if self.settings.speaker_check == "on" else None
+        # This session's user, by level and voice; the level over the last min_speech_ms of voice may let speech in.
+        self.user = UserGate(self.settings.user_level_margin_db, max(1, self.settings.min_speech_ms // CHUNK_MS),
+                             embedder)
         self._reset_turn()
 
     # ------------------------------------------------------------ backend hooks
@@ -128,7 +116,6 @@ class VADHandler(BackendHandler):
     def _reset_turn(self) -> None:
         self._history: deque[AudioChunk] = deque()  # recent chunks for the prefix pad
         self._speech: list[AudioChunk] = []  # chunks of the current turn
-        self._voiced: list[FloatAudio] = []  # its voiced chunks' samples: its level
         self._in_speech = False
         self._started_sent = False
         self._voiced_ms = 0
@@ -153,8 +140,7 @@ class VADHandler(BackendHandler):
 
     def on_session_end(self) -> None:
         self._reset_turn()
-        self.user_level = UserLevel(self.settings.user_level_margin_db)
-        self.speaker.new_session()
+        self.user.new_session()
         self.reset_model_state()
 
     # ------------------------------------------------------------ processing
@@ -199,12 +185,11 @@ class VADHandler(BackendHandler):
                 return
             self._in_speech = True
             self._speech = list(self._history)
-            self._voiced = [chunk.samples]
+            self.user.new_speech(chunk.samples)
             self._history.clear()
             self._voiced_ms = CHUNK_MS
             self._interim_at_ms = self._probed_at_ms = 0
             self._probe_due_ms = None
-            self.speaker.new_speech()
             self._silence_run_ms = 0
             self._item_id = ids.item_id()
             self._voice_start = chunk.offset
@@ -213,7 +198,7 @@ class VADHandler(BackendHandler):
             self._speech.append(chunk)
             if voiced:
                 self._voiced_ms += CHUNK_MS
-                self._voiced.append(chunk.samples)
+                self.user.heard(chunk.samples)
                 self._voice_end = chunk.offset + VAD_CHUNK
                 self._silence_run_ms = 0
                 voided = self.turns.speech_resumes()
@@ -224,7 +209,8 @@ class VADHandler(BackendHandler):
             else:
                 self.turns.pause_ends()
                 self._silence_run_ms = 0  # hysteresis band: neither speech nor silence
-        if not self._started_sent and self._voiced_ms >= self.settings.min_speech_ms and self._is_user(voiced):
+        if (not self._started_sent and voiced and self._voiced_ms >= self.settings.min_speech_ms
+                and self.user.is_user(self._voiced_ms)):
             self._started_sent = True
             after_item_id, after_end = self._last_turn or (None, 0)
             self.emit_event(SpeechStarted(_ms(self._speech[0].offset), interrupt_response=interrupt,
@@ -254,21 +240,6 @@ class VADHandler(BackendHandler):
                 # The detector hears the pause as it will sound at --turn_pause_ms, now: its verdict
                 # is then in by the time the reply is, instead of after it (and off the LLM's core).
                 self._ask_detector()
-
-    def _is_user(self, voiced: bool) -> bool:
-        """Whether the speech is the user's by its level against the session's user's turns so far: its last
-        ``min_speech_ms`` as loud as the user (who starts talking over a voice across the room), or all of
-        its voice within the margin and, if not as loud as the user, their voice (``--speaker_check``).
-        Checked again with each voiced chunk until it starts a turn: a louder stretch of a distant voice is
-        diluted by the rest of it."""
-        if not voiced:
-            return False
-        recent = self._voiced[-max(1, self.settings.min_speech_ms // CHUNK_MS):]
-        if self.user_level.accepts(level_db(recent), 0.0):
-            return True
-        level = level_db(self._voiced)
-        return self.user_level.accepts(level) and self.speaker.sounds_like_user(
-            self._voiced, self._voiced_ms, level, self.user_level.reference_db)
 
     def _interim(self) -> Iterator[Utterance]:
         """The speech so far, after every ``--interim_transcript_ms`` more of voice: the STT transcribes it
@@ -357,17 +328,7 @@ class VADHandler(BackendHandler):
             yield from self._carry_out(self.turns.reply_ready(item.speculation, self._turn_rules()))
 
     def _decision(self, judgement: Judgement) -> TurnDecision:
-        return TurnDecision(
-            item_id=self._item_id,
-            detector=self.turn_detector.name if self.turn_detector is not None else SILENCE,
-            outcome=judgement.outcome,
-            probability=judgement.probability,
-            inference_ms=judgement.inference_ms,
-            words=judgement.words,
-            continuation=judgement.continuation,
-            asked_at=judgement.asked_at,
-            decided_at=judgement.decided_at,
-        )
+        return judgement.decision(self._item_id, self.turn_detector.name if self.turn_detector is not None else SILENCE)
 
     # ------------------------------------------------------------ speculation
 
@@ -392,7 +353,7 @@ class VADHandler(BackendHandler):
     def _end_turn(self, manual: bool, decision: TurnDecision | None = None) -> Iterator[Any]:
         speech, started, item_id = self._speech, self._started_sent, self._item_id
         speech_ms, voice_end = self._speech_ms(), self._voice_end
-        level, voiced = level_db(self._voiced), self._voiced
+        voiced = self.user.voiced
         reuses = self.turns.speculation if self.turns.speculation_stands else 0
         # Keep only a pad's worth of the trailing silence, so the last word stays whole.
         trailing = max(0, self._silence_run_ms - self._pad_ms()) // CHUNK_MS
@@ -413,10 +374,7 @@ class VADHandler(BackendHandler):
             self.emit_event(decision)
         self.emit_event(SpeechStopped(end_ms, item_id=item_id, speech_ms=speech_ms))
         yield replace(self._utterance(kept, item_id, manual=manual, end_ms=end_ms), reuses=reuses)
-        # Learnt once the utterance is on its way to the STT: the user's level and voice, from their turns
-        # (a voice that is not theirs, let in by its level, teaches neither: the room must not become the user).
-        if self.speaker.learn(voiced):
-            self.user_level.took(level)
+        self.user.learn(voiced)  # once the utterance is on its way to the STT
 
     def _utterance(self, chunks: list[AudioChunk], item_id: str | None, *, manual: bool, end_ms: int) -> Utterance:
         samples = np.concatenate([c.samples for c in chunks]) if chunks else np.zeros(0, np.float32)

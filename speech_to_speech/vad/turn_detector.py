@@ -4,7 +4,7 @@
 ``silence_duration_ms`` of silence. ``smart-turn`` asks the Smart Turn model
 whether the speech so far, followed by a pause of ``--turn_pause_ms``, *sounds*
 finished. It asks as the pause begins, on the pause lengthened to that by
-repeating its first silence (:func:`speech_to_speech.vad.base.paused_for`), so
+repeating its first silence (:func:`paused_for`), so
 the verdict does not wait behind the pause nor compete with the LLM for a
 core: a finished turn ends once it has paused that long (and its reply can
 play), an unfinished one waits for more speech, up to the longest silence its
@@ -38,13 +38,15 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import numpy.typing as npt
 
+from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.config import PipelineCount, TurnSettings
 from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.cpu import usable_cpu_count
 from speech_to_speech.cpu.gate import CpuGate
-from speech_to_speech.pipeline.messages import TurnVerdict
+from speech_to_speech.pipeline.messages import AudioChunk, FloatAudio, TurnVerdict
 from speech_to_speech.pool_size import pool_size
 from speech_to_speech.turns.rules import (  # noqa: F401  (the rules' old import path, kept for one release)
     CONTINUATION_WORDS,
@@ -63,6 +65,19 @@ log = logging.getLogger(__name__)
 
 SMART_TURN = "smart-turn"
 SILENCE = "silence"
+
+
+def paused_for(chunks: list[AudioChunk], missing_ms: int) -> FloatAudio:
+    """The turn's audio with its trailing pause made ``missing_ms`` longer, by repeating its last chunk.
+
+    The last chunk is silence (the pause has begun): repeating it keeps the
+    room's own noise floor, where digital zeros would sound like no microphone.
+    """
+    samples = np.concatenate([c.samples for c in chunks])
+    missing = max(0, missing_ms) * PIPELINE_RATE // 1000
+    if not missing:
+        return samples
+    return np.concatenate([samples, np.resize(chunks[-1].samples, missing)])
 
 
 class TurnDetector:

@@ -32,7 +32,7 @@ FLAGS_OF_SERVE = [
     "--max_conversation_items", "--max_instructions_chars", "--max_tools", "--idle_timeout_s",
     "--response_stall_timeout_s", "--disconnect_grace_s", "--replay_journal_max_bytes",
     "--replay_journal_ttl_s", "--session_store", "--vad", "--thresh", "--min_silence_ms", "--min_speech_ms",
-    "--speech_pad_ms", "--max_speech_ms", "--user_level_margin_db", "--speculation_silence_ms",
+    "--speech_pad_ms", "--max_speech_ms", "--user_level_margin_db", "--speaker_check", "--speculation_silence_ms",
     "--interim_transcript_ms",
     "--interim_max_pass_ms", "--prefill_during_speech", "--turn_detector", "--smart_turn_model",
     "--turn_pause_ms", "--finished_pause_ms", "--take_back_within_ms", "--max_turn_silence_ms",

@@ -1,0 +1,60 @@
+"""Whether the speech the VAD hears is this session's user's, by its level and (``--speaker_check on``) their voice.
+
+The VAD stage holds one per session: it hands over each voiced chunk of the
+current speech, asks :meth:`UserGate.is_user` before the speech may start a
+turn, and, once a turn was taken, lets the gate learn the user from it. The
+decisions are :class:`~speech_to_speech.turns.user_level.UserLevel`'s and
+:class:`~speech_to_speech.turns.user_voice.UserVoice`'s; this object keeps the
+current speech's voiced audio for them.
+"""
+
+from __future__ import annotations
+
+from speech_to_speech.pipeline.messages import FloatAudio
+from speech_to_speech.turns.user_level import UserLevel, level_db
+from speech_to_speech.vad.speaker_check import SpeakerCheck
+from speech_to_speech.vad.speaker_embedder import SpeakerEmbedder
+
+
+class UserGate:
+    """One session's user, by level (``margin_db``) and voice (``embedder`` None: by level only); speech whose
+    last ``recent_chunks`` voiced chunks are as loud as the user is theirs."""
+
+    def __init__(self, margin_db: float, recent_chunks: int, embedder: SpeakerEmbedder | None) -> None:
+        self.margin_db = margin_db
+        self.recent_chunks = recent_chunks
+        self.level = UserLevel(margin_db)
+        self.speaker = SpeakerCheck(embedder)
+        self.voiced: list[FloatAudio] = []  # the current speech's voiced chunks' samples
+
+    def new_session(self) -> None:
+        self.level = UserLevel(self.margin_db)
+        self.speaker.new_session()
+
+    def new_speech(self, samples: FloatAudio) -> None:
+        """Speech begins with a voiced chunk of ``samples`` (a new list: a turn's, handed to :meth:`learn`, stays
+        whole)."""
+        self.voiced = [samples]
+        self.speaker.new_speech()
+
+    def heard(self, samples: FloatAudio) -> None:
+        """Another voiced chunk of the current speech."""
+        self.voiced.append(samples)
+
+    def is_user(self, voiced_ms: int) -> bool:
+        """Whether the current speech (``voiced_ms`` of voice) is the user's by its level against the session's
+        user's turns so far: its last ``recent_chunks`` as loud as the user (who starts talking over a voice across
+        the room), or all of its voice within the margin and, if not as loud as the user, their voice
+        (``--speaker_check``). Asked again with each voiced chunk until it starts a turn: a louder stretch of a
+        distant voice is diluted by the rest of it."""
+        if self.level.accepts(level_db(self.voiced[-self.recent_chunks:]), 0.0):
+            return True
+        level = level_db(self.voiced)
+        return self.level.accepts(level) and self.speaker.sounds_like_user(
+            self.voiced, voiced_ms, level, self.level.reference_db)
+
+    def learn(self, voiced: list[FloatAudio]) -> None:
+        """A turn with ``voiced`` audio was taken: the user's level and voice learn from it, if it is theirs (a voice
+        that is not theirs, let in by its level, teaches neither: the room must not become the user)."""
+        if self.speaker.learn(voiced):
+            self.level.took(level_db(voiced))
