@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from speech_to_speech.audio.chunker import VAD_CHUNK
@@ -102,6 +102,7 @@ class Run:
         self.unread_threshold = EAGERNESS[eagerness].unread_finished_at
         self.max_silence_ms = int(MAX_SILENCE_MS * EAGERNESS[eagerness].max_silence_scale)
         self.waits_between_sentences = EAGERNESS[eagerness].waits_between_sentences
+        self.take_back_ms = self.vad.turn_settings.take_back_within_ms
         self.offset = 0
         self.open_item: str | None = None  # the turn that started and has not stopped
         self.silence_ms = 0  # since the last voiced chunk of the open turn
@@ -157,8 +158,12 @@ class Run:
                 # A finished turn waits out a pause between two sentences of one request, unless the silence
                 # window comes first.
                 finished = max(PAUSE_MS, FINISHED_PAUSE_MS) if self.waits_between_sentences else PAUSE_MS
+                # A disputed turn (unfinished to the detector, whole to its words) ends as a finished one where
+                # its reply is taken back on any speech the silence window would have waited for; else that
+                # window ends it.
+                disputed = min(finished, cap) if self.take_back_ms >= SILENCE_MS else SILENCE_MS
                 floor = {"finished": min(finished, cap), "timed_out": self.max_silence_ms,
-                         "no_answer": SILENCE_MS, "disputed": SILENCE_MS}[decision.outcome]
+                         "no_answer": SILENCE_MS, "disputed": disputed}[decision.outcome]
                 assert silence >= floor, f"{decision.outcome} after {silence} ms of silence"
                 if decision.outcome == "finished" and self.speculated:
                     # A finished turn ends once its reply can play, or at the silence window.
@@ -177,6 +182,9 @@ class Run:
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(step, max_size=40), eagerness=st.sampled_from(sorted(EAGERNESS)),
        speculation_ms=st.sampled_from([0, 64]))
+# A whole sentence the detector doubts, its reply ready at once: disputed, and ended at the finished pause.
+@example(steps=[("speech", 3), ("pause", 10, (6, 0.0), (6, "What is twelve times fifteen?", None), 0)],
+         eagerness="auto", speculation_ms=64)
 def test_turns_end_only_when_judged_finished_or_silent_long_enough_and_always_end(
         steps: list[tuple[Any, ...]], eagerness: str, speculation_ms: int) -> None:
     run = Run(eagerness, speculation_ms)
