@@ -102,9 +102,8 @@ def shared_sessions(app: FastAPI, store: SessionStore, registry: SessionRegistry
 
     async def take(transport: Transport, request: ResumeRequest) -> tuple[LiveSession, Attachment]:
         state = app.state
-        return await take_over(transport, request, store=store, registry=registry, pool=state.pool,
-                               settings=state.settings, claim_unit=state.gate.claim, metrics=metrics,
-                               on_session=started)
+        return await take_over(transport, request, store=store, registry=registry, gate=state.gate,
+                               settings=state.settings, metrics=metrics, on_session=started)
 
     return take
 
@@ -195,43 +194,20 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
         offered = websocket.scope.get("subprotocols") or []
         subprotocol = "realtime" if "realtime" in offered else None
         transport = WebSocketTransport(websocket)
-        if websocket.query_params.get("autostart", "1").lower() in ("0", "false", "off"):
-            # Resume-only: no unit, no session.created; still one of its address's sessions.
-            refusal = gate.admit(address)
-            if refusal is not None:
-                await _refuse_handshake(websocket, refusal, subprotocol, metrics)
+        # Resume-only: no unit, no session.created; still one of its address's sessions.
+        resume_only = websocket.query_params.get("autostart", "1").lower() in ("0", "false", "off")
+        async with gate.session(address, unit=not resume_only) as entry:
+            if isinstance(entry, Refusal):
+                await _refuse_handshake(websocket, entry, subprotocol, metrics)
                 return
-            try:
-                await websocket.accept(subprotocol=subprotocol)
-                await resume_session(transport, _websocket_messages(websocket, transport), registry, settings,
-                                     metrics=metrics, take_over=take_over)
-            finally:
-                gate.leave(address)
-            return
-        unit = await gate.enter(address)
-        if isinstance(unit, Refusal):
-            await _refuse_handshake(websocket, unit, subprotocol, metrics)
-            return
-        try:
-            try:
-                await websocket.accept(subprotocol=subprotocol)
-            except BaseException:
-                pool.release(unit)
-                raise
-            await serve_session(
-                transport,
-                _websocket_messages(websocket, transport),
-                pool,
-                settings,
-                unit,
-                validate_language=languages.validate_session_language,
-                metrics=metrics,
-                sessions=sessions,
-                registry=registry,
-                store=store if store.shared else None,
-            )
-        finally:
-            gate.leave(address)
+            await websocket.accept(subprotocol=subprotocol)
+            incoming = _websocket_messages(websocket, transport)
+            if resume_only:
+                await resume_session(transport, incoming, registry, settings, metrics=metrics, take_over=take_over)
+                return
+            await serve_session(transport, incoming, entry.lease, settings,
+                                validate_language=languages.validate_session_language, metrics=metrics,
+                                sessions=sessions, registry=registry, store=store if store.shared else None)
 
     app.state.demo = settings.server.demo and mount_demo(app)
     return app

@@ -50,6 +50,7 @@ from speech_to_speech.realtime.sessions.attachment import (
     cancel_tasks,
     receive,
 )
+from speech_to_speech.realtime.sessions.claim import UnitLease
 from speech_to_speech.realtime.sessions.guard import Closing, guard
 from speech_to_speech.realtime.sessions.journal import MemoryJournal, ReplayJournal
 from speech_to_speech.realtime.sessions.registry import SessionRegistry
@@ -57,8 +58,6 @@ from speech_to_speech.realtime.sessions.restore import lost_response_done, resto
 from speech_to_speech.realtime.sessions.store import SessionLink, SessionStore, StoredSession
 from speech_to_speech.realtime.sessions.store.base import Snapshot
 from speech_to_speech.realtime.wire import errors
-from speech_to_speech.units.pool import PipelinePool
-from speech_to_speech.units.unit import PipelineUnit
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +70,16 @@ STATE_EVENTS = frozenset({"session.created", "session.updated", "conversation.it
 class LiveSession:
     """One conversation over one pipeline unit, served by at most one socket at a time."""
 
-    def __init__(self, unit: PipelineUnit, pool: PipelinePool, settings: ServerSettings, *,
+    def __init__(self, lease: UnitLease, settings: ServerSettings, *,
                  media: Any = None,
                  validate_language: Callable[[str | None, str | None], str | None] | None = None,
                  metrics: ServerMetrics | None = None,
                  registry: SessionRegistry[LiveSession] | None = None,
                  journal: ReplayJournal | None = None, store: SessionStore | None = None,
                  restored: StoredSession | None = None) -> None:
-        self.unit = unit
-        self.pool = pool
+        self.lease = lease  # kept once the session's tasks run: the end of _stop releases it
+        self.unit = unit = lease.unit
+        self.pool = lease.pool
         self.settings = settings
         self.metrics = metrics
         self.registry = registry  # None: the session cannot be resumed (WebRTC: it dies with its call)
@@ -191,6 +191,7 @@ class LiveSession:
                         tuple(item["id"] for item in response.output) if response is not None else ())
 
     def _start_tasks(self, wake: Any) -> None:
+        self.lease.keep()  # from here on _run's _stop hands the unit back, not the Entry that claimed it
         name = f"unit{self.unit.index}"
         self._tasks = [
             asyncio.create_task(send_loop(self.unit, self.service, wake), name=f"{name}-send-loop"),
@@ -256,7 +257,7 @@ class LiveSession:
         with contextlib.suppress(Exception):
             await self.service.aclose()  # its MCP connections and calls (realtime/tools/)
         detach_wakeup(self.unit)
-        self.pool.release(self.unit)
+        self.lease.release()
         self.journal.close()
         if self.link is not None:
             closing = self.closer.result() if self.closer.done() else None

@@ -200,32 +200,31 @@ def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings
 
         gate, sessions = request.app.state.gate, request.app.state.sessions
         address = request.client.host if request.client else "unknown"
-        unit = await gate.enter(address)  # a detached WebSocket session gives its unit up to a new call
-        if isinstance(unit, Refusal):
-            return JSONResponse({"error": unit.error}, status_code=unit.status, headers=unit.headers)
-        call = call_module.WebRTCCall(ids.new_id("rtc"), ice_servers, CONNECT_TIMEOUT_S)
-        call.initial_session = session
-        try:
-            answer = await call.answer(offer)
-        except Exception as error:  # noqa: BLE001 - aiortc refuses offers with ValueError and errors of its own
-            pool.release(unit)
-            gate.leave(address)
-            await call.close()
-            return error_response(400, error_codes.INVALID_SDP, f"The SDP offer cannot be answered: {error}",
-                                  param="sdp")
+        # A detached WebSocket session gives its unit up to a new call.
+        async with gate.session(address) as entry:
+            if isinstance(entry, Refusal):
+                return JSONResponse({"error": entry.error}, status_code=entry.status, headers=entry.headers)
+            call = call_module.WebRTCCall(ids.new_id("rtc"), ice_servers, CONNECT_TIMEOUT_S)
+            call.initial_session = session
+            try:
+                answer = await call.answer(offer)
+            except Exception as error:  # noqa: BLE001 - aiortc refuses offers with ValueError and errors of its own
+                await call.close()
+                return error_response(400, error_codes.INVALID_SDP, f"The SDP offer cannot be answered: {error}",
+                                      param="sdp")
+            held = entry.move()  # the call's task holds the place and the unit from here on
 
         async def run(transport: Transport, incoming: AsyncIterator[str | bytes],
                       attach: Callable[[RealtimeService], None]) -> None:
-            try:
-                await serve_session(transport, incoming, pool, settings, unit, on_service=attach,
-                                    metrics=metrics, validate_language=languages.validate_session_language,
-                                    sessions=sessions)
-            finally:
-                gate.leave(address)
+            with held:
+                await serve_session(transport, incoming, held.lease, settings, on_service=attach, metrics=metrics,
+                                    validate_language=languages.validate_session_language, sessions=sessions)
 
         calls[call.id] = call
         call.start(run, on_closed=lambda ended: calls.pop(ended.id, None))
-        log.info("call %s on unit %d", call.id, unit.index)
+        assert call.task is not None
+        call.task.add_done_callback(lambda _: held.close())  # a task cancelled before it ran never enters run
+        log.info("call %s on unit %d", call.id, held.lease.unit.index)
         return Response(answer, status_code=201, media_type="application/sdp",
                         headers={"Location": f"{CALLS_PATH}/{call.id}"})
 
