@@ -21,7 +21,7 @@ from speech_to_speech.realtime.service.capabilities import session_capabilities
 from speech_to_speech.realtime.service.session_events import ResumeRequest
 from speech_to_speech.realtime.sessions.attachment import Attachment
 from speech_to_speech.realtime.sessions.gate import Refusal, SessionGate
-from speech_to_speech.realtime.sessions.live import LiveSession, evict_oldest
+from speech_to_speech.realtime.sessions.live import LiveSession
 from speech_to_speech.realtime.sessions.move import hand_over, take_over
 from speech_to_speech.realtime.sessions.registry import SessionRegistry
 from speech_to_speech.realtime.sessions.runner import (
@@ -118,7 +118,7 @@ def create_app(pool: PipelinePool, settings: ServerSettings, languages: Language
     # Resumable sessions by id: a socket opened with ?autostart=0 takes one over (docs/sessions.md).
     app.state.registry = registry = SessionRegistry[LiveSession]()
     # Who gets a unit, for WebSocket and WebRTC alike (sessions/gate.py).
-    app.state.gate = gate = SessionGate(pool, settings, evict=lambda: evict_oldest(registry))
+    app.state.gate = gate = SessionGate(pool, settings, evict=registry.evict_oldest)
     # Where other replicas find these sessions (--session_store; memory: nowhere), realtime/sessions/store/.
     app.state.store = store = open_store(settings, on_write=metrics.store_wrote)
     take_over = shared_sessions(app, store, registry, sessions, metrics) if store.shared else None

@@ -27,12 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.protocol import (
-    INTERNAL_ERROR,
-    NORMAL_CLOSURE,
-    POLICY_VIOLATION,
-    error_codes,
-)
+from speech_to_speech.protocol import INTERNAL_ERROR, NORMAL_CLOSURE, error_codes
 from speech_to_speech.protocol.resume import LAST_CLIENT_EVENT_ID
 from speech_to_speech.realtime.connection.frames import Frame, to_frame
 from speech_to_speech.realtime.connection.outbound import OutboundQueue
@@ -51,7 +46,7 @@ from speech_to_speech.realtime.sessions.attachment import (
     receive,
 )
 from speech_to_speech.realtime.sessions.claim import UnitLease
-from speech_to_speech.realtime.sessions.guard import Closing, guard
+from speech_to_speech.realtime.sessions.guard import Closing, guard, output_overflow
 from speech_to_speech.realtime.sessions.journal import MemoryJournal, ReplayJournal
 from speech_to_speech.realtime.sessions.registry import SessionRegistry
 from speech_to_speech.realtime.sessions.restore import lost_response_done, restore_service
@@ -274,7 +269,7 @@ class LiveSession:
 
         def overflowed() -> None:
             # At once (inside the emit that overflowed): a response.done the same drain would queue must be failed.
-            closing = _output_overflow(self.settings)
+            closing = output_overflow(self.settings)
             self.service.fail_active(closing.error_code, closing.message)
             limits = self.settings.limits
             self.emit({"type": "session.closed", "session_id": self.id, "reason": closing.error_code,
@@ -399,19 +394,3 @@ class LiveSession:
     def client_event_taken(self) -> None:
         if self.link is not None:
             self.link.changed()  # the store's marker moves with what it holds of the conversation
-
-
-def evict_oldest(registry: SessionRegistry[LiveSession]) -> bool:
-    """Expire the session detached longest ago to free its unit; False if no session is detached."""
-    session = registry.oldest_detached()
-    if session is None:
-        return False
-    session.expire("evicted")
-    return True
-
-
-def _output_overflow(settings: ServerSettings) -> Closing:
-    message = (f"More than {settings.limits.max_pending_output_bytes_per_session} bytes or "
-               f"{settings.limits.max_pending_output_events_per_session} events waited for this client; "
-               "the session is closed")
-    return Closing(POLICY_VIOLATION, "output limit exceeded", error_codes.OUTPUT_LIMIT_EXCEEDED, message, reported=True)
