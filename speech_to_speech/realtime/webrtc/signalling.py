@@ -46,8 +46,8 @@ from speech_to_speech.protocol import error_codes, error_types
 from speech_to_speech.realtime.connection.transport import Transport
 from speech_to_speech.realtime.metrics import ServerMetrics
 from speech_to_speech.realtime.service.realtime_service import RealtimeService
-from speech_to_speech.realtime.sessions.gate import Refusal
-from speech_to_speech.realtime.sessions.runner import serve_session
+from speech_to_speech.realtime.sessions.gate import Refusal, SessionGate
+from speech_to_speech.realtime.sessions.runner import LiveSessions, serve_session
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.languages import LanguageService
 from speech_to_speech.realtime.wire.session import SessionState
@@ -177,7 +177,7 @@ def check_session(session: dict[str, Any], settings: ServerSettings, languages: 
 
 
 def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings, languages: LanguageService,
-                      metrics: ServerMetrics | None = None) -> None:
+                      metrics: ServerMetrics | None = None, *, gate: SessionGate, sessions: LiveSessions) -> None:
     """``POST /v1/realtime/calls`` and ``DELETE /v1/realtime/calls/{call_id}`` on ``app``."""
     ice_servers = ice_servers_from_env()
     calls: dict[str, Any] = {}  # call id -> WebRTCCall, while its session runs
@@ -198,7 +198,6 @@ def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings
         except RealtimeError as error:
             return error_response(400, error.code, error.message, param=error.param)
 
-        gate, sessions = request.app.state.gate, request.app.state.sessions
         address = request.client.host if request.client else "unknown"
         # A detached WebSocket session gives its unit up to a new call.
         async with gate.session(address) as entry:
