@@ -8,6 +8,7 @@ from fastapi import FastAPI
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.memory import release_free_memory, tune_allocator
+from speech_to_speech.realtime.app.context import server_context
 from speech_to_speech.realtime.app.router import create_app
 from speech_to_speech.realtime.app.serving import RealtimeServer
 from speech_to_speech.realtime.webrtc.signalling import ice_servers_from_env
@@ -46,7 +47,8 @@ def run(settings: ServerSettings) -> None:
     release_free_memory()  # what loading and converting the models freed
     log.info("ready: ws://%s:%d/v1/realtime (%d pipeline(s): %s)", settings.server.host, settings.server.port,
              pool.size, pool.sizing)
-    if app.state.demo:
+    context = server_context(app)
+    if context is not None and context.demo:
         # Browsers give the microphone to https pages and to localhost only: name the local address.
         host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::", "") else settings.server.host
         log.info("demo:  http://%s:%d/demo", host, settings.server.port)

@@ -29,6 +29,7 @@ from typing import Any
 
 import uvicorn
 
+from speech_to_speech.realtime.app.context import server_context
 from speech_to_speech.realtime.sessions.runner import RESTART, SHUTDOWN
 
 log = logging.getLogger(__name__)
@@ -52,11 +53,6 @@ class _QuietDenials(logging.Filter):
 _DENIAL_FILTER = _QuietDenials()
 
 
-def _app_state(app: Any, name: str) -> Any:
-    """``app.state.<name>`` of our app; None for any other ASGI app served here (tests)."""
-    return getattr(getattr(app, "state", None), name, None)
-
-
 class RealtimeServer(uvicorn.Server):
     def __init__(self, app: Any, *, host: str, port: int, log_level: str, max_event_bytes: int,
                  drain_s: float = DEFAULT_DRAIN_S) -> None:
@@ -74,15 +70,16 @@ class RealtimeServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
     def _stop_admitting(self) -> None:
-        gate = _app_state(self.app, "gate")
-        if gate is not None:
-            gate.stop("the server is restarting" if self.restarting else "the server is shutting down")
+        context = server_context(self.app)
+        if context is not None:
+            context.gate.stop("the server is restarting" if self.restarting else "the server is shutting down")
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         deadline = time.monotonic() + self.drain_s
         self._stop_admitting()
-        sessions = _app_state(self.app, "sessions")
-        if sessions is not None:
+        context = server_context(self.app)
+        if context is not None:
+            sessions = context.sessions
             closing = RESTART if self.restarting else SHUTDOWN
             log.info("shutdown (%s): closing %d session(s) with code %d, for up to %g s", closing.reason, len(sessions),
                      closing.code, self.drain_s)

@@ -1,8 +1,9 @@
 """How a new session gets in, the same for both transports: a place in its address's limits, then a unit.
 
 A WebSocket handshake and a WebRTC offer both pass one :class:`SessionGate`.
-It hands back a claimed unit, or a :class:`Refusal` that says why not and
-when to try again; each transport only chooses how to say it (HTTP status and
+It hands back an Entry (sessions/claim.py: the place and the unit, each
+given back once), or a :class:`Refusal` that says why not and when to try
+again; each transport only chooses how to say it (HTTP status and
 ``Retry-After``, or an ``error`` event and close code 1013 to a browser: see
 ``app/router.py`` and docs/security.md, "When the server is full").
 
@@ -23,15 +24,18 @@ when to try again; each transport only chooses how to say it (HTTP status and
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.protocol import error_codes, error_types
 from speech_to_speech.realtime.sessions.admission import WINDOW_S, ClientAdmission
+from speech_to_speech.realtime.sessions.claim import Entry, UnitLease
 from speech_to_speech.realtime.wire import errors
 from speech_to_speech.units.pool import PipelinePool
 from speech_to_speech.units.unit import PipelineUnit
@@ -93,39 +97,45 @@ class SessionGate:
         if self.stopped is None:
             self.stopped = why
 
-    def admit(self, address: str) -> Refusal | None:
-        """Count a new session of ``address`` (``leave`` uncounts it); a Refusal over its limits."""
+    @contextlib.asynccontextmanager
+    async def session(self, address: str | None, *, unit: bool = True) -> AsyncIterator[Entry | Refusal]:
+        """``enter``, and the Entry closed however the block ends (an error, a cancellation)."""
+        entry = await self.enter(address, unit=unit)
+        try:
+            yield entry
+        finally:
+            if isinstance(entry, Entry):
+                entry.close()
+
+    async def enter(self, address: str | None, *, unit: bool = True) -> Entry | Refusal:
+        """A place among the sessions of ``address``, then a unit; refused, nothing stays held.
+
+        ``address`` None: a session admitted already (one taken over from the shared store)
+        needs a unit only. ``unit`` False: a socket that only resumes a session needs none.
+        The caller closes the Entry (``session`` does).
+        """
         if self.stopped is not None:
             return self._stopping()
-        refusal = self._clients.admit(address)
-        if refusal is None:
-            return None
-        return Refusal(429, error_codes.TOO_MANY_SESSIONS, refusal, TOO_MANY_RETRY_AFTER_S,
-                       type=error_types.RATE_LIMIT_ERROR)
-
-    def leave(self, address: str) -> None:
-        self._clients.leave(address)
-
-    async def enter(self, address: str) -> PipelineUnit | Refusal:
-        """``admit``, then a unit for a new session of ``address`` (``leave`` when the session ends).
-
-        Refused, nothing stays counted.
-        """
-        refusal = self.admit(address)
-        if refusal is not None:
-            return refusal
+        leave = None
+        if address is not None:
+            refusal = self._clients.admit(address)
+            if refusal is not None:
+                return Refusal(429, error_codes.TOO_MANY_SESSIONS, refusal, TOO_MANY_RETRY_AFTER_S,
+                               type=error_types.RATE_LIMIT_ERROR)
+            leave = functools.partial(self._clients.leave, address)
+        entry = Entry(leave)
+        if not unit:
+            return entry
         try:
             claimed = await self._claim()
         except BaseException:
-            self.leave(address)
+            entry.close()
             raise
         if isinstance(claimed, Refusal):
-            self.leave(address)
-        return claimed
-
-    async def claim(self) -> PipelineUnit | Refusal:
-        """A unit for a session admitted already (one resumed from the shared store), or the busy Refusal."""
-        return await self._claim()
+            entry.close()
+            return claimed
+        entry.hold(UnitLease(self._pool, claimed))
+        return entry
 
     async def _claim(self) -> PipelineUnit | Refusal:
         """A unit for a new session, waited for in turn; the busy Refusal when none came free in time."""

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.protocol import NORMAL_CLOSURE, error_codes, error_types
+from speech_to_speech.protocol import NORMAL_CLOSURE, POLICY_VIOLATION, error_codes, error_types
 from speech_to_speech.realtime.service.realtime_service import RealtimeService
 
 # Never look less often than this (the timeouts may be long): a watchdog, not the audio path.
@@ -57,3 +57,11 @@ async def guard(service: RealtimeService, settings: ServerSettings,
         if idle:
             waits.append(service.last_activity + idle - now)
         await asyncio.sleep(max(0.01, min(waits)))
+
+
+def output_overflow(settings: ServerSettings) -> Closing:
+    """A client that let more output pile up than the output limits allow: its session is closed."""
+    message = (f"More than {settings.limits.max_pending_output_bytes_per_session} bytes or "
+               f"{settings.limits.max_pending_output_events_per_session} events waited for this client; "
+               "the session is closed")
+    return Closing(POLICY_VIOLATION, "output limit exceeded", error_codes.OUTPUT_LIMIT_EXCEEDED, message, reported=True)

@@ -27,12 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.protocol import (
-    INTERNAL_ERROR,
-    NORMAL_CLOSURE,
-    POLICY_VIOLATION,
-    error_codes,
-)
+from speech_to_speech.protocol import INTERNAL_ERROR, NORMAL_CLOSURE, error_codes
 from speech_to_speech.protocol.resume import LAST_CLIENT_EVENT_ID
 from speech_to_speech.realtime.connection.frames import Frame, to_frame
 from speech_to_speech.realtime.connection.outbound import OutboundQueue
@@ -50,15 +45,14 @@ from speech_to_speech.realtime.sessions.attachment import (
     cancel_tasks,
     receive,
 )
-from speech_to_speech.realtime.sessions.guard import Closing, guard
+from speech_to_speech.realtime.sessions.claim import UnitLease
+from speech_to_speech.realtime.sessions.guard import Closing, guard, output_overflow
 from speech_to_speech.realtime.sessions.journal import MemoryJournal, ReplayJournal
 from speech_to_speech.realtime.sessions.registry import SessionRegistry
 from speech_to_speech.realtime.sessions.restore import lost_response_done, restore_service
 from speech_to_speech.realtime.sessions.store import SessionLink, SessionStore, StoredSession
 from speech_to_speech.realtime.sessions.store.base import Snapshot
 from speech_to_speech.realtime.wire import errors
-from speech_to_speech.units.pool import PipelinePool
-from speech_to_speech.units.unit import PipelineUnit
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +65,16 @@ STATE_EVENTS = frozenset({"session.created", "session.updated", "conversation.it
 class LiveSession:
     """One conversation over one pipeline unit, served by at most one socket at a time."""
 
-    def __init__(self, unit: PipelineUnit, pool: PipelinePool, settings: ServerSettings, *,
+    def __init__(self, lease: UnitLease, settings: ServerSettings, *,
                  media: Any = None,
                  validate_language: Callable[[str | None, str | None], str | None] | None = None,
                  metrics: ServerMetrics | None = None,
                  registry: SessionRegistry[LiveSession] | None = None,
                  journal: ReplayJournal | None = None, store: SessionStore | None = None,
                  restored: StoredSession | None = None) -> None:
-        self.unit = unit
-        self.pool = pool
+        self.lease = lease  # kept once the session's tasks run: the end of _stop releases it
+        self.unit = unit = lease.unit
+        self.pool = lease.pool
         self.settings = settings
         self.metrics = metrics
         self.registry = registry  # None: the session cannot be resumed (WebRTC: it dies with its call)
@@ -191,6 +186,7 @@ class LiveSession:
                         tuple(item["id"] for item in response.output) if response is not None else ())
 
     def _start_tasks(self, wake: Any) -> None:
+        self.lease.keep()  # from here on _run's _stop hands the unit back, not the Entry that claimed it
         name = f"unit{self.unit.index}"
         self._tasks = [
             asyncio.create_task(send_loop(self.unit, self.service, wake), name=f"{name}-send-loop"),
@@ -256,7 +252,7 @@ class LiveSession:
         with contextlib.suppress(Exception):
             await self.service.aclose()  # its MCP connections and calls (realtime/tools/)
         detach_wakeup(self.unit)
-        self.pool.release(self.unit)
+        self.lease.release()
         self.journal.close()
         if self.link is not None:
             closing = self.closer.result() if self.closer.done() else None
@@ -273,7 +269,7 @@ class LiveSession:
 
         def overflowed() -> None:
             # At once (inside the emit that overflowed): a response.done the same drain would queue must be failed.
-            closing = _output_overflow(self.settings)
+            closing = output_overflow(self.settings)
             self.service.fail_active(closing.error_code, closing.message)
             limits = self.settings.limits
             self.emit({"type": "session.closed", "session_id": self.id, "reason": closing.error_code,
@@ -398,19 +394,3 @@ class LiveSession:
     def client_event_taken(self) -> None:
         if self.link is not None:
             self.link.changed()  # the store's marker moves with what it holds of the conversation
-
-
-def evict_oldest(registry: SessionRegistry[LiveSession]) -> bool:
-    """Expire the session detached longest ago to free its unit; False if no session is detached."""
-    session = registry.oldest_detached()
-    if session is None:
-        return False
-    session.expire("evicted")
-    return True
-
-
-def _output_overflow(settings: ServerSettings) -> Closing:
-    message = (f"More than {settings.limits.max_pending_output_bytes_per_session} bytes or "
-               f"{settings.limits.max_pending_output_events_per_session} events waited for this client; "
-               "the session is closed")
-    return Closing(POLICY_VIOLATION, "output limit exceeded", error_codes.OUTPUT_LIMIT_EXCEEDED, message, reported=True)

@@ -22,18 +22,13 @@ from speech_to_speech.realtime.connection.transport import Transport
 from speech_to_speech.realtime.metrics import ServerMetrics
 from speech_to_speech.realtime.service.session_events import ResumeRequest
 from speech_to_speech.realtime.sessions.attachment import Attachment
-from speech_to_speech.realtime.sessions.gate import Refusal
+from speech_to_speech.realtime.sessions.gate import Refusal, SessionGate
 from speech_to_speech.realtime.sessions.live import LiveSession
 from speech_to_speech.realtime.sessions.registry import SessionRegistry, digest, new_token
 from speech_to_speech.realtime.sessions.store import SessionStore
 from speech_to_speech.realtime.wire.errors import RealtimeError
-from speech_to_speech.units.pool import PipelinePool
-from speech_to_speech.units.unit import PipelineUnit
 
 log = logging.getLogger(__name__)
-
-ClaimUnit = Callable[[], Awaitable[PipelineUnit | Refusal]]
-
 
 def _unavailable(request: ResumeRequest, why: str) -> RealtimeError:
     return RealtimeError(error_codes.SESSION_STORE_UNAVAILABLE, f"The session cannot be resumed now: {why}; "
@@ -41,8 +36,8 @@ def _unavailable(request: ResumeRequest, why: str) -> RealtimeError:
 
 
 async def take_over(transport: Transport, request: ResumeRequest, *, store: SessionStore,
-                    registry: SessionRegistry[LiveSession], pool: PipelinePool, settings: ServerSettings,
-                    claim_unit: ClaimUnit, metrics: ServerMetrics | None = None,
+                    registry: SessionRegistry[LiveSession], gate: SessionGate, settings: ServerSettings,
+                    metrics: ServerMetrics | None = None,
                     on_session: Callable[[LiveSession], None] | None = None) -> tuple[LiveSession, Attachment]:
     """Build the session of ``request`` here from the store and attach ``transport``; raises the
     RealtimeError the client is refused with. Returns the session and its attachment."""
@@ -58,35 +53,35 @@ async def take_over(transport: Transport, request: ResumeRequest, *, store: Sess
     if not hmac.compare_digest(presented, stored_digest):
         raise RealtimeError(error_codes.SESSION_RESUME_INVALID_TOKEN, "The resume token does not open this session",
                             param="resume_token", event_id=request.event_id)
-    unit = await claim_unit()
-    if isinstance(unit, Refusal):
-        raise RealtimeError(unit.code, unit.message, event_id=request.event_id)
-    claimed = False
-    try:
-        if not await store.claim(session_id):
-            raise _unavailable(request, "its server did not let it go in time")
-        claimed = True
-        token = new_token()
-        if not await store.rotate(session_id, stored_digest, digest(token)):  # resumed elsewhere meanwhile
-            raise RealtimeError(error_codes.SESSION_RESUME_INVALID_TOKEN, "The resume token was used already",
-                                param="resume_token", event_id=request.event_id)
-        stored = await store.load(session_id)
-        if stored is None:
-            raise RealtimeError(error_codes.SESSION_RESUME_EXPIRED, f"Session {session_id} has ended",
-                                param="session_id", event_id=request.event_id)
-        session = LiveSession(unit, pool, settings, metrics=metrics, registry=registry, store=store, restored=stored)
-    except BaseException as error:
-        pool.release(unit)
-        if claimed:
-            await store.release(session_id)
-        if isinstance(error, RealtimeError) or not isinstance(error, Exception):
-            raise
-        raise _unavailable(request, f"the session store failed ({type(error).__name__})") from None
-    if on_session is not None:
-        on_session(session)
-    log.info("session %s taken over from the store: %d event(s) held, last seq %d", session_id,
-             len(stored.frames), stored.last_seq)
-    return session, session.adopt(transport, request, token, stored)
+    async with gate.session(None) as entry:  # a unit only: the resuming socket holds its address's place
+        if isinstance(entry, Refusal):
+            raise RealtimeError(entry.code, entry.message, event_id=request.event_id)
+        claimed = False
+        try:
+            if not await store.claim(session_id):
+                raise _unavailable(request, "its server did not let it go in time")
+            claimed = True
+            token = new_token()
+            if not await store.rotate(session_id, stored_digest, digest(token)):  # resumed elsewhere meanwhile
+                raise RealtimeError(error_codes.SESSION_RESUME_INVALID_TOKEN, "The resume token was used already",
+                                    param="resume_token", event_id=request.event_id)
+            stored = await store.load(session_id)
+            if stored is None:
+                raise RealtimeError(error_codes.SESSION_RESUME_EXPIRED, f"Session {session_id} has ended",
+                                    param="session_id", event_id=request.event_id)
+            session = LiveSession(entry.lease, settings, metrics=metrics, registry=registry, store=store,
+                                  restored=stored)
+        except BaseException as error:
+            if claimed:
+                await store.release(session_id)
+            if isinstance(error, RealtimeError) or not isinstance(error, Exception):
+                raise
+            raise _unavailable(request, f"the session store failed ({type(error).__name__})") from None
+        if on_session is not None:
+            on_session(session)
+        log.info("session %s taken over from the store: %d event(s) held, last seq %d", session_id,
+                 len(stored.frames), stored.last_seq)
+        return session, session.adopt(transport, request, token, stored)  # adopt keeps the unit
 
 
 def hand_over(registry: SessionRegistry[LiveSession], store: SessionStore) -> Callable[[str], Awaitable[None]]:

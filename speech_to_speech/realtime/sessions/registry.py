@@ -25,6 +25,9 @@ class Detachable(Protocol):
     def detached_at(self) -> float | None:
         """Monotonic time its socket went away; None while one is attached."""
 
+    def expire(self, reason: str) -> None:
+        """End the session, detached or not, saying ``reason``."""
+
 
 S = TypeVar("S", bound=Detachable)
 
@@ -90,3 +93,11 @@ class SessionRegistry(Generic[S]):
         """The session whose socket went away longest ago, if any is detached."""
         detached = [s for s in self._sessions.values() if s.detached_at is not None]
         return min(detached, key=lambda s: s.detached_at or 0.0, default=None)
+
+    def evict_oldest(self) -> bool:
+        """Expire the session detached longest ago, to free its unit; False if no session is detached."""
+        session = self.oldest_detached()
+        if session is None:
+            return False
+        session.expire("evicted")
+        return True

@@ -26,6 +26,7 @@ from speech_to_speech.realtime.service.client_events import CLIENT_EVENTS
 from speech_to_speech.realtime.service.realtime_service import RealtimeService
 from speech_to_speech.realtime.service.session_events import RESUME, ResumeRequest, resume_request
 from speech_to_speech.realtime.sessions.attachment import Attachment
+from speech_to_speech.realtime.sessions.claim import UnitLease
 from speech_to_speech.realtime.sessions.guard import Closing
 from speech_to_speech.realtime.sessions.live import LiveSession
 from speech_to_speech.realtime.sessions.registry import SessionRegistry
@@ -33,8 +34,6 @@ from speech_to_speech.realtime.sessions.store import SessionStore
 from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.events import EventLimits, parse_client_event
-from speech_to_speech.units.pool import PipelinePool
-from speech_to_speech.units.unit import PipelineUnit
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +80,8 @@ class LiveSessions:
 async def serve_session(
     transport: Transport,
     incoming: AsyncIterator[str | bytes],
-    pool: PipelinePool,
+    lease: UnitLease,
     settings: ServerSettings,
-    unit: PipelineUnit,
     *,
     validate_language: Callable[[str | None, str | None], str | None] | None = None,
     on_service: Callable[[RealtimeService], None] | None = None,
@@ -92,20 +90,18 @@ async def serve_session(
     registry: SessionRegistry[LiveSession] | None = None,
     store: SessionStore | None = None,
 ) -> None:
-    """Start a session on ``unit`` and serve it over ``transport`` until the socket goes or the session ends.
+    """Start a session on the unit of ``lease`` and serve it over ``transport`` until the socket goes or the
+    session ends.
 
-    ``unit``: claimed by the caller at the session gate (sessions/gate.py), before the
-    handshake or the offer is answered; released at the session's end. ``registry``:
+    ``lease``: claimed by the caller at the session gate (sessions/gate.py), before the
+    handshake or the offer is answered; the session keeps it once it starts and
+    releases it at its end (before that, the caller's Entry does). ``registry``:
     where a resumable session is found by a later ``session.resume``; without one
     the session ends with its socket (WebRTC). A resumable session whose socket
     dropped goes on after this returns, until it is resumed or its grace ends.
     """
-    try:
-        session = LiveSession(unit, pool, settings, media=transport.media, validate_language=validate_language,
-                              metrics=metrics, registry=registry, store=store)
-    except BaseException:
-        pool.release(unit)
-        raise
+    session = LiveSession(lease, settings, media=transport.media, validate_language=validate_language,
+                          metrics=metrics, registry=registry, store=store)
     if on_service is not None:
         on_service(session.service)
     if sessions is not None:

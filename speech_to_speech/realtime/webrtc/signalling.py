@@ -46,8 +46,8 @@ from speech_to_speech.protocol import error_codes, error_types
 from speech_to_speech.realtime.connection.transport import Transport
 from speech_to_speech.realtime.metrics import ServerMetrics
 from speech_to_speech.realtime.service.realtime_service import RealtimeService
-from speech_to_speech.realtime.sessions.gate import Refusal
-from speech_to_speech.realtime.sessions.runner import serve_session
+from speech_to_speech.realtime.sessions.gate import Refusal, SessionGate
+from speech_to_speech.realtime.sessions.runner import LiveSessions, serve_session
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.languages import LanguageService
 from speech_to_speech.realtime.wire.session import SessionState
@@ -177,7 +177,7 @@ def check_session(session: dict[str, Any], settings: ServerSettings, languages: 
 
 
 def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings, languages: LanguageService,
-                      metrics: ServerMetrics | None = None) -> None:
+                      metrics: ServerMetrics | None = None, *, gate: SessionGate, sessions: LiveSessions) -> None:
     """``POST /v1/realtime/calls`` and ``DELETE /v1/realtime/calls/{call_id}`` on ``app``."""
     ice_servers = ice_servers_from_env()
     calls: dict[str, Any] = {}  # call id -> WebRTCCall, while its session runs
@@ -198,34 +198,32 @@ def add_webrtc_routes(app: FastAPI, pool: PipelinePool, settings: ServerSettings
         except RealtimeError as error:
             return error_response(400, error.code, error.message, param=error.param)
 
-        gate, sessions = request.app.state.gate, request.app.state.sessions
         address = request.client.host if request.client else "unknown"
-        unit = await gate.enter(address)  # a detached WebSocket session gives its unit up to a new call
-        if isinstance(unit, Refusal):
-            return JSONResponse({"error": unit.error}, status_code=unit.status, headers=unit.headers)
-        call = call_module.WebRTCCall(ids.new_id("rtc"), ice_servers, CONNECT_TIMEOUT_S)
-        call.initial_session = session
-        try:
-            answer = await call.answer(offer)
-        except Exception as error:  # noqa: BLE001 - aiortc refuses offers with ValueError and errors of its own
-            pool.release(unit)
-            gate.leave(address)
-            await call.close()
-            return error_response(400, error_codes.INVALID_SDP, f"The SDP offer cannot be answered: {error}",
-                                  param="sdp")
+        # A detached WebSocket session gives its unit up to a new call.
+        async with gate.session(address) as entry:
+            if isinstance(entry, Refusal):
+                return JSONResponse({"error": entry.error}, status_code=entry.status, headers=entry.headers)
+            call = call_module.WebRTCCall(ids.new_id("rtc"), ice_servers, CONNECT_TIMEOUT_S)
+            call.initial_session = session
+            try:
+                answer = await call.answer(offer)
+            except Exception as error:  # noqa: BLE001 - aiortc refuses offers with ValueError and errors of its own
+                await call.close()
+                return error_response(400, error_codes.INVALID_SDP, f"The SDP offer cannot be answered: {error}",
+                                      param="sdp")
+            held = entry.move()  # the call's task holds the place and the unit from here on
 
         async def run(transport: Transport, incoming: AsyncIterator[str | bytes],
                       attach: Callable[[RealtimeService], None]) -> None:
-            try:
-                await serve_session(transport, incoming, pool, settings, unit, on_service=attach,
-                                    metrics=metrics, validate_language=languages.validate_session_language,
-                                    sessions=sessions)
-            finally:
-                gate.leave(address)
+            with held:
+                await serve_session(transport, incoming, held.lease, settings, on_service=attach, metrics=metrics,
+                                    validate_language=languages.validate_session_language, sessions=sessions)
 
         calls[call.id] = call
         call.start(run, on_closed=lambda ended: calls.pop(ended.id, None))
-        log.info("call %s on unit %d", call.id, unit.index)
+        assert call.task is not None
+        call.task.add_done_callback(lambda _: held.close())  # a task cancelled before it ran never enters run
+        log.info("call %s on unit %d", call.id, held.lease.unit.index)
         return Response(answer, status_code=201, media_type="application/sdp",
                         headers={"Location": f"{CALLS_PATH}/{call.id}"})
 
