@@ -44,7 +44,7 @@ from speech_to_speech.config import PipelineCount, TurnSettings
 from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.cpu import usable_cpu_count
 from speech_to_speech.cpu.gate import CpuGate
-from speech_to_speech.pipeline.messages import TurnVerdict
+from speech_to_speech.pipeline.messages.turn_taking import TurnVerdict
 from speech_to_speech.pool_size import pool_size
 from speech_to_speech.turns.rules import (  # noqa: F401  (the rules' old import path, kept for one release)
     CONTINUATION_WORDS,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import SpokenPhonemes, TTSInput
+from speech_to_speech.pipeline.messages.speech_output import SpokenPhonemes, TTSInput
 from speech_to_speech.protocol import VISEMES_EXTENSION
 from speech_to_speech.testing.engine import loading
 from speech_to_speech.testing.realtime_client import Event, RealtimeTestClient, decode_audio

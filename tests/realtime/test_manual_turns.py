@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, tone, types
 
 from .conftest import ServerFactory

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from speech_to_speech.audio.wav import read_wav
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.protocol import Event
 from speech_to_speech.protocol.overlap_decisions import (
     ACKNOWLEDGE,

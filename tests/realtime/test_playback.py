@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.playback import Playback, heard_text
 from speech_to_speech.realtime.wire.errors import RealtimeError

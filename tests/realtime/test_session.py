@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, is_error_for, spoken_turn
 from speech_to_speech.testing.scripted import FAST_SCRIPTED
 

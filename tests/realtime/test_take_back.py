@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from speech_to_speech.pipeline.messages import SpeechStarted, TurnDecision
+from speech_to_speech.pipeline.messages.input_audio import SpeechStarted
+from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.realtime.conversation.response import ResponseState
 from speech_to_speech.realtime.conversation.take_back import may_take_back
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence

@@ -9,7 +9,7 @@ import pytest
 
 from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.cpu.gate import CpuGate
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.protocol import SNAPSHOT_EXTENSION
 from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, types
 from speech_to_speech.testing.scripted import ScriptedLLM

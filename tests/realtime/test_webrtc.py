@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.realtime.webrtc.signalling import ICE_SERVERS_ENV, ice_servers_from_env
 from speech_to_speech.testing.realtime_client import (
     Event,
