@@ -34,8 +34,9 @@ from speech_to_speech.pipeline.messages.input_audio import (
 )
 from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TranscriptText, TTSInput
 from speech_to_speech.pipeline.messages.transcription import Transcript, TranscriptionCompleted
+from speech_to_speech.testing.client_audio import silence, spoken_turn
 from speech_to_speech.testing.engine import wait_until
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence, spoken_turn
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.units import unit as unit_module
 
 from .conftest import ServerFactory
