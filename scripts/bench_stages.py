@@ -31,7 +31,7 @@ from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.config import ServerSettings, load_yaml, settings_from_yaml
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import HandlerContext
-from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest, TokenUsage
+from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest, TokenUsage
 from speech_to_speech.pipeline.session_config import ConfigHolder
 
 REPO = Path(__file__).resolve().parent.parent

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from speech_to_speech.audio.rates import WIRE_RATE
-from speech_to_speech.protocol import TIMINGS_KEY
+from speech_to_speech.protocol import TIMINGS_KEY, Event
 from speech_to_speech.realtime.metrics import STAGE_HOPS
-from speech_to_speech.testing.realtime_client import Event, Received
+from speech_to_speech.testing.realtime_client import Received
 
 AUDIO_DELTA = "response.output_audio.delta"
 SOUND_LEVEL = 33  # PCM16 magnitude of -60 dBFS: quieter samples are silence

@@ -21,7 +21,8 @@ import numpy as np
 from speech_to_speech.bench.audio import Speech
 from speech_to_speech.bench.events import Turn, response_id, turn
 from speech_to_speech.protocol import TIMINGS_EXTENSION
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, encode_audio
+from speech_to_speech.testing.client_audio import encode_audio
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 FINISHED = "finished"  # the mark of a clip's last sample
 

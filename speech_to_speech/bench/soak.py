@@ -22,7 +22,9 @@ from typing import Any
 
 from speech_to_speech.audio.rates import WIRE_RATE
 from speech_to_speech.bench.target import Target
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, is_error_for, spoken_turn
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.event_matchers import is_error_for
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 MALFORMED: tuple[dict[str, Any], ...] = (
     {"type": "session.frobnicate"},

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.speech_text.languages import base_language, language_name
 
 

@@ -21,7 +21,7 @@ from speech_to_speech.llm.answer_language import answer_in_language
 from speech_to_speech.llm.context_window import ContextOverflow
 from speech_to_speech.llm.speakable import speaks_latin_only
 from speech_to_speech.pipeline.handler import BackendHandler
-from speech_to_speech.pipeline.messages import (
+from speech_to_speech.pipeline.messages.generation import (
     AssistantTextPart,
     AssistantToolCallPart,
     GenerateResponseRequest,

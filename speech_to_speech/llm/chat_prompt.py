@@ -17,7 +17,7 @@ from typing import Any
 from speech_to_speech.config import LLMSettings
 from speech_to_speech.llm.context_window import ModelContext, fitted_history
 from speech_to_speech.llm.tools import local_system_prompt, native_tools
-from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest
 
 log = logging.getLogger(__name__)
 

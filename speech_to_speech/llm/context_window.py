@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.config import LLMSettings
-from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest, Truncation
+from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest, Truncation
 
 # The opening exchanges pinned before the window: at most this many, and at most this share of the budget.
 PINNED_EXCHANGES = 3

@@ -33,7 +33,7 @@ from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.local_tokenizer import LocalTokenizer
 from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.llm.weights import resolve_source
-from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest, TokenUsage
 from speech_to_speech.pool_size import pool_size
 
 log = logging.getLogger(__name__)

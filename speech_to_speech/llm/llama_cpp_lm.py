@@ -60,7 +60,7 @@ from speech_to_speech.llm.speakable import foreign_token_ids
 from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.llm.weights import gguf_cache_name, gguf_in, packaged_gguf
 from speech_to_speech.pipeline.lm_output_processor import first_chunk_ready
-from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest, TokenUsage
 from speech_to_speech.pool_size import pool_size
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from speech_to_speech.config import LLMSettings, LoadContext
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.tools import split_tool_calls
-from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest, TokenUsage
 
 # mlx-lm cannot read the packaged GGUF; this is the same model converted for MLX (hub, 8-bit).
 DEFAULT_MODEL = "mlx-community/SmolLM2-135M-Instruct-8bit"

@@ -7,7 +7,7 @@ from typing import Any
 from speech_to_speech.config import LLMSettings, LoadContext
 from speech_to_speech.llm.context_window import ModelContext, fitted_history
 from speech_to_speech.openai_client import make_client
-from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest
 
 # A provider's context where --llm_context_tokens does not say (today's hosted and vLLM models hold at least this).
 REMOTE_CONTEXT_TOKENS = 32768

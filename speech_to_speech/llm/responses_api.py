@@ -10,7 +10,7 @@ from speech_to_speech import registry
 from speech_to_speech.config import LLMSettings
 from speech_to_speech.llm import openai_common as common
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
-from speech_to_speech.pipeline.messages import AssistantToolCallPart, GenerateResponseRequest, TokenUsage
+from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, GenerateResponseRequest, TokenUsage
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from typing import Any
 import jinja2
 
 from speech_to_speech import ids
-from speech_to_speech.pipeline.messages import AssistantToolCallPart, GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, GenerateResponseRequest
 
 log = logging.getLogger(__name__)
 

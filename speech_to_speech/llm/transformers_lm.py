@@ -20,7 +20,7 @@ from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
 from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.tools import split_tool_calls
 from speech_to_speech.llm.weights import resolve_source
-from speech_to_speech.pipeline.messages import GenerateResponseRequest, TokenUsage
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest, TokenUsage
 
 log = logging.getLogger(__name__)
 

@@ -10,15 +10,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from speech_to_speech.pipeline.cancel_scope import CancelScope
-from speech_to_speech.pipeline.messages import (
-    AlwaysDelivered,
-    GenerateResponseRequest,
-    PipelineEnd,
-    ResponseDone,
-    ResponseOwned,
-    SessionEnd,
-    StageError,
-)
+from speech_to_speech.pipeline.messages.control import PipelineEnd, SessionEnd, StageError
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest, ResponseDone
+from speech_to_speech.pipeline.messages.ownership import AlwaysDelivered, ResponseOwned
 from speech_to_speech.pipeline.session_config import ConfigHolder
 
 log = logging.getLogger(__name__)

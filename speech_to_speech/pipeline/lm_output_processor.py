@@ -17,14 +17,14 @@ from typing import Any
 
 from speech_to_speech.config import LLMSettings
 from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
-from speech_to_speech.pipeline.messages import (
+from speech_to_speech.pipeline.messages.generation import (
     AssistantTextPart,
     AssistantToolCallPart,
     Preamble,
     ResponseDone,
     TokenUsage,
-    TTSInput,
 )
+from speech_to_speech.pipeline.messages.speech_output import TTSInput
 from speech_to_speech.speech_text import SpeechText
 
 # A sentence ends at . ! ? … (or a newline) followed by whitespace.

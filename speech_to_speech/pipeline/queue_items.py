@@ -10,42 +10,43 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-from speech_to_speech.pipeline.messages import (
-    AssistantTextPart,
-    AssistantToolCallPart,
-    AudioChunk,
-    AudioOutput,
-    AudioVisemes,
-    ClearInput,
-    CommitInput,
-    GenerateResponseRequest,
-    LLMFirstToken,
-    PipelineEnd,
-    Preamble,
-    ProbeSpeech,
-    PromptPrefill,
-    ReplyReady,
-    ResponseDone,
-    SessionEnd,
-    SpeculationVoided,
-    SpeculativeTranscript,
-    SpeechOngoing,
-    SpeechStarted,
-    SpeechStopped,
-    SpokenPhonemes,
-    StageError,
-    TokenUsage,
-    Transcript,
-    TranscriptionCompleted,
-    TranscriptionDelta,
-    TranscriptionSnapshot,
-    TranscriptText,
-    TTSFirstAudio,
-    TTSInput,
-    TurnDecision,
-    TurnVerdict,
-    Utterance,
+from speech_to_speech.pipeline.messages.control import PipelineEnd, SessionEnd, StageError
+from speech_to_speech.pipeline.messages.generation import (
+                       AssistantTextPart,
+                       AssistantToolCallPart,
+                       GenerateResponseRequest,
+                       LLMFirstToken,
+                       Preamble,
+                       PromptPrefill,
+                       ResponseDone,
+                       TokenUsage,
 )
+from speech_to_speech.pipeline.messages.input_audio import (
+                       AudioChunk,
+                       ClearInput,
+                       CommitInput,
+                       SpeculationVoided,
+                       SpeechOngoing,
+                       SpeechStarted,
+                       SpeechStopped,
+                       Utterance,
+)
+from speech_to_speech.pipeline.messages.speech_output import (
+                       AudioOutput,
+                       AudioVisemes,
+                       SpokenPhonemes,
+                       TranscriptText,
+                       TTSFirstAudio,
+                       TTSInput,
+)
+from speech_to_speech.pipeline.messages.transcription import (
+                       SpeculativeTranscript,
+                       Transcript,
+                       TranscriptionCompleted,
+                       TranscriptionDelta,
+                       TranscriptionSnapshot,
+)
+from speech_to_speech.pipeline.messages.turn_taking import ProbeSpeech, ReplyReady, TurnDecision, TurnVerdict
 
 # On every queue: the session's soft reset, the unit's stop, and a stage's report of a failure.
 Control: TypeAlias = SessionEnd | PipelineEnd | StageError

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from speech_to_speech.pipeline.messages import Truncation
+from speech_to_speech.pipeline.messages.generation import Truncation
 
 
 class TurnDetection(BaseModel):

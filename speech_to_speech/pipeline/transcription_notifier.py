@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
-from speech_to_speech.pipeline.messages import (
+from speech_to_speech.pipeline.messages.transcription import (
     SpeculativeTranscript,
     Transcript,
     TranscriptionCompleted,

@@ -18,7 +18,7 @@ from typing import Any, Literal
 # response.done, with the timings extension: the stage marks and the turn detector's decision.
 TIMINGS_KEY = "s2s_timings"
 TURN_DETECTION_KEY = "s2s_turn_detection"
-# Its ``outcome`` (also a label of /metrics' s2s_turn_decisions): see pipeline.messages.TurnDecision.
+# Its ``outcome`` (also a label of /metrics' s2s_turn_decisions): see pipeline.messages.turn_taking.TurnDecision.
 TurnOutcome = Literal["finished", "unfinished", "timed_out", "disputed", "no_answer"]
 # With the timings extension: the language the STT heard the turn in (absent where it did not say).
 HEARD_LANGUAGE_KEY = "s2s_heard_language"

@@ -12,7 +12,7 @@ from typing import Any, get_args
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from speech_to_speech.pipeline.messages import TurnDecision
+from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.units.pool import PipelinePool, SlotState
 
 # Hops of one turn inside the server, as (stage, from mark, to mark) over ResponseState.marks.

@@ -10,10 +10,13 @@ from dataclasses import replace
 from typing import Any, ClassVar, NamedTuple
 
 from speech_to_speech.audio.rates import PIPELINE_RATE
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import STTSettings
 from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.pipeline.handler import BackendHandler
-from speech_to_speech.pipeline.messages import FloatAudio, Readings, StageError, Transcript, Utterance
+from speech_to_speech.pipeline.messages.control import StageError
+from speech_to_speech.pipeline.messages.input_audio import Utterance
+from speech_to_speech.pipeline.messages.transcription import Readings, Transcript
 
 MIN_SAMPLES = PIPELINE_RATE // 10
 PROBED_REMEMBERED = 16  # utterances over the answer whose final pass still gives its readings

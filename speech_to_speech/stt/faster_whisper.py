@@ -35,9 +35,9 @@ import numpy as np
 
 from speech_to_speech import registry
 from speech_to_speech.audio.rates import PIPELINE_RATE
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import Device, LoadContext, STTSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
-from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.pool_size import pool_size
 from speech_to_speech.stt.base import Heard, STTHandler
 from speech_to_speech.stt.packaged import PACKAGED, packaged_path

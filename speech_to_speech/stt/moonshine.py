@@ -51,9 +51,9 @@ import numpy as np
 
 from speech_to_speech import registry
 from speech_to_speech.audio.rates import PIPELINE_RATE
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import LoadContext, STTSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
-from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.stt.base import Heard, PassAbandoned, STTHandler
 from speech_to_speech.stt.moonshine_convert import INSTALL_HINT, SOURCE_FILES, MoonshineFiles, converted
 from speech_to_speech.stt.moonshine_tokenizer import MoonshineTokenizer

@@ -12,9 +12,9 @@ from typing import Any
 from speech_to_speech import registry
 from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.resample import to_int16
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import LoadContext, STTSettings
 from speech_to_speech.openai_client import make_client
-from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.stt.base import STTHandler
 
 DEFAULT_MODEL = "whisper-1"

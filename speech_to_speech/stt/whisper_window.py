@@ -46,7 +46,8 @@ from typing import Any
 import ctranslate2
 import numpy as np
 
-from speech_to_speech.pipeline.messages import FloatAudio, Readings
+from speech_to_speech.audio.samples import FloatAudio
+from speech_to_speech.pipeline.messages.transcription import Readings
 from speech_to_speech.stt.base import PassAbandoned
 
 SAMPLE_RATE = 16000  # Whisper's own input rate, which its log-mel frames assume

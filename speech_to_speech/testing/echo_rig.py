@@ -19,7 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from speech_to_speech.protocol import Event
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, decode_audio, encode_audio
+from speech_to_speech.testing.client_audio import decode_audio, encode_audio
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.room import Room
 
 CHUNK_MS = 20

@@ -21,13 +21,8 @@ import numpy.typing as npt
 from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.config import LoadContext, ServerSettings, settings_from_flat
 from speech_to_speech.pipeline.handler import BackendHandler, HandlerContext
-from speech_to_speech.pipeline.messages import (
-    AudioOutput,
-    ChatMessage,
-    GenerateResponseRequest,
-    ResponseDone,
-    TranscriptText,
-)
+from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest, ResponseDone
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TranscriptText
 from speech_to_speech.testing.scripted import tone
 from speech_to_speech.units.builder import PipelineFactory, given_sections
 from speech_to_speech.units.unit import PipelineUnit, StageBuilder, StageBuilders

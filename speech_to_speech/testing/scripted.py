@@ -31,16 +31,12 @@ import numpy.typing as npt
 
 from speech_to_speech import ids, registry
 from speech_to_speech.audio.rates import TTS_RATE
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import LoadContext, TestingSettings
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
-from speech_to_speech.pipeline.messages import (
-    AssistantToolCallPart,
-    FloatAudio,
-    GenerateResponseRequest,
-    TokenUsage,
-    Transcript,
-    Utterance,
-)
+from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, GenerateResponseRequest, TokenUsage
+from speech_to_speech.pipeline.messages.input_audio import Utterance
+from speech_to_speech.pipeline.messages.transcription import Transcript
 from speech_to_speech.stt.base import STTHandler
 from speech_to_speech.tts.base import TTSHandler
 from speech_to_speech.vad.base import VADHandler

@@ -24,7 +24,7 @@ from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.audio.resample import StreamResampler, to_int16
 from speech_to_speech.config import TTSSettings
 from speech_to_speech.pipeline.handler import BackendHandler
-from speech_to_speech.pipeline.messages import (
+from speech_to_speech.pipeline.messages.speech_output import (
     AudioOutput,
     SpokenPhonemes,
     TranscriptText,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from speech_to_speech.pipeline.messages import TurnDecision, TurnVerdict
+from speech_to_speech.pipeline.messages.turn_taking import TurnDecision, TurnVerdict
 from speech_to_speech.protocol.metadata import TurnOutcome
 from speech_to_speech.turns.rules import SENTENCE_PAUSE_MS, Eagerness, judged_finished, reads_finished
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from speech_to_speech.pipeline.messages import Readings
+from speech_to_speech.pipeline.messages.transcription import Readings
 from speech_to_speech.protocol.overlap_decisions import (
     ACKNOWLEDGE,
     BACKCHANNEL,

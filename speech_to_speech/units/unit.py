@@ -27,17 +27,11 @@ from speech_to_speech.llm.base import LLMHandler
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
 from speech_to_speech.pipeline.lm_output_processor import FIRST_CHUNK_WORDS, LMOutputProcessor
-from speech_to_speech.pipeline.messages import (
-    AudioChunk,
-    ClearInput,
-    CommitInput,
-    PipelineEnd,
-    Preamble,
-    ProbeSpeech,
-    ReplyReady,
-    SessionEnd,
-    SpeculativeTranscript,
-)
+from speech_to_speech.pipeline.messages.control import PipelineEnd, SessionEnd
+from speech_to_speech.pipeline.messages.generation import Preamble
+from speech_to_speech.pipeline.messages.input_audio import AudioChunk, ClearInput, CommitInput
+from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
+from speech_to_speech.pipeline.messages.turn_taking import ProbeSpeech, ReplyReady
 from speech_to_speech.pipeline.queue_items import (
     LLMOutput,
     LLMRequest,

@@ -31,24 +31,21 @@ import numpy as np
 from speech_to_speech import ids
 from speech_to_speech.audio.chunker import VAD_CHUNK
 from speech_to_speech.audio.rates import PIPELINE_RATE
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import TurnSettings, VADSettings
 from speech_to_speech.pipeline.handler import BackendHandler
-from speech_to_speech.pipeline.messages import (
+from speech_to_speech.pipeline.messages.input_audio import (
     AudioChunk,
     ClearInput,
     CommitInput,
-    FloatAudio,
-    ProbeSpeech,
-    ReplyReady,
     SpeculationVoided,
-    SpeculativeTranscript,
     SpeechOngoing,
     SpeechStarted,
     SpeechStopped,
-    TurnDecision,
-    TurnVerdict,
     Utterance,
 )
+from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
+from speech_to_speech.pipeline.messages.turn_taking import ProbeSpeech, ReplyReady, TurnDecision, TurnVerdict
 from speech_to_speech.turns.controller import Answer, Judgement, TurnController, TurnRules
 from speech_to_speech.turns.rules import eagerness
 from speech_to_speech.vad.smart_turn import WINDOW_SAMPLES

@@ -18,8 +18,8 @@ import numpy.typing as npt
 from speech_to_speech import registry
 from speech_to_speech.audio.chunker import VAD_CHUNK
 from speech_to_speech.audio.rates import PIPELINE_RATE
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import LoadContext, VADSettings
-from speech_to_speech.pipeline.messages import FloatAudio
 from speech_to_speech.vad.base import VADHandler
 
 # The model scores 512 new samples but must also see the 64 before them: with

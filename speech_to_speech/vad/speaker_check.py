@@ -14,7 +14,7 @@ import logging
 import numpy as np
 
 from speech_to_speech.audio.rates import PIPELINE_RATE
-from speech_to_speech.pipeline.messages import FloatAudio
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.turns.user_voice import PRINT_MS, UserVoice
 from speech_to_speech.vad.speaker_embedder import SpeakerEmbedder
 

@@ -42,11 +42,13 @@ import numpy as np
 import numpy.typing as npt
 
 from speech_to_speech.audio.rates import PIPELINE_RATE
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import PipelineCount, TurnSettings
 from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.cpu import usable_cpu_count
 from speech_to_speech.cpu.gate import CpuGate
-from speech_to_speech.pipeline.messages import AudioChunk, FloatAudio, TurnVerdict
+from speech_to_speech.pipeline.messages.input_audio import AudioChunk
+from speech_to_speech.pipeline.messages.turn_taking import TurnVerdict
 from speech_to_speech.pool_size import pool_size
 from speech_to_speech.turns.rules import (  # noqa: F401  (the rules' old import path, kept for one release)
     CONTINUATION_WORDS,

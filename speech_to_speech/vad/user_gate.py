@@ -10,7 +10,7 @@ current speech's voiced audio for them.
 
 from __future__ import annotations
 
-from speech_to_speech.pipeline.messages import FloatAudio
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.turns.user_level import UserLevel, level_db
 from speech_to_speech.vad.speaker_check import SpeakerCheck
 from speech_to_speech.vad.speaker_embedder import SpeakerEmbedder

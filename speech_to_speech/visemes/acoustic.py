@@ -23,7 +23,7 @@ import numpy.typing as npt
 from scipy.linalg import solve_toeplitz
 from scipy.signal import resample_poly
 
-from speech_to_speech.pipeline.messages import Int16Audio
+from speech_to_speech.audio.samples import Int16Audio
 from speech_to_speech.visemes.catalog import SILENCE
 from speech_to_speech.visemes.timeline import Segment, merge
 

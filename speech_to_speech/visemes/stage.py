@@ -22,7 +22,7 @@ import numpy as np
 
 from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.pipeline.handler import BaseHandler
-from speech_to_speech.pipeline.messages import AudioOutput, AudioVisemes, SpokenPhonemes
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, AudioVisemes, SpokenPhonemes
 from speech_to_speech.protocol import VISEMES_EXTENSION
 from speech_to_speech.visemes.acoustic import AcousticVisemes
 from speech_to_speech.visemes.timeline import align, slice_chunk

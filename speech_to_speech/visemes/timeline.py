@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from speech_to_speech.pipeline.messages import Int16Audio, Viseme
+from speech_to_speech.audio.samples import Int16Audio
+from speech_to_speech.pipeline.messages.speech_output import Viseme
 from speech_to_speech.visemes.catalog import LIKE_NEXT, PAUSES, PHONEME_VISEMES, SILENCE, phoneme_weight
 
 STRESS_MARKS = "ˈˌ"

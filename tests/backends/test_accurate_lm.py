@@ -11,7 +11,7 @@ import pytest
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.llama_cpp_lm import LlamaCppLM, load_llama_cpp
 from speech_to_speech.llm.packaged import PACKAGED, joined_gguf
-from speech_to_speech.pipeline.messages import AssistantTextPart, ChatMessage, GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import AssistantTextPart, ChatMessage, GenerateResponseRequest
 from speech_to_speech.presets import preset
 from speech_to_speech.testing.engine import loading
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
-from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest
 
 
 def request(*messages: ChatMessage, instructions: str | None = None) -> GenerateResponseRequest:

@@ -15,7 +15,7 @@ from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
 from speech_to_speech.llm.ctranslate2_lm import CTranslate2LM, LoadedCT2, converted_for_ct2, load_ctranslate2
 from speech_to_speech.llm.local_tokenizer import LocalTokenizer
 from speech_to_speech.llm.weights import packaged_gguf, resolve_source
-from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest, TokenUsage
+from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest, TokenUsage
 from speech_to_speech.testing.engine import loading
 
 pytestmark = pytest.mark.real_models

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.bench.audio import voiced_bounds
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import Transcript, Utterance
+from speech_to_speech.pipeline.messages.input_audio import Utterance
+from speech_to_speech.pipeline.messages.transcription import Transcript
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.stt.base import Heard
 from speech_to_speech.stt.faster_whisper import (

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from speech_to_speech.audio.resample import resample
-from speech_to_speech.pipeline.messages import AudioOutput, TranscriptText, TTSInput
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TranscriptText, TTSInput
 from speech_to_speech.tts.hibari import HibariTTS
 
 pytestmark = pytest.mark.real_models

@@ -17,7 +17,7 @@ import pytest
 
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import AudioOutput, SpokenPhonemes, TTSInput
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, SpokenPhonemes, TTSInput
 from speech_to_speech.testing.engine import loading
 from speech_to_speech.tts.kokoro import KokoroONNX, KokoroTTS, load_kokoro
 

@@ -9,7 +9,7 @@ import pytest
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.llama_cpp_lm import LlamaCppLM, LoadedLlama, load_llama_cpp
-from speech_to_speech.pipeline.messages import (
+from speech_to_speech.pipeline.messages.generation import (
     AssistantTextPart,
     ChatMessage,
     GenerateResponseRequest,

@@ -26,7 +26,12 @@ from speech_to_speech.llm.llama_cpp_lm import (
 from speech_to_speech.llm.speakable import writes_foreign_script
 from speech_to_speech.llm.weights import packaged_gguf, resolve_source
 from speech_to_speech.pipeline.lm_output_processor import first_chunk_ready
-from speech_to_speech.pipeline.messages import AssistantTextPart, ChatMessage, GenerateResponseRequest, PromptPrefill
+from speech_to_speech.pipeline.messages.generation import (
+    AssistantTextPart,
+    ChatMessage,
+    GenerateResponseRequest,
+    PromptPrefill,
+)
 from speech_to_speech.testing.engine import loading
 
 pytestmark = pytest.mark.real_models

@@ -12,7 +12,7 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.base import Terminal
 from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
 from speech_to_speech.llm.tools import CALL_OPEN
-from speech_to_speech.pipeline.messages import (
+from speech_to_speech.pipeline.messages.generation import (
     AssistantTextPart,
     AssistantToolCallPart,
     ChatMessage,

@@ -24,7 +24,8 @@ from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.bench.audio import voiced_bounds
 from speech_to_speech.bench.stt_window import word_errors
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import Transcript, Utterance
+from speech_to_speech.pipeline.messages.input_audio import Utterance
+from speech_to_speech.pipeline.messages.transcription import Transcript
 from speech_to_speech.stt import moonshine_convert
 from speech_to_speech.stt.base import Heard
 from speech_to_speech.stt.moonshine import (

@@ -14,7 +14,7 @@ import pytest
 
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import AudioOutput, TTSInput
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TTSInput
 from speech_to_speech.testing.engine import loading
 from speech_to_speech.testing.hub_stand_in import hub_stand_in
 from speech_to_speech.tts import kokoro_voices, piper_voices

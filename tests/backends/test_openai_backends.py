@@ -18,7 +18,8 @@ import pytest
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.openai_client import DUMMY_KEY, api_key
-from speech_to_speech.pipeline.messages import AudioOutput, TranscriptText, TTSInput, Utterance
+from speech_to_speech.pipeline.messages.input_audio import Utterance
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TranscriptText, TTSInput
 from speech_to_speech.stt.openai_api import OpenAISTT, load_openai_stt
 from speech_to_speech.testing.engine import loading
 from speech_to_speech.tts.openai_api import OpenAITTS, load_openai_tts, pcm16_frames

@@ -9,14 +9,10 @@ import pytest
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.llama_cpp_lm import LlamaCppLM
-from speech_to_speech.pipeline.messages import (
-    AudioOutput,
-    ChatMessage,
-    GenerateResponseRequest,
-    SpeechStarted,
-    SpeechStopped,
-    TranscriptionCompleted,
-)
+from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest
+from speech_to_speech.pipeline.messages.input_audio import SpeechStarted, SpeechStopped
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput
+from speech_to_speech.pipeline.messages.transcription import TranscriptionCompleted
 from speech_to_speech.stt.faster_whisper import FasterWhisperSTT
 from speech_to_speech.testing.engine import collect, collect_response, loading, stage
 from speech_to_speech.tts.hibari import HibariTTS

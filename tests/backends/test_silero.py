@@ -9,7 +9,7 @@ import pytest
 
 from speech_to_speech.audio.chunker import Chunker
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import AudioChunk, SpeechStarted, SpeechStopped, Utterance
+from speech_to_speech.pipeline.messages.input_audio import AudioChunk, SpeechStarted, SpeechStopped, Utterance
 from speech_to_speech.testing.engine import loading
 from speech_to_speech.vad.silero import SileroModel, SileroVAD, load_silero, packaged_model_path
 

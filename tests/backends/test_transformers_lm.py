@@ -12,7 +12,7 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.llm.chat_prompt import chat_turns, render_prompt
 from speech_to_speech.llm.transformers_lm import LoadedLM, TransformersLM
 from speech_to_speech.llm.weights import packaged_gguf, resolve_source
-from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest, TokenUsage
+from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest, TokenUsage
 
 pytestmark = pytest.mark.real_models
 QUESTION = GenerateResponseRequest("resp_1", 0, (ChatMessage("user", "What is the capital of France?"),))

@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import SpokenPhonemes, TTSInput
-from speech_to_speech.protocol import VISEMES_EXTENSION
+from speech_to_speech.pipeline.messages.speech_output import SpokenPhonemes, TTSInput
+from speech_to_speech.protocol import VISEMES_EXTENSION, Event
+from speech_to_speech.testing.client_audio import decode_audio
 from speech_to_speech.testing.engine import loading
-from speech_to_speech.testing.realtime_client import Event, RealtimeTestClient, decode_audio
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.scripted import FAST_SCRIPTED
 from speech_to_speech.testing.server import running_server
 from speech_to_speech.tts.hibari import HibariTTS, load_hibari

@@ -11,7 +11,7 @@ import pytest
 
 from speech_to_speech.audio.wav import write_wav
 from speech_to_speech.bench.turns import LATENCY
-from speech_to_speech.testing.realtime_client import tone
+from speech_to_speech.testing.client_audio import tone
 
 
 @pytest.fixture

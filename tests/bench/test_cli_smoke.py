@@ -18,7 +18,7 @@ from speech_to_speech.audio.wav import write_wav
 from speech_to_speech.bench import capacity, latency, load, overhead, turns
 from speech_to_speech.bench.cli import server_settings
 from speech_to_speech.config import ServerSettings, flat_settings
-from speech_to_speech.testing.realtime_client import silence, tone
+from speech_to_speech.testing.client_audio import silence, tone
 from speech_to_speech.testing.server import running_server
 
 # In-process servers start fastest; the capacity test keeps the default, a child process.

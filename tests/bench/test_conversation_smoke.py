@@ -14,7 +14,7 @@ import pytest
 from speech_to_speech import cli
 from speech_to_speech.bench import audio, report
 from speech_to_speech.bench.turns import LATENCY
-from speech_to_speech.testing.realtime_client import tone
+from speech_to_speech.testing.client_audio import tone
 
 SCRIPT = {"voiced_s": [0.3, 5.0], "conversations": [{"name": "sam", "turns": [
     {"kind": "fact", "text": "My name is Sam and I live in Oslo."},

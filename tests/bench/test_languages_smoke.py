@@ -12,7 +12,7 @@ import pytest
 
 from speech_to_speech import cli
 from speech_to_speech.bench import languages, report
-from speech_to_speech.testing.realtime_client import tone
+from speech_to_speech.testing.client_audio import tone
 
 
 @pytest.mark.parametrize(("reference", "heard", "language", "rate"), [

@@ -12,7 +12,7 @@ from speech_to_speech.bench.audio import Speech
 from speech_to_speech.bench.mic import Said
 from speech_to_speech.bench.outcome import outcome, quiet
 from speech_to_speech.bench.turns import LATENCY, summarize_turns, turn_sample
-from speech_to_speech.pipeline.messages import TurnDecision
+from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.protocol import TURN_DETECTION_KEY
 from speech_to_speech.realtime.conversation.response_metadata import encode_turn_decision
 from speech_to_speech.testing.realtime_client import Received

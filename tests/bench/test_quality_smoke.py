@@ -10,7 +10,7 @@ import pytest
 
 from speech_to_speech import cli
 from speech_to_speech.bench import audio, report
-from speech_to_speech.testing.realtime_client import tone
+from speech_to_speech.testing.client_audio import tone
 
 SET = {"requests": [
     {"name": "fact", "category": "fact", "turns": ["What is the capital of France?"], "expect": ["Paris"]},

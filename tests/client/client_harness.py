@@ -16,7 +16,7 @@ from speech_to_speech.client.config import RealtimeAudioClientConfig
 from speech_to_speech.client.files import WavRecorder
 from speech_to_speech.client.playback import Playback
 from speech_to_speech.client.session import ClientSession
-from speech_to_speech.testing.realtime_client import silence, tone
+from speech_to_speech.testing.client_audio import silence, tone
 from speech_to_speech.testing.scripted import FAST_SCRIPTED
 
 SCRIPTED = FAST_SCRIPTED

@@ -8,7 +8,7 @@ from contextlib import ExitStack
 import pytest
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.testing.scripted import recorded_requests
 from speech_to_speech.testing.server import RunningServer, running_server
 

@@ -12,7 +12,7 @@ import pytest
 from speech_to_speech.client.devices import Microphone, Speaker, list_devices, resolve_device
 from speech_to_speech.client.errors import AudioDeviceError
 from speech_to_speech.client.playback import Playback
-from speech_to_speech.testing.realtime_client import tone
+from speech_to_speech.testing.client_audio import tone
 from speech_to_speech.testing.sound_devices import DEVICES, FakeSoundDevice, install_fake_sounddevice
 
 

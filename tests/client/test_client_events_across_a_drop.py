@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from speech_to_speech.client import ConnectionResumed, RealtimeClient
 from speech_to_speech.client.sent_events import SentEvents
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.protocol.resume import LAST_CLIENT_EVENT_ID, LAST_FINISHED_RESPONSE_ID, STREAMED_CLIENT_EVENTS
 
 from .conftest import ServerFactory

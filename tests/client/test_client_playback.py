@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from speech_to_speech.client.playback import Cut, Playback
-from speech_to_speech.testing.realtime_client import tone
+from speech_to_speech.testing.client_audio import tone
 
 RATE = 24000
 

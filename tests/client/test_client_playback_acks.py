@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from speech_to_speech import cli
 from speech_to_speech.client import listen_and_play_realtime
 from speech_to_speech.client.cli import client_config
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 
 from .client_harness import FakeTransport, audio_delta, write_turns
 from .conftest import ServerFactory

@@ -16,7 +16,7 @@ import pytest
 from speech_to_speech.audio.wav import read_wav, write_wav
 from speech_to_speech.client import RealtimeAudioClientConfig, SessionSummary, listen_and_play_realtime
 from speech_to_speech.client.errors import SessionLimitReached, SessionRejected
-from speech_to_speech.testing.realtime_client import silence, tone
+from speech_to_speech.testing.client_audio import silence, tone
 
 from .client_harness import FakeTransport, audio_delta, response_done, voiced_spans
 from .conftest import ServerFactory

@@ -30,7 +30,7 @@ from speech_to_speech.client import (
 from speech_to_speech.client.link import Link, websocket_connector
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.realtime.app.server import build_app
-from speech_to_speech.testing.realtime_client import silence, tone
+from speech_to_speech.testing.client_audio import silence, tone
 from speech_to_speech.testing.server import RunningServer
 
 from .client_harness import MS_PER_CHAR, SCRIPTED

@@ -6,7 +6,7 @@ import pytest
 
 from speech_to_speech.llm.answer_language import answer_in_language, reply_language
 from speech_to_speech.llm.base import LLMHandler
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 
 
 @pytest.mark.parametrize(("heard", "voice", "reply"), [

@@ -15,7 +15,7 @@ from speech_to_speech.llm.context_window import (
     fit,
     message_cost,
 )
-from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest, Truncation
+from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest, Truncation
 
 
 def words(count: int) -> int:

@@ -20,7 +20,7 @@ from speech_to_speech.llm.tools import (
     signature_from_schema,
     split_tool_calls,
 )
-from speech_to_speech.pipeline.messages import AssistantToolCallPart, ChatMessage, GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, ChatMessage, GenerateResponseRequest
 
 WEATHER = {
     "type": "function",

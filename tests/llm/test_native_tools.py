@@ -8,7 +8,7 @@ from speech_to_speech.config import LLMSettings
 from speech_to_speech.llm.chat_prompt import chat_turns, knows_tools, prompt_for
 from speech_to_speech.llm.local_tokenizer import ChatTemplate
 from speech_to_speech.llm.tools import ParsedCall, ToolCallSplitter, tools_of
-from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest
 
 WEATHER = {"type": "function", "name": "get_weather", "description": "Weather in a city.",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}

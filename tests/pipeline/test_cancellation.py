@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from speech_to_speech.pipeline.messages import (
-    AudioOutput,
-    LLMFirstToken,
-    ResponseDone,
-    SpeechStarted,
-    TokenUsage,
-    TranscriptionCompleted,
-    TranscriptText,
-)
+from speech_to_speech.pipeline.messages.generation import LLMFirstToken, ResponseDone, TokenUsage
+from speech_to_speech.pipeline.messages.input_audio import SpeechStarted
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TranscriptText
+from speech_to_speech.pipeline.messages.transcription import TranscriptionCompleted
 from speech_to_speech.testing.engine import (
     UnitFactory,
     assert_quiet,

@@ -8,12 +8,10 @@ from typing import Any
 import numpy.typing as npt
 
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler
-from speech_to_speech.pipeline.messages import (
-    AudioOutput,
-    GenerateResponseRequest,
-    StageError,
-    TranscriptionCompleted,
-)
+from speech_to_speech.pipeline.messages.control import StageError
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput
+from speech_to_speech.pipeline.messages.transcription import TranscriptionCompleted
 from speech_to_speech.stt.base import STTHandler
 from speech_to_speech.testing.engine import (
     collect,

@@ -12,14 +12,14 @@ import pytest
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import HandlerContext
 from speech_to_speech.pipeline.lm_output_processor import LMOutputProcessor, split_ready
-from speech_to_speech.pipeline.messages import (
+from speech_to_speech.pipeline.messages.control import PipelineEnd
+from speech_to_speech.pipeline.messages.generation import (
     AssistantTextPart,
     AssistantToolCallPart,
-    PipelineEnd,
     ResponseDone,
     TokenUsage,
-    TTSInput,
 )
+from speech_to_speech.pipeline.messages.speech_output import TTSInput
 from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig
 from speech_to_speech.testing.engine import collect
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from speech_to_speech.pipeline.handler import BackendHandler
-from speech_to_speech.pipeline.messages import AudioOutput, TTSInput
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TTSInput
 from speech_to_speech.testing.engine import (
     next_of,
     request,

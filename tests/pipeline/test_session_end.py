@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from speech_to_speech.pipeline.messages import (
-    AudioOutput,
-    ResponseDone,
-    SessionEnd,
-    SpeechStarted,
-    SpeechStopped,
-    TokenUsage,
-)
+from speech_to_speech.pipeline.messages.control import SessionEnd
+from speech_to_speech.pipeline.messages.generation import ResponseDone, TokenUsage
+from speech_to_speech.pipeline.messages.input_audio import SpeechStarted, SpeechStopped
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput
 from speech_to_speech.testing.engine import (
     UnitFactory,
     collect,

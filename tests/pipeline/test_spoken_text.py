@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from speech_to_speech.pipeline.messages import TranscriptText
+from speech_to_speech.pipeline.messages.speech_output import TranscriptText
 from speech_to_speech.testing.engine import respond, running_unit
 
 MS_PER_CHAR = 10.0

@@ -8,9 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import HandlerContext
-from speech_to_speech.pipeline.messages import FloatAudio, Transcript, Utterance
+from speech_to_speech.pipeline.messages.input_audio import Utterance
+from speech_to_speech.pipeline.messages.transcription import Transcript
 from speech_to_speech.pipeline.session_config import ConfigHolder
 from speech_to_speech.stt.base import PassAbandoned, STTHandler
 from speech_to_speech.testing.engine import scripted_settings, speech

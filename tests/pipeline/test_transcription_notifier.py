@@ -10,9 +10,8 @@ import pytest
 
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import HandlerContext
-from speech_to_speech.pipeline.messages import (
-    PipelineEnd,
-    SessionEnd,
+from speech_to_speech.pipeline.messages.control import PipelineEnd, SessionEnd
+from speech_to_speech.pipeline.messages.transcription import (
     Transcript,
     TranscriptionCompleted,
     TranscriptionDelta,

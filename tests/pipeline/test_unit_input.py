@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from speech_to_speech.pipeline.messages import (
-    SpeechStarted,
-    SpeechStopped,
-    TranscriptionCompleted,
-    TranscriptionDelta,
-)
+from speech_to_speech.pipeline.messages.input_audio import SpeechStarted, SpeechStopped
+from speech_to_speech.pipeline.messages.transcription import TranscriptionCompleted, TranscriptionDelta
 from speech_to_speech.testing.engine import UnitFactory, collect, next_of, speech, turn_audio
 
 CHUNK_S = 512 / 16000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from speech_to_speech.llm.base import LLMHandler
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.testing.engine import scripted_builders, scripted_settings, stage
 from speech_to_speech.testing.scripted import ScriptedTTS
 from speech_to_speech.units.unit import PipelineUnit

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.scripted import FAST_SCRIPTED, recorded_requests
 from speech_to_speech.testing.server import RunningServer, running_server

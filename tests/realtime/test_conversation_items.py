@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, is_error_for, spoken_turn, types
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.event_matchers import is_error_for, types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ClientFactory, ServerFactory
 

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from speech_to_speech.cpu import share
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, tone
+from speech_to_speech.testing.client_audio import spoken_turn, tone
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.server import RunningServer
 
 from .conftest import ServerFactory

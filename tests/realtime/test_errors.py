@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, is_error_for, types
+from speech_to_speech.testing.event_matchers import is_error_for, types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ClientFactory, ServerFactory
 

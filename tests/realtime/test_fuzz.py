@@ -30,7 +30,8 @@ from hypothesis import event as count_frames
 from hypothesis import strategies as st
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, is_error_for
+from speech_to_speech.testing.event_matchers import is_error_for
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.scripted import FAST_SCRIPTED
 from speech_to_speech.testing.server import RunningServer, running_server
 

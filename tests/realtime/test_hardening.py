@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 import websockets
 
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, is_error_for, silence, spoken_turn
+from speech_to_speech.testing.client_audio import silence, spoken_turn
+from speech_to_speech.testing.event_matchers import is_error_for
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.server import RunningServer
 
 from .conftest import ClientFactory, ServerFactory

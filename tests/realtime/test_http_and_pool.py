@@ -12,7 +12,8 @@ import pytest
 import websockets
 
 from speech_to_speech.pool_size import pool_size
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.scripted import SCRIPTED_VOICES
 from speech_to_speech.testing.server import RunningServer
 

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from speech_to_speech.testing.realtime_client import (
-    Event,
-    RealtimeTestClient,
-    of_response,
-    spoken_turn,
-    types,
-)
+from speech_to_speech.protocol import Event
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.event_matchers import of_response, types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ServerFactory
 

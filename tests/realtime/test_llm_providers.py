@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from speech_to_speech.testing.event_matchers import types
 from speech_to_speech.testing.fake_provider import FakeProvider, Scenario
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.server import free_port, serving
 
 from .conftest import ServerFactory

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, tone, types
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
+from speech_to_speech.testing.client_audio import spoken_turn, tone
+from speech_to_speech.testing.event_matchers import types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ServerFactory
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.testing.mcp_server import serving, time_server, tools_server
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 

@@ -7,7 +7,8 @@ import asyncio
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.server import RunningServer
 
 from .conftest import ClientFactory, ServerFactory

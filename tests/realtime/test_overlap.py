@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from speech_to_speech.audio.wav import read_wav
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.protocol import Event
 from speech_to_speech.protocol.overlap_decisions import (
     ACKNOWLEDGE,
@@ -32,7 +32,9 @@ from speech_to_speech.protocol.overlap_decisions import (
 )
 from speech_to_speech.realtime.conversation.overlap import Overlap, Thresholds, decide
 from speech_to_speech.realtime.wire.session_model import MAX_THRESHOLD_MS
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence, spoken_turn, tone, types
+from speech_to_speech.testing.client_audio import silence, spoken_turn, tone
+from speech_to_speech.testing.event_matchers import types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ServerFactory
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.protocol import Event
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, types
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.event_matchers import types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ServerFactory
 

@@ -15,8 +15,11 @@ import numpy as np
 import numpy.typing as npt
 
 from speech_to_speech import registry
-from speech_to_speech.pipeline.messages import AudioOutput, TTSInput, Utterance
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, types
+from speech_to_speech.pipeline.messages.input_audio import Utterance
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TTSInput
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.event_matchers import types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.scripted import EnergyVAD, ScriptedSTT, ScriptedTTS
 
 from .conftest import ServerFactory

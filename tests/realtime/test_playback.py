@@ -12,11 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.playback import Playback, heard_text
 from speech_to_speech.realtime.wire.errors import RealtimeError
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, decode_audio, is_error_for, types
+from speech_to_speech.testing.client_audio import decode_audio
+from speech_to_speech.testing.event_matchers import is_error_for, types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ServerFactory
 

@@ -12,9 +12,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.realtime.conversation.playback import heard_text
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, decode_audio, is_error_for, types
+from speech_to_speech.testing.client_audio import decode_audio
+from speech_to_speech.testing.event_matchers import is_error_for, types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ServerFactory
 

@@ -17,8 +17,26 @@ from typing import Any
 import pytest
 
 from speech_to_speech.pipeline import messages
+from speech_to_speech.pipeline.messages.control import SessionEnd
+from speech_to_speech.pipeline.messages.generation import (
+    AssistantTextPart,
+    AssistantToolCallPart,
+    GenerateResponseRequest,
+    ResponseDone,
+)
+from speech_to_speech.pipeline.messages.input_audio import (
+    AudioChunk,
+    ClearInput,
+    CommitInput,
+    SpeechStarted,
+    SpeechStopped,
+    Utterance,
+)
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TranscriptText, TTSInput
+from speech_to_speech.pipeline.messages.transcription import Transcript, TranscriptionCompleted
+from speech_to_speech.testing.client_audio import silence, spoken_turn
 from speech_to_speech.testing.engine import wait_until
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence, spoken_turn
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.units import unit as unit_module
 
 from .conftest import ServerFactory
@@ -90,16 +108,16 @@ async def test_every_queue_carries_only_its_type(make_server: ServerFactory, see
 
     assert seen.wrong == []
     expected = {
-        "vad_input": {messages.AudioChunk, messages.ClearInput, messages.CommitInput, messages.SessionEnd},
-        "utterances": {messages.Utterance, messages.SessionEnd},
-        "transcripts": {messages.Transcript, messages.SessionEnd},
-        "stage_events": {messages.SpeechStarted, messages.SpeechStopped, messages.TranscriptionCompleted,
-                         messages.SessionEnd},
-        "llm_requests": {messages.GenerateResponseRequest, messages.SessionEnd},
-        "llm_output": {messages.AssistantTextPart, messages.AssistantToolCallPart, messages.ResponseDone},
-        "tts_input": {messages.TTSInput, messages.AssistantToolCallPart, messages.ResponseDone},
-        "response_output": {messages.AudioOutput, messages.TranscriptText, messages.AssistantToolCallPart,
-                            messages.ResponseDone, messages.SessionEnd},
+        "vad_input": {AudioChunk, ClearInput, CommitInput, SessionEnd},
+        "utterances": {Utterance, SessionEnd},
+        "transcripts": {Transcript, SessionEnd},
+        "stage_events": {SpeechStarted, SpeechStopped, TranscriptionCompleted,
+                         SessionEnd},
+        "llm_requests": {GenerateResponseRequest, SessionEnd},
+        "llm_output": {AssistantTextPart, AssistantToolCallPart, ResponseDone},
+        "tts_input": {TTSInput, AssistantToolCallPart, ResponseDone},
+        "response_output": {AudioOutput, TranscriptText, AssistantToolCallPart,
+                            ResponseDone, SessionEnd},
     }
     for name, kinds in expected.items():
         assert kinds <= seen.types[name], (name, sorted(k.__name__ for k in kinds - seen.types[name]))
@@ -110,4 +128,5 @@ def test_each_queue_has_a_type_of_message_classes() -> None:
     assert set(allowed) == {"vad_input", "utterances", "transcripts", "stage_events", "llm_requests", "llm_output",
                             "tts_input", "tts_output", "response_output"}
     for name, kinds in allowed.items():
-        assert kinds and all(isinstance(k, type) and k.__module__ == messages.__name__ for k in kinds), name
+        assert kinds and all(isinstance(k, type) and k.__module__.startswith(f"{messages.__name__}.")
+                             for k in kinds), name

@@ -13,8 +13,8 @@ from openai import AsyncOpenAI
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.testing.engine import loading
-from speech_to_speech.testing.realtime_client import validate_server_event
 from speech_to_speech.testing.server import RunningServer, running_server
+from speech_to_speech.testing.server_event_schema import validate_server_event
 
 pytestmark = pytest.mark.real_models
 RATE = 24000

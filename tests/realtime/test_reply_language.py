@@ -3,10 +3,11 @@ as the language to answer in, within what the voice can say."""
 
 from __future__ import annotations
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.protocol import TIMINGS_EXTENSION
 from speech_to_speech.protocol.metadata import HEARD_LANGUAGE_KEY
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ServerFactory
 

@@ -10,15 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from speech_to_speech.pipeline.cancel_scope import CancelScope
-from speech_to_speech.pipeline.messages import (
-    AudioOutput,
-    ChatMessage,
-    GenerateResponseRequest,
-    ReplyReady,
-    ResponseDone,
-    SpeculativeTranscript,
-    TranscriptText,
-)
+from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest, ResponseDone
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TranscriptText
+from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
+from speech_to_speech.pipeline.messages.turn_taking import ReplyReady
 from speech_to_speech.realtime.conversation.speculation import Speculation, SpeculationSlot
 
 WORDS = "What is the capital of Australia?"

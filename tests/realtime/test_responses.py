@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, types
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
+from speech_to_speech.testing.event_matchers import types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ClientFactory, ServerFactory
 

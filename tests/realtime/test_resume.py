@@ -20,7 +20,8 @@ import httpx
 import pytest
 
 from speech_to_speech.protocol import Event
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.server import RunningServer
 from speech_to_speech.testing.tcp_proxy import TcpProxy
 

@@ -18,7 +18,8 @@ import pytest
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.protocol import TIMINGS_EXTENSION, TIMINGS_KEY, TURN_DETECTION_KEY
 from speech_to_speech.stt.whisper_window import ends_sentence
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence
+from speech_to_speech.testing.client_audio import silence
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.vad.turn_detector import MAX_CONTINUATION
 
 from .conftest import ServerFactory

@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, is_error_for, spoken_turn
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.event_matchers import is_error_for
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.scripted import FAST_SCRIPTED
 
 from .conftest import ClientFactory, ServerFactory

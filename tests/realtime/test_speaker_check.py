@@ -12,7 +12,8 @@ import pytest
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.bench.room_audio import at_level
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence
+from speech_to_speech.testing.client_audio import silence
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ServerFactory
 

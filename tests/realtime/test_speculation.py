@@ -7,8 +7,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence, spoken_turn, tone, types
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
+from speech_to_speech.testing.client_audio import silence, spoken_turn, tone
+from speech_to_speech.testing.event_matchers import types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.scripted import ScriptedLLM
 
 from .conftest import ServerFactory

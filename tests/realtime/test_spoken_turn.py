@@ -10,13 +10,10 @@ import numpy as np
 import pytest
 from openai import AsyncOpenAI
 
-from speech_to_speech.testing.realtime_client import (
-    Event,
-    RealtimeTestClient,
-    decode_audio,
-    spoken_turn,
-    types,
-)
+from speech_to_speech.protocol import Event
+from speech_to_speech.testing.client_audio import decode_audio, spoken_turn
+from speech_to_speech.testing.event_matchers import types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ServerFactory
 

@@ -15,10 +15,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from speech_to_speech.pipeline.messages import SpeechStarted, TurnDecision
+from speech_to_speech.pipeline.messages.input_audio import SpeechStarted
+from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.realtime.conversation.response import ResponseState
 from speech_to_speech.realtime.conversation.take_back import may_take_back
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, silence
+from speech_to_speech.testing.client_audio import silence
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ServerFactory
 from .test_semantic_turns import MAX_TURN_SILENCE_MS, RATE, SLOW_SILENCE_MS, semantic, speech, until_quiet

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.server import RunningServer
 
 from .conftest import ClientFactory, ServerFactory

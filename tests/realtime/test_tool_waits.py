@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.realtime.tools.preamble import PHRASES
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.event_matchers import types
 from speech_to_speech.testing.mcp_server import serving, tools_server
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ServerFactory
 from .test_mcp_tools import listed, mcp_tool

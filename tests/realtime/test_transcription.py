@@ -9,9 +9,11 @@ import pytest
 
 from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.cpu.gate import CpuGate
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.protocol import SNAPSHOT_EXTENSION
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn, types
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.event_matchers import types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.scripted import ScriptedLLM
 
 from .conftest import ServerFactory

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest, Truncation
-from speech_to_speech.testing.realtime_client import is_error_for
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest, Truncation
+from speech_to_speech.testing.event_matchers import is_error_for
 
 from .conftest import ClientFactory
 

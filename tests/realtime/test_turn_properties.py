@@ -37,8 +37,9 @@ from hypothesis import event as count_example
 from hypothesis import strategies as st
 
 from speech_to_speech.audio.chunker import VAD_CHUNK
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import FloatAudio, Utterance
+from speech_to_speech.pipeline.messages.input_audio import Utterance
 from speech_to_speech.realtime.service.realtime_service import RealtimeService
 from speech_to_speech.stt.base import STTHandler
 from speech_to_speech.testing.engine import scripted_builders, speech, stage

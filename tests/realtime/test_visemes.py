@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from speech_to_speech.protocol import VISEMES_EXTENSION
-from speech_to_speech.testing.realtime_client import (
-    Event,
-    RealtimeTestClient,
-    decode_audio,
-    of_response,
-    types,
-)
+from speech_to_speech.protocol import VISEMES_EXTENSION, Event
+from speech_to_speech.testing.client_audio import decode_audio
+from speech_to_speech.testing.event_matchers import of_response, types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.visemes.catalog import VISEMES
 
 from .conftest import ServerFactory

@@ -13,7 +13,9 @@ import httpx
 import numpy as np
 import pytest
 
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, decode_audio, is_error_for
+from speech_to_speech.testing.client_audio import decode_audio
+from speech_to_speech.testing.event_matchers import is_error_for
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.scripted import SCRIPTED_VOICES
 from speech_to_speech.testing.server import RunningServer
 

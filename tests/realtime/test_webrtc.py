@@ -16,16 +16,12 @@ from typing import Any
 import httpx
 import pytest
 
-from speech_to_speech.pipeline.messages import GenerateResponseRequest
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
+from speech_to_speech.protocol import Event
 from speech_to_speech.realtime.webrtc.signalling import ICE_SERVERS_ENV, ice_servers_from_env
-from speech_to_speech.testing.realtime_client import (
-    Event,
-    RealtimeTestClient,
-    is_error_for,
-    of_response,
-    spoken_turn,
-    types,
-)
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.event_matchers import is_error_for, of_response, types
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.server import RunningServer
 
 from .conftest import ServerFactory, pool_states, wait_idle

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from speech_to_speech.realtime.webrtc.liveness import SILENCE_LIMIT_S
-from speech_to_speech.testing.realtime_client import spoken_turn
+from speech_to_speech.testing.client_audio import spoken_turn
 
 from .conftest import ServerFactory, pool_states, wait_idle
 

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from speech_to_speech.pipeline.messages import ChatMessage
+from speech_to_speech.pipeline.messages.generation import ChatMessage
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.sessions.store.base import Snapshot

@@ -11,7 +11,8 @@ import pytest
 
 from speech_to_speech.audio.rates import WIRE_RATE
 from speech_to_speech.protocol import Event
-from speech_to_speech.testing.realtime_client import RealtimeTestClient, spoken_turn
+from speech_to_speech.testing.client_audio import spoken_turn
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.redis_server import RedisServer
 from speech_to_speech.testing.serve_process import ServeProcess
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from speech_to_speech.pipeline.messages import TurnVerdict
+from speech_to_speech.pipeline.messages.turn_taking import TurnVerdict
 from speech_to_speech.turns.controller import NOTHING, Answer, TurnController, TurnRules
 from speech_to_speech.turns.rules import EAGERNESS, SENTENCE_PAUSE_MS
 

@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from speech_to_speech.pipeline.messages import TurnVerdict
+from speech_to_speech.pipeline.messages.turn_taking import TurnVerdict
 from speech_to_speech.turns.controller import NOTHING, Answer, TurnController, TurnRules
 from speech_to_speech.turns.rules import EAGERNESS, SENTENCE_PAUSE_MS
 

@@ -14,7 +14,7 @@ import pytest
 from speech_to_speech.audio.wav import read_wav
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.cpu.gate import CpuGate
-from speech_to_speech.pipeline.messages import TurnVerdict
+from speech_to_speech.pipeline.messages.turn_taking import TurnVerdict
 from speech_to_speech.vad.smart_turn import FRAMES, SmartTurnModel, WhisperFeatures, packaged_model_path
 from speech_to_speech.vad.turn_detector import TurnDetector, load_turn_detector
 

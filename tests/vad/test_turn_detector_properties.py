@@ -20,18 +20,16 @@ from hypothesis import strategies as st
 from speech_to_speech.audio.chunker import VAD_CHUNK
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import HandlerContext
-from speech_to_speech.pipeline.messages import (
+from speech_to_speech.pipeline.messages.input_audio import (
     AudioChunk,
     ClearInput,
     CommitInput,
-    ReplyReady,
-    SpeculativeTranscript,
     SpeechStarted,
     SpeechStopped,
-    TurnDecision,
-    TurnVerdict,
     Utterance,
 )
+from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
+from speech_to_speech.pipeline.messages.turn_taking import ReplyReady, TurnDecision, TurnVerdict
 from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig, TurnDetection
 from speech_to_speech.testing.engine import backend_settings, scripted_settings
 from speech_to_speech.testing.scripted import EnergyVAD

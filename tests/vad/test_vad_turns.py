@@ -17,17 +17,17 @@ from hypothesis import strategies as st
 from speech_to_speech.audio.chunker import Chunker
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import HandlerContext
-from speech_to_speech.pipeline.messages import (
+from speech_to_speech.pipeline.messages.input_audio import (
     AudioChunk,
     ClearInput,
     CommitInput,
-    ProbeSpeech,
     SpeculationVoided,
     SpeechOngoing,
     SpeechStarted,
     SpeechStopped,
     Utterance,
 )
+from speech_to_speech.pipeline.messages.turn_taking import ProbeSpeech
 from speech_to_speech.pipeline.session_config import ConfigHolder, TurnDetection
 from speech_to_speech.testing.engine import backend_settings, scripted_settings, silence, speech
 from speech_to_speech.testing.scripted import EnergyVAD

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from fastapi import WebSocket
 
-from speech_to_speech.pipeline.messages import Int16Audio
+from speech_to_speech.audio.samples import Int16Audio
 from speech_to_speech.protocol import NORMAL_CLOSURE
 
 

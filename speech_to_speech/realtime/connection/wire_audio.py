@@ -17,7 +17,7 @@ import numpy as np
 from speech_to_speech.audio import codecs
 from speech_to_speech.audio.rates import PIPELINE_RATE, TTS_RATE
 from speech_to_speech.audio.resample import StreamResampler, to_int16
-from speech_to_speech.pipeline.messages import FloatAudio, Int16Audio
+from speech_to_speech.audio.samples import FloatAudio, Int16Audio
 from speech_to_speech.realtime.wire.session import format_rate
 
 # Base64 characters decoded at a time: a multiple of 8, so each slice is whole base64 quanta and

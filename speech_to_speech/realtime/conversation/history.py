@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from speech_to_speech.pipeline.messages import ChatMessage
+from speech_to_speech.pipeline.messages.generation import ChatMessage
 
 # Ids of withdrawn items kept, for the client events about them still on their way.
 WITHDRAWN_REMEMBERED = 16

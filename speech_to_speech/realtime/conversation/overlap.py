@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from speech_to_speech.pipeline.messages import SpeechOngoing, SpeechStarted, SpeechStopped
+from speech_to_speech.pipeline.messages.input_audio import SpeechOngoing, SpeechStarted, SpeechStopped
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import Event
 from speech_to_speech.protocol.overlap_decisions import (

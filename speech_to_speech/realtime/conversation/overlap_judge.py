@@ -30,16 +30,14 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from speech_to_speech.pipeline.messages import (
-    ProbeSpeech,
+from speech_to_speech.pipeline.messages.input_audio import SpeechOngoing, SpeechStarted, SpeechStopped
+from speech_to_speech.pipeline.messages.transcription import (
     Readings,
     SpeculativeTranscript,
-    SpeechOngoing,
-    SpeechStarted,
-    SpeechStopped,
     TranscriptionCompleted,
     TranscriptionSnapshot,
 )
+from speech_to_speech.pipeline.messages.turn_taking import ProbeSpeech
 from speech_to_speech.protocol.overlap_decisions import ACKNOWLEDGE
 from speech_to_speech.realtime.conversation.overlap import Decision, Overlap
 from speech_to_speech.turns.listener_words import Heard, Verdict, heard_as, judge, reread, words_of

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech import ids
-from speech_to_speech.pipeline.messages import AudioVisemes, ResponseStatus, TurnDecision
+from speech_to_speech.pipeline.messages.generation import ResponseStatus
+from speech_to_speech.pipeline.messages.speech_output import AudioVisemes
+from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.protocol import VISEMES_EXTENSION, Event, error_codes, error_types
 
 

@@ -12,7 +12,7 @@ import json
 import time
 from typing import Any
 
-from speech_to_speech.pipeline.messages import TurnDecision
+from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.protocol.metadata import (
     HEARD_LANGUAGE_KEY,
     INPUT_CALL_IDS_KEY,

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import ChatMessage, GenerateResponseRequest, ResponseStatus
+from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest, ResponseStatus
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import TIMINGS_EXTENSION, Event, error_codes, error_types
 from speech_to_speech.realtime.connection.wire_audio import WireAudio

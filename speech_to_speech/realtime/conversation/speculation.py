@@ -29,16 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.pipeline.cancel_scope import CancelScope
-from speech_to_speech.pipeline.messages import (
-    AudioOutput,
-    GenerateResponseRequest,
-    ReplyReady,
-    ResponseDone,
-    ResponseOwned,
-    SpeculativeTranscript,
-    StageError,
-    TranscriptText,
-)
+from speech_to_speech.pipeline.messages.control import StageError
+from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest, ResponseDone
+from speech_to_speech.pipeline.messages.ownership import ResponseOwned
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TranscriptText
+from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
+from speech_to_speech.pipeline.messages.turn_taking import ReplyReady
 from speech_to_speech.pipeline.words import normalize_word
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from speech_to_speech.pipeline.messages import SpeechStarted
+from speech_to_speech.pipeline.messages.input_audio import SpeechStarted
 from speech_to_speech.realtime.conversation.response import ResponseState
 from speech_to_speech.realtime.conversation.responses import Responses
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from speech_to_speech.audio import codecs
-from speech_to_speech.pipeline.messages import FloatAudio
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.protocol import error_codes, error_types
 from speech_to_speech.protocol.metadata import followup_call_ids
 from speech_to_speech.protocol.resume import STREAMED_CLIENT_EVENTS

@@ -18,26 +18,22 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from speech_to_speech.pipeline.messages import (
-    AssistantToolCallPart,
-    AudioOutput,
-    AudioVisemes,
-    LLMFirstToken,
-    ResponseDone,
+from speech_to_speech.pipeline.messages.control import StageError
+from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, LLMFirstToken, ResponseDone, TokenUsage
+from speech_to_speech.pipeline.messages.input_audio import (
     SpeculationVoided,
-    SpeculativeTranscript,
     SpeechOngoing,
     SpeechStarted,
     SpeechStopped,
-    StageError,
-    TokenUsage,
+)
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, AudioVisemes, TranscriptText, TTSFirstAudio
+from speech_to_speech.pipeline.messages.transcription import (
+    SpeculativeTranscript,
     TranscriptionCompleted,
     TranscriptionDelta,
     TranscriptionSnapshot,
-    TranscriptText,
-    TTSFirstAudio,
-    TurnDecision,
 )
+from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.protocol import error_codes
 from speech_to_speech.realtime.conversation.overlap_judge import OverlapJudge
 from speech_to_speech.realtime.conversation.responses import Responses

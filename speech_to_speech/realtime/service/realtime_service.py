@@ -24,7 +24,8 @@ import numpy as np
 
 from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import SpeculativeTranscript, TurnDecision
+from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
+from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import ECHO_CANCELLATION_EXTENSION
 from speech_to_speech.realtime.connection.transport import MediaTrack

@@ -15,17 +15,9 @@ import logging
 import time
 from collections.abc import Callable
 
-from speech_to_speech.pipeline.messages import (
-    AssistantToolCallPart,
-    AudioOutput,
-    AudioVisemes,
-    LLMFirstToken,
-    ResponseDone,
-    StageError,
-    TokenUsage,
-    TranscriptText,
-    TTSFirstAudio,
-)
+from speech_to_speech.pipeline.messages.control import StageError
+from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, LLMFirstToken, ResponseDone, TokenUsage
+from speech_to_speech.pipeline.messages.speech_output import AudioOutput, AudioVisemes, TranscriptText, TTSFirstAudio
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import VISEMES_EXTENSION, Event, error_codes, error_types
 from speech_to_speech.realtime.connection.transport import MediaTrack

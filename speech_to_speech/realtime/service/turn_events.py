@@ -18,18 +18,20 @@ from collections.abc import Callable
 
 from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages import (
-    PromptPrefill,
+from speech_to_speech.pipeline.messages.generation import PromptPrefill
+from speech_to_speech.pipeline.messages.input_audio import (
     SpeculationVoided,
-    SpeculativeTranscript,
     SpeechOngoing,
     SpeechStarted,
     SpeechStopped,
+)
+from speech_to_speech.pipeline.messages.transcription import (
+    SpeculativeTranscript,
     TranscriptionCompleted,
     TranscriptionDelta,
     TranscriptionSnapshot,
-    TurnDecision,
 )
+from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import SNAPSHOT_EXTENSION, Event
 from speech_to_speech.realtime.conversation.history import Conversation

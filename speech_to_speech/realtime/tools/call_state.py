@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from speech_to_speech.pipeline.messages import ResponseStatus
+from speech_to_speech.pipeline.messages.generation import ResponseStatus
 
 # Model passes after the first within one response: a model that keeps calling tools is stopped, not looped.
 MAX_FOLLOW_UPS = 3

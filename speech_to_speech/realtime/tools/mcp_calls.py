@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech import ids
-from speech_to_speech.pipeline.messages import AssistantToolCallPart, ResponseDone
+from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, ResponseDone
 from speech_to_speech.protocol import Event, error_codes
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.response import ResponseState

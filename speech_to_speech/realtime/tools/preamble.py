@@ -2,7 +2,7 @@
 
 Two waits get one. A reply that reaches a tool call with nothing said is
 given the session's phrase to say first (the LLM stage says it in order
-before the call: pipeline/messages.py ``GenerateResponseRequest.preamble``),
+before the call: pipeline/messages/generation.py ``GenerateResponseRequest.preamble``),
 since its answer needs the tool and a second pass of the model. And a reply
 whose model has produced nothing ``preamble_after_ms`` after the user's turn
 ended (a slow first token, a listing still under way) gets one from
@@ -16,7 +16,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from speech_to_speech.pipeline.messages import Preamble
+from speech_to_speech.pipeline.messages.generation import Preamble
 from speech_to_speech.realtime.conversation.response import ResponseState
 from speech_to_speech.units.unit import PipelineUnit
 

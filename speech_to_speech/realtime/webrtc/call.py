@@ -23,7 +23,7 @@ from typing import Any
 from aiortc import RTCConfiguration, RTCDataChannel, RTCIceServer, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 
-from speech_to_speech.pipeline.messages import FloatAudio
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.protocol import NORMAL_CLOSURE
 from speech_to_speech.realtime.connection.transport import Transport
 from speech_to_speech.realtime.service.realtime_service import RealtimeService

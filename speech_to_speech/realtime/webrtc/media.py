@@ -36,7 +36,7 @@ from av import AudioFrame
 
 from speech_to_speech.audio.rates import PIPELINE_RATE, TTS_RATE
 from speech_to_speech.audio.resample import StreamResampler, to_int16
-from speech_to_speech.pipeline.messages import FloatAudio, Int16Audio
+from speech_to_speech.audio.samples import FloatAudio, Int16Audio
 
 log = logging.getLogger(__name__)
 

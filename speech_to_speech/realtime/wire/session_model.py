@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
-from speech_to_speech.pipeline.messages import Truncation
+from speech_to_speech.pipeline.messages.generation import Truncation
 from speech_to_speech.pipeline.session_config import RuntimeConfig, TurnDetection
 from speech_to_speech.protocol.policies import (
     ADAPTIVE,

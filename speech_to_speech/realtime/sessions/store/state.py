@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speech_to_speech import ids
-from speech_to_speech.pipeline.messages import ChatMessage
+from speech_to_speech.pipeline.messages.generation import ChatMessage
 from speech_to_speech.realtime.conversation.history import ConversationState
 from speech_to_speech.realtime.sessions.store.base import Snapshot
 
