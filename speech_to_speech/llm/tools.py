@@ -335,14 +335,19 @@ def _native_choice_rule(request: GenerateResponseRequest) -> str:
     return " Call a function only when the request needs it; otherwise answer directly."
 
 
-def native_tools(request: GenerateResponseRequest) -> list[dict[str, Any]]:
-    """The request's tools as chat templates take them (``{"type": "function", "function": {…}}``)."""
+def offered_tools(request: GenerateResponseRequest) -> list[FunctionTool]:
+    """The tools the model may call in this reply: the one ``tool_choice`` names, else all of them."""
     tools = tools_of(request)
     if isinstance(request.tool_choice, dict):
         tools = [t for t in tools if t.name == request.tool_choice.get("name")] or tools
+    return tools
+
+
+def native_tools(request: GenerateResponseRequest) -> list[dict[str, Any]]:
+    """The request's tools as chat templates take them (``{"type": "function", "function": {…}}``)."""
     return [{"type": "function", "function": {"name": t.name, "description": t.description,
                                               "parameters": t.parameters or {"type": "object", "properties": {}}}}
-            for t in tools]
+            for t in offered_tools(request)]
 
 
 def split_tool_calls(request: GenerateResponseRequest, chunks: Iterable[str]) -> Iterator[str | AssistantToolCallPart]:
