@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
 
 from speech_to_speech.llm.tools import CALL_CLOSE, CALL_OPEN, FunctionTool
 
@@ -93,3 +97,44 @@ def call_starts(said: str, piece: str) -> CallStart | None:
     if CALL_OPEN in text and CALL_OPEN not in said and text.rstrip().endswith(CALL_OPEN):
         return "tagged"
     return None
+
+
+CALL_PREFIXES = ("{", "```", CALL_OPEN)
+LogitsProcessor = Callable[[Any, npt.NDArray[np.float32]], npt.NDArray[np.float32]]
+
+
+def call_start_tokens(pieces: Iterable[bytes]) -> npt.NDArray[np.intp]:
+    """The tokens (by id, ``pieces`` in vocabulary order) that start a call where a reply begins."""
+    return np.array([token for token, piece in enumerate(pieces)
+                     if piece.decode("utf-8", errors="replace").lstrip().startswith(CALL_PREFIXES)], dtype=np.intp)
+
+
+def first_token_decides(starts: npt.NDArray[np.intp], threshold: float) -> LogitsProcessor:
+    """A logits processor whose first step starts a call when the model gives that ``threshold`` or more, and
+    otherwise rules a call out; later steps pass untouched.
+
+    Greedy decoding calls when a call's first token is the likeliest one, and
+    that misjudges both ways: the 0.5B's words scatter over many first tokens,
+    so ``{"`` won with a third of the probability on "Thanks, that is all"
+    (a tool called for nothing), while the 1.5B gave a call 0.14-0.50 on every
+    request that needed one and under 0.09 on those that did not, but began
+    "To get the time in Tokyo, you can use…" each time (bench tools, tune requests).
+    """
+    decided = False
+
+    def decide(_ids: Any, scores: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        nonlocal decided
+        if decided:
+            return scores
+        decided = True
+        shifted = np.exp(scores.astype(np.float64) - float(np.max(scores)))
+        calling = float(shifted[starts].sum() / shifted.sum()) >= threshold
+        if calling:
+            kept = scores[starts].copy()
+            scores[:] = -np.inf
+            scores[starts] = kept
+        else:
+            scores[starts] = -np.inf
+        return scores
+
+    return decide

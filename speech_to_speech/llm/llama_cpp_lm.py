@@ -49,7 +49,7 @@ from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.cpu import half_the_cpus, physical_cores
 from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
-from speech_to_speech.llm.call_grammar import call_grammars, call_starts
+from speech_to_speech.llm.call_grammar import call_grammars, call_start_tokens, call_starts, first_token_decides
 from speech_to_speech.llm.chat_prompt import calls_native_tools, prompt_for
 from speech_to_speech.llm.context_window import ModelContext
 from speech_to_speech.llm.llama_backends import load_cpu_kernels
@@ -113,6 +113,7 @@ class LoadedLlama:
     template: ChatTemplate | _PlainTranscript
     path: Path
     foreign_tokens: npt.NDArray[np.intp]  # tokens that write a script other than Latin (llm/speakable.py)
+    call_tokens: npt.NDArray[np.intp]  # tokens that start a tool call at a reply's start (llm/call_grammar.py)
     threads: DecodeThreads
     context: ModelContext  # the tokens a context holds, counted by the model's own tokenizer
     # What runs now (cpu/gate.py): a reply's prompt and first words are urgent, its rest waits for other
@@ -219,10 +220,12 @@ def load_llama_cpp(settings: LLMSettings, context: LoadContext) -> LoadedLlama:
     def count_tokens(text: str) -> int:
         return len(llm.tokenize(text.encode(), add_bos=False, special=False))
 
-    foreign = foreign_token_ids([llm.detokenize([token]) for token in range(llm.n_vocab())])
+    pieces = [llm.detokenize([token]) for token in range(llm.n_vocab())]
+    foreign = foreign_token_ids(pieces)
     # --llm_threads is a number the user chose: kept as it is, busy neighbours or not.
     gate = None if settings.threads else cpu_gate.shared()
     return LoadedLlama(pool=ContextPool(contexts), template=_template(llm), path=path, foreign_tokens=foreign,
+                       call_tokens=call_start_tokens(pieces),
                        threads=threads, context=ModelContext(n_ctx, count_tokens), gate=gate)
 
 
@@ -331,12 +334,15 @@ class LlamaCppLM(LLMHandler):
             counts = _ThreadCounts(llm)
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span tokens
             # reset=True still reuses the KV cache for the prompt prefix the context saw last.
-            speakable = [lm.speakable_only] if self.speaks_in_latin_script(request) else None
+            speakable = [lm.speakable_only] if self.speaks_in_latin_script(request) else []
+            threshold = self.settings.tool_call_threshold
+            first = [first_token_decides(lm.call_tokens, threshold)] if grammars and threshold is not None else []
             # A reply no voice speaks is urgent to its end: no TTS waits beside it, its reader waits for it.
             said, speaks, urgent_phase = "", "audio" in request.output_modalities, True
             counts.set(*self._counts(urgent=True))
             held = grammars  # until the reply starts a call, then None: it is held from there on
-            tokens = _Tokens(llm.generate(prompt, reset=True, logits_processor=speakable, **self._sampling()))
+            tokens = _Tokens(llm.generate(prompt, reset=True, logits_processor=speakable + first or None,
+                                          **self._sampling()))
             for token in tokens:
                 end = _ends_generation(llm, token)
                 piece = "" if end else decoder.decode(llm.detokenize([token]))
@@ -351,7 +357,7 @@ class LlamaCppLM(LLMHandler):
                     grammar = LlamaGrammar.from_string(held.tagged if start == "tagged" else held.bare,
                                                        verbose=False)
                     held = None
-                    tokens.switch(llm.generate(prompt + generated, reset=True, logits_processor=speakable,
+                    tokens.switch(llm.generate(prompt + generated, reset=True, logits_processor=speakable or None,
                                              grammar=grammar, **self._sampling()))
                     continue
                 generated.append(token)  # the end token too: it was generated, and counts

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import jsonschema
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from speech_to_speech.llm.call_grammar import call_grammars, call_schema, call_starts
+from speech_to_speech.llm.call_grammar import (
+    call_grammars,
+    call_schema,
+    call_start_tokens,
+    call_starts,
+    first_token_decides,
+)
 from speech_to_speech.llm.local_tokenizer import ChatTemplate, repaired_template
-from speech_to_speech.llm.tools import FunctionTool
+from speech_to_speech.llm.tools import FunctionTool, untitled
 
 # The shape of our MCP server's book_table: a nested object behind a local $ref, as pydantic writes it.
 BOOK = FunctionTool("book_table", "Book a table.", {
@@ -77,3 +84,50 @@ def test_a_doubled_brace_call_example_is_rendered_as_the_json_it_stands_for() ->
         [{"role": "user", "content": "hi"}], tools=[{"type": "function", "function": {"name": "f"}}])
     assert '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>' in prompt
     assert "{{" not in prompt
+
+
+PIECES = [b"The", b'{"', b" {", b"```", b"<tool_call>", b"Sure", b"}", b" hello"]
+STARTS = call_start_tokens(PIECES)
+
+
+def test_the_tokens_that_start_a_call_are_braces_fences_and_the_tag() -> None:
+    assert STARTS.tolist() == [1, 2, 3, 4]
+
+
+def _scores(**probabilities: float) -> np.ndarray:
+    """Logits over PIECES whose softmax is ``probabilities`` by piece index (the rest share what is left)."""
+    chosen = {int(k[1:]): v for k, v in probabilities.items()}
+    rest = (1.0 - sum(chosen.values())) / (len(PIECES) - len(chosen))
+    return np.log(np.array([chosen.get(i, rest) for i in range(len(PIECES))], dtype=np.float32))
+
+
+def test_a_likeliest_call_below_the_threshold_is_ruled_out_and_the_words_go_on() -> None:
+    decide = first_token_decides(STARTS, 0.5)
+    scores = decide([], _scores(t1=0.33, t0=0.2, t5=0.2))  # '{"' the likeliest token, but a call only 0.33+
+    assert int(np.argmax(scores)) in (0, 5) and np.all(np.isneginf(scores[STARTS]))
+    later = _scores(t1=0.9)
+    assert np.array_equal(decide([], later.copy()), later)  # only the first token is decided
+
+
+def test_an_unlikeliest_call_above_the_threshold_is_started() -> None:
+    decide = first_token_decides(STARTS, 0.1)
+    scores = decide([], _scores(t0=0.7, t3=0.08, t4=0.07))  # "The" likeliest; a call 0.15 + the rest's share
+    assert int(np.argmax(scores)) == 3 and np.all(np.isneginf(np.delete(scores, STARTS)))
+
+
+@given(st.lists(st.floats(-20, 20), min_size=len(PIECES), max_size=len(PIECES)), st.floats(0.0, 1.0))
+def test_the_first_token_is_a_call_exactly_when_a_call_gets_the_threshold(logits: list[float],
+                                                                         threshold: float) -> None:
+    scores = np.array(logits, dtype=np.float32)
+    probabilities = np.exp(scores.astype(np.float64) - scores.max())
+    calling = probabilities[STARTS].sum() / probabilities.sum() >= threshold
+    decided = first_token_decides(STARTS, threshold)([], scores.copy())
+    assert (int(np.argmax(decided)) in STARTS.tolist()) == calling
+
+
+def test_the_prompt_s_schemas_lose_their_title_keywords_but_not_a_property_named_title() -> None:
+    schema = {"title": "meetingArguments", "type": "object",
+              "properties": {"title": {"title": "Title", "type": "string"},
+                             "when": {"title": "When", "type": "string"}}}
+    assert untitled(schema) == {"type": "object",
+                                "properties": {"title": {"type": "string"}, "when": {"type": "string"}}}
