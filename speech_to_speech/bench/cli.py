@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.presets import PRESETS
+from speech_to_speech.presets import DEFAULT_PRESET, PRESETS
 
 SCRIPTED = {"vad": "scripted", "stt": "scripted", "llm": "scripted", "tts": "scripted"}
 # Model time zero: what is left is the server. No speculation: a speculative reply is held until
@@ -75,6 +75,10 @@ BENCHES = {
     "languages": Bench("Spoken requests in French, Spanish, German and Japanese, each in a fresh session: the "
                        "language heard, error rates, the answer's language and intelligibility, end of speech -> "
                        "first audio (the multilingual preset by default).", {**QUIET, **PRESETS["multilingual"]}),
+    "tools": Bench("Spoken requests that need a tool (MCP and function tools the model has not seen): right call "
+                   "and arguments, silence from the end of speech to the first audio with and without the "
+                   "preamble, time to the spoken result (the default preset by default).",
+                   {**QUIET, **PRESETS[DEFAULT_PRESET]}),
     "overhead": Bench("Per-hop server overhead with zero-time scripted handlers.", {**QUIET, **ZERO_DELAYS}),
     "capacity": Bench("Added latency and output underruns of N concurrent sessions (scripted, realistic delays).",
                       {**QUIET, **REALISTIC_DELAYS}),
@@ -149,8 +153,8 @@ def _add_conversation_flags(parser: argparse.ArgumentParser) -> None:
 
 def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.ArgumentParser) -> None:
     bench = commands.add_parser("bench", help="Benchmarks: latency, turns, load, conversation, quality, bargein, "
-                                              "echo, room, languages, overhead, capacity, startup, soak, resume; "
-                                              "and their report.")
+                                              "echo, room, languages, tools, overhead, capacity, startup, soak, "
+                                              "resume; and their report.")
     kinds = bench.add_subparsers(dest="bench", required=True)
     output = argparse.ArgumentParser(add_help=False)
     output.add_argument("--output", type=Path, help="The JSON file (default: docs/benchmarks/<benchmark>.json).")
@@ -183,6 +187,9 @@ def add_bench_parser(commands: argparse._SubParsersAction, settings: argparse.Ar
     from speech_to_speech.bench.room_flags import add_room_flags
 
     add_room_flags(parsers["room"])
+    from speech_to_speech.bench.tools_flags import add_tools_flags
+
+    add_tools_flags(parsers["tools"])
     parsers["echo"].add_argument("--delays-ms", type=_counts, default=(60, 150, 250),
                                  help="Speaker-to-microphone delays of the simulated room (default 60,150,250).")
     parsers["echo"].add_argument("--barge-in-after-ms", type=float, default=300.0,
@@ -336,6 +343,10 @@ def _config(name: str, args: argparse.Namespace, settings: ServerSettings) -> An
         from speech_to_speech.bench.room_flags import room_config
 
         return room_config(args)
+    if name == "tools":
+        from speech_to_speech.bench.tools_flags import tools_config
+
+        return tools_config(args)
     if name == "languages":
         from speech_to_speech.bench.languages import LanguagesConfig
 
@@ -364,13 +375,15 @@ def _runner(name: str) -> Runner:
         overhead,
         quality,
         room,
+        tools,
         turns,
     )
 
     runners: dict[str, Runner] = {"latency": latency.run, "turns": turns.run, "load": load.run,
                                   "conversation": conversation.run, "languages": languages.run,
                                   "quality": quality.run, "bargein": bargein.run, "overhead": overhead.run,
-                                  "capacity": capacity.run, "echo": echo.run, "room": room.run}
+                                  "capacity": capacity.run, "echo": echo.run, "room": room.run,
+                                  "tools": tools.run}
     return runners[name]
 
 
@@ -411,6 +424,10 @@ def run_bench(settings: ServerSettings, args: argparse.Namespace) -> int:
         from speech_to_speech.bench.resume_run import run_resume
 
         return run_resume(settings, args, output)
+    if name == "tools" and args.model_only:
+        from speech_to_speech.bench.tools_flags import run_model_only
+
+        return run_model_only(settings, args, output)
     config = _config(name, args, settings)
     if name == "startup":
         from speech_to_speech.bench import startup

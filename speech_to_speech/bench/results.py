@@ -15,7 +15,7 @@ from typing import Any
 
 from speech_to_speech import cpu
 from speech_to_speech.bench.target import Target
-from speech_to_speech.config import SECRET_FIELDS, flat_settings
+from speech_to_speech.config import SECRET_FIELDS, ServerSettings, flat_settings
 
 DEFAULT_DIR = Path("docs/benchmarks")
 PACKAGES = ("speech-to-speech", "torch", "onnxruntime", "ctranslate2", "transformers", "faster-whisper",
@@ -76,6 +76,27 @@ def environment(target: Target) -> dict[str, Any]:
         models[kind] = given or PACKAGED_MODELS.get(str(backend), str(backend))
     if pipeline.get("llm") == "llama-cpp" and settings is not None and settings.llm.gguf_type != "file":
         models["llm"] += f", rewritten as {settings.llm.gguf_type.upper()}"  # what llama.cpp ran
+    return {**machine(), "server": {
+        "url": target.ws_url,
+        "started_by_bench": target.mode,  # "subprocess", "in-process", or None for --url
+        "pipeline": pipeline,
+        "models": models,
+        # Settings that differ from the defaults; unknown for a server at --url.
+        "flags": flat_settings(settings, exclude_defaults=True, exclude={"host", "port", *SECRET_FIELDS})
+        if settings else None,
+    }}
+
+
+def model_environment(settings: ServerSettings) -> dict[str, Any]:
+    """The machine and the LLM of a benchmark that runs the model in its own process, without a server."""
+    return {**machine(), "llm": {
+        "backend": settings.llm.backend, "model": settings.llm.model or PACKAGED_MODELS.get(settings.llm.backend),
+        "flags": flat_settings(settings, exclude_defaults=True, exclude={"host", "port", *SECRET_FIELDS}),
+    }}
+
+
+def machine() -> dict[str, Any]:
+    """The machine and the software, and how busy the machine was."""
     return {
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
@@ -88,15 +109,6 @@ def environment(target: Target) -> dict[str, Any]:
         "git": _git_commit(),
         # Other work on the machine skews every figure: the 1, 5 and 15 minute load when the file was written.
         "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
-        "server": {
-            "url": target.ws_url,
-            "started_by_bench": target.mode,  # "subprocess", "in-process", or None for --url
-            "pipeline": pipeline,
-            "models": models,
-            # Settings that differ from the defaults; unknown for a server at --url.
-            "flags": flat_settings(settings, exclude_defaults=True, exclude={"host", "port", *SECRET_FIELDS})
-            if settings else None,
-        },
     }
 
 

@@ -100,6 +100,14 @@ def _without_system(turns: list[Turn]) -> list[Turn]:
     return [{"role": "user", "content": system}, *rest]
 
 
+def calls_native_tools(tokenizer: Any, request: GenerateResponseRequest) -> bool:
+    """Whether the reply to ``request`` may call tools in the template's own JSON format: the template knows
+    tools, there are some, and it is not the answer to a tool's result (asked without them, see below)."""
+    if not (knows_tools(tokenizer) and native_tools(request)):
+        return False
+    return not (request.messages and request.messages[-1].role == "tool" and request.tool_choice == "auto")
+
+
 def prompt_for(tokenizer: Any, request: GenerateResponseRequest, settings: LLMSettings,
                context: ModelContext | None = None) -> str:
     """The prompt of ``request`` for a model: its tools in the template's own format when it has one,
@@ -110,7 +118,7 @@ def prompt_for(tokenizer: Any, request: GenerateResponseRequest, settings: LLMSe
     another call or the result's JSON instead of a sentence to say.
     """
     native = knows_tools(tokenizer) and bool(native_tools(request))
-    if native and request.messages and request.messages[-1].role == "tool" and request.tool_choice == "auto":
+    if native and not calls_native_tools(tokenizer, request):
         return render_prompt(tokenizer, chat_turns(replace(request, tools=()), settings, context=context))
     turns = chat_turns(request, settings, native, context)
     return render_prompt(tokenizer, turns, native_tools(request) if native else None)

@@ -49,7 +49,8 @@ from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.cpu import half_the_cpus, physical_cores
 from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
-from speech_to_speech.llm.chat_prompt import prompt_for
+from speech_to_speech.llm.call_grammar import call_grammars, call_start_tokens, call_starts, first_token_decides
+from speech_to_speech.llm.chat_prompt import calls_native_tools, prompt_for
 from speech_to_speech.llm.context_window import ModelContext
 from speech_to_speech.llm.llama_backends import load_cpu_kernels
 from speech_to_speech.llm.llama_contexts import ContextPool, read_ahead
@@ -57,7 +58,7 @@ from speech_to_speech.llm.llama_kv import cut_dropped_block
 from speech_to_speech.llm.local_tokenizer import ChatTemplate
 from speech_to_speech.llm.packaged import packaged_path
 from speech_to_speech.llm.speakable import foreign_token_ids
-from speech_to_speech.llm.tools import split_tool_calls
+from speech_to_speech.llm.tools import offered_tools, split_tool_calls
 from speech_to_speech.llm.weights import gguf_cache_name, gguf_in, packaged_gguf
 from speech_to_speech.pipeline.lm_output_processor import first_chunk_ready
 from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest, TokenUsage
@@ -112,6 +113,7 @@ class LoadedLlama:
     template: ChatTemplate | _PlainTranscript
     path: Path
     foreign_tokens: npt.NDArray[np.intp]  # tokens that write a script other than Latin (llm/speakable.py)
+    call_tokens: npt.NDArray[np.intp]  # tokens that start a tool call at a reply's start (llm/call_grammar.py)
     threads: DecodeThreads
     context: ModelContext  # the tokens a context holds, counted by the model's own tokenizer
     # What runs now (cpu/gate.py): a reply's prompt and first words are urgent, its rest waits for other
@@ -218,11 +220,33 @@ def load_llama_cpp(settings: LLMSettings, context: LoadContext) -> LoadedLlama:
     def count_tokens(text: str) -> int:
         return len(llm.tokenize(text.encode(), add_bos=False, special=False))
 
-    foreign = foreign_token_ids([llm.detokenize([token]) for token in range(llm.n_vocab())])
+    pieces = [llm.detokenize([token]) for token in range(llm.n_vocab())]
+    foreign = foreign_token_ids(pieces)
     # --llm_threads is a number the user chose: kept as it is, busy neighbours or not.
     gate = None if settings.threads else cpu_gate.shared()
     return LoadedLlama(pool=ContextPool(contexts), template=_template(llm), path=path, foreign_tokens=foreign,
+                       call_tokens=call_start_tokens(pieces),
                        threads=threads, context=ModelContext(n_ctx, count_tokens), gate=gate)
+
+
+class _Tokens:
+    """A reply's tokens, whose source can change on the way (from free decoding to a call's grammar)."""
+
+    def __init__(self, source: Iterator[int]) -> None:
+        self._source = source
+
+    def switch(self, source: Iterator[int]) -> None:
+        close = getattr(self._source, "close", None)
+        if close is not None:
+            close()
+        self._source = source
+
+    def __iter__(self) -> Iterator[int]:
+        while True:
+            try:
+                yield next(self._source)
+            except StopIteration:
+                return
 
 
 class _ThreadCounts:
@@ -304,20 +328,42 @@ class LlamaCppLM(LLMHandler):
         ended = False
 
         def texts(llm: Any, urgent: ExitStack) -> Iterator[str]:
+            from llama_cpp import LlamaGrammar
+
             nonlocal ended
             counts = _ThreadCounts(llm)
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span tokens
             # reset=True still reuses the KV cache for the prompt prefix the context saw last.
-            speakable = [lm.speakable_only] if self.speaks_in_latin_script(request) else None
+            speakable = [lm.speakable_only] if self.speaks_in_latin_script(request) else []
+            threshold = self.settings.tool_call_threshold
+            first = [first_token_decides(lm.call_tokens, threshold)] if grammars and threshold is not None else []
             # A reply no voice speaks is urgent to its end: no TTS waits beside it, its reader waits for it.
             said, speaks, urgent_phase = "", "audio" in request.output_modalities, True
             counts.set(*self._counts(urgent=True))
-            for token in llm.generate(prompt, reset=True, logits_processor=speakable, **self._sampling()):
+            held = grammars  # until the reply starts a call, then None: it is held from there on
+            tokens = _Tokens(llm.generate(prompt, reset=True, logits_processor=speakable + first or None,
+                                          **self._sampling()))
+            for token in tokens:
+                end = _ends_generation(llm, token)
+                piece = "" if end else decoder.decode(llm.detokenize([token]))
+                start = call_starts(said, piece) if held is not None and piece else None
+                if start is not None and held is not None:
+                    # The call goes on under its grammar, from the same context (its KV cache is kept): a bare
+                    # call's opening brace is drawn again under it, a tagged call's tag is kept.
+                    if start == "tagged":
+                        generated.append(token)
+                        said += piece
+                        yield piece
+                    grammar = LlamaGrammar.from_string(held.tagged if start == "tagged" else held.bare,
+                                                       verbose=False)
+                    held = None
+                    tokens.switch(llm.generate(prompt + generated, reset=True, logits_processor=speakable or None,
+                                             grammar=grammar, **self._sampling()))
+                    continue
                 generated.append(token)  # the end token too: it was generated, and counts
-                if _ends_generation(llm, token):
+                if end:
                     ended = True
                     return
-                piece = decoder.decode(llm.detokenize([token]))
                 if piece:
                     said += piece
                     if speaks and urgent_phase and first_chunk_ready(said, self.settings.first_chunk_words):
@@ -328,6 +374,8 @@ class LlamaCppLM(LLMHandler):
                     return
                 counts.set(*self._counts(urgent=urgent_phase))
 
+        # Tools in the template's JSON format: a call, once begun, is decoded under its tools' grammar.
+        grammars = call_grammars(offered_tools(request)) if calls_native_tools(lm.template, request) else None
         with lm.pool.checkout(self._context) as (index, llm), ExitStack() as urgent:
             self._context = index
             prompt = llm.tokenize(text.encode(), add_bos=False, special=True)

@@ -10,12 +10,22 @@ transformers renders it. Importing transformers would pull in torch (~3 s and
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tokenizers import Tokenizer
 from tokenizers.decoders import DecodeStream
+
+# Some GGUF conversions of Qwen2.5 (the 1.5B Coder's) write the template's tool-call example with doubled
+# braces, a format string's escape left unformatted: the model copies `{{"name": …}}` and its calls do not parse.
+_DOUBLED_CALL_EXAMPLE = re.compile(r'\{\{(\\"name\\": <function-name>, \\"arguments\\": <args-json-object>)\}\}')
+
+
+def repaired_template(source: str) -> str:
+    """``source`` with a doubled-brace tool-call example written as the JSON it stands for."""
+    return _DOUBLED_CALL_EXAMPLE.sub(lambda match: "{" + match.group(1) + "}", source)
 
 
 def _raise_exception(message: str) -> None:
@@ -50,7 +60,7 @@ class ChatTemplate:
         environment.globals["raise_exception"] = _raise_exception
         environment.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
         self.chat_template = source
-        self._template = environment.from_string(source)
+        self._template = environment.from_string(repaired_template(source))
         self._specials = {"bos_token": bos_token or "", "eos_token": eos_token or ""}
 
     def apply_chat_template(

@@ -332,17 +332,39 @@ def _native_choice_rule(request: GenerateResponseRequest) -> str:
         return f" You must call the function {choice.get('name')} in this answer."
     if choice == "required":
         return " You must call one of the functions in this answer."
-    return " Call a function only when the request needs it; otherwise answer directly."
+    # Shown tools as a block of docs, the 1.5B told the user how to call them instead of calling them, and the
+    # 0.5B filled optional arguments with names nobody said (bench tools, tune requests).
+    return (" Call a function only when the request needs it; otherwise answer directly. You call the functions "
+            "yourself and the user never sees them: to call one, reply with the call alone, and its result comes "
+            "back to you. Never tell the user how to call a function. Put in a call only what the user said.")
+
+
+def offered_tools(request: GenerateResponseRequest) -> list[FunctionTool]:
+    """The tools the model may call in this reply: the one ``tool_choice`` names, else all of them."""
+    tools = tools_of(request)
+    if isinstance(request.tool_choice, dict):
+        tools = [t for t in tools if t.name == request.tool_choice.get("name")] or tools
+    return tools
 
 
 def native_tools(request: GenerateResponseRequest) -> list[dict[str, Any]]:
     """The request's tools as chat templates take them (``{"type": "function", "function": {…}}``)."""
-    tools = tools_of(request)
-    if isinstance(request.tool_choice, dict):
-        tools = [t for t in tools if t.name == request.tool_choice.get("name")] or tools
     return [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                              "parameters": t.parameters or {"type": "object", "properties": {}}}}
-            for t in tools]
+                                              "parameters": untitled(t.parameters or {"type": "object",
+                                                                                      "properties": {}})}}
+            for t in offered_tools(request)]
+
+
+def untitled(schema: Any) -> Any:
+    """A JSON Schema without its ``title`` keywords (pydantic's, as MCP servers list them: "Timezone" beside
+    "timezone"): words the model reads on every prompt that say nothing the names do not."""
+    if isinstance(schema, list):
+        return [untitled(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {key: ({name: untitled(sub) for name, sub in value.items()} if key == "properties" and
+                  isinstance(value, dict) else untitled(value))
+            for key, value in schema.items() if key != "title"}
 
 
 def split_tool_calls(request: GenerateResponseRequest, chunks: Iterable[str]) -> Iterator[str | AssistantToolCallPart]:

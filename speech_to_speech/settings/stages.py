@@ -117,6 +117,11 @@ class LLMSettings(BaseModel):
         "type, whatever the model; 'file': as the file is. Q8_0 holds a 4-bit file's weights almost exactly "
         "and runs faster on CPUs than 4-bit types; for a large model it doubles the memory of a 4-bit file."
     )
+    tool_call_threshold: float | None = Field(
+        None, ge=0.0, le=1.0, alias="llm_tool_call_threshold",
+        description="llama-cpp, with tools: a reply starts with a call exactly when the model gives starting one "
+        "at least this probability, whether or not it is the likeliest first token (unset: when it is)."
+    )
     responses_api_reasoning_effort: str | None = Field(None, description="Startup effort.")
     responses_api_disable_thinking: bool = Field(False, description="Send enable_thinking=false.")
 

@@ -52,7 +52,7 @@ def running_unit(settings: ServerSettings | None = None, **overrides: Any) -> It
         unit.stop(timeout=1.0)
 
 
-def backend_settings(handler: type, settings: ServerSettings) -> dict[str, Any]:
+def backend_settings(handler: type[BackendHandler], settings: ServerSettings) -> dict[str, Any]:
     """The settings keywords the builder gives ``handler``: ``settings=`` its stage's section (``settings.tts``
     for a TTS), and the sections it says it needs besides (``given_sections``: the turns section for a VAD)."""
     given: dict[str, Any] = {"settings": getattr(settings, handler.stage)}

@@ -1,7 +1,7 @@
 """A small MCP server of ours for tests and benches, served over stdio, streamable HTTP or SSE on loopback.
 
 Its tools cover what a voice agent meets: a slow look-up (``look_up_order``,
-``--delay`` seconds), nested arguments (``book_table``), a tool that fails
+``--delay`` seconds), nested arguments (``book_table``, ``schedule_meeting``), a tool that fails
 (``broken_tool``) and one that never answers (``hang``). :func:`serving`
 also serves any other MCP server object (the ``mcp-server-time`` package's,
 say) over HTTP or SSE, optionally behind a required header, so a session's
@@ -31,6 +31,12 @@ class Party(BaseModel):
     names: list[str] = Field(default_factory=list, description="Names of the guests, if given")
 
 
+class Slot(BaseModel):
+    day: str = Field(description="The day, as the user said it (e.g. 'Monday', 'tomorrow')")
+    start: str = Field(description="Start time, 24-hour HH:MM")
+    end: str = Field(description="End time, 24-hour HH:MM")
+
+
 def tools_server(delay_s: float = 0.0) -> MCPServer:
     """Our test server; ``delay_s``: how long ``look_up_order`` takes."""
     server = MCPServer("s2s-test-tools")
@@ -44,6 +50,10 @@ def tools_server(delay_s: float = 0.0) -> MCPServer:
     def book_table(restaurant: str, party: Party, time: str) -> str:
         names = f" for {', '.join(party.names)}" if party.names else ""
         return f"Booked {restaurant} at {time} for {party.size}{names}."
+
+    @server.tool(description="Put a meeting in the user's calendar.")
+    def schedule_meeting(title: str, when: Slot, attendees: list[str]) -> str:
+        return f"Scheduled {title!r} on {when.day} {when.start}-{when.end} with {', '.join(attendees) or 'nobody'}."
 
     @server.tool(description="A tool whose backend is down.")
     def broken_tool() -> str:
