@@ -47,6 +47,16 @@ async def listed(client: RealtimeTestClient, tools: list[dict[str, Any]]) -> lis
         lambda e: e["type"] == "conversation.item.done" and e["item"]["type"] == "mcp_list_tools")
 
 
+async def shop_response(ws_url: str) -> list[dict[str, Any]]:
+    """One response in a fresh session whose tools are our MCP server's (``shop``): its events to the end."""
+    with serving(tools_server()) as url:
+        async with RealtimeTestClient.connect(ws_url) as client:
+            await client.wait_for("session.created")
+            await listed(client, [mcp_tool(url, server_label="shop")])
+            await client.send("response.create")
+            return await client.response_cycle()
+
+
 async def test_time_server_over_http_answers_tokyo(
         make_server: ServerFactory, time_url: str, llm_requests: list[GenerateResponseRequest]) -> None:
     server = make_server(scripted_replies=[TOKYO_CALL, ANSWER])
@@ -148,12 +158,7 @@ async def test_local_stdio_server_from_the_flag(make_server: ServerFactory) -> N
 
 async def test_a_failing_tool_is_a_failed_call_and_a_spoken_recovery(make_server: ServerFactory) -> None:
     server = make_server(scripted_replies=["<tool_call>broken_tool {}</tool_call>", "Sorry, that failed: {history}"])
-    with serving(tools_server()) as url:
-        async with RealtimeTestClient.connect(server.ws_url) as client:
-            await client.wait_for("session.created")
-            await listed(client, [mcp_tool(url, server_label="shop")])
-            await client.send("response.create")
-            events = await client.response_cycle()
+    events = await shop_response(server.ws_url)
     assert "response.mcp_call.failed" in types(events)
     done = events[-1]["response"]
     assert done["status"] == "completed"

@@ -21,7 +21,7 @@ from speech_to_speech.testing.mcp_server import serving, tools_server
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
 from .conftest import ServerFactory
-from .test_mcp_tools import listed, mcp_tool
+from .test_mcp_tools import listed, mcp_tool, shop_response
 
 RATE = 24000
 ORDER_CALL = '<tool_call>look_up_order {"order_number": "55"}</tool_call>'
@@ -91,12 +91,7 @@ async def test_the_preamble_plays_while_a_slow_tool_runs(make_server: ServerFact
 async def test_a_hung_tool_times_out_and_is_spoken_about(make_server: ServerFactory) -> None:
     server = make_server(mcp_call_timeout_s=0.5,
                          scripted_replies=["<tool_call>hang {}</tool_call>", "Sorry: {history}"])
-    with serving(tools_server()) as url:
-        async with RealtimeTestClient.connect(server.ws_url) as client:
-            await client.wait_for("session.created")
-            await listed(client, [mcp_tool(url, server_label="shop")])
-            await client.send("response.create")
-            events = await client.response_cycle()
+    events = await shop_response(server.ws_url)
     assert "response.mcp_call.failed" in types(events)
     done = events[-1]["response"]
     call = next(item for item in done["output"] if item["type"] == "mcp_call")
