@@ -61,6 +61,24 @@ async def test_a_slow_first_token_gets_a_preamble_then_the_answer(make_server: S
     assert first + "." in ENGLISH and rest.strip() == "Paris is the capital."
 
 
+async def test_a_turn_answered_by_its_speculation_gets_a_preamble_while_its_first_token_is_slow(
+    make_server: ServerFactory, llm_requests: list[GenerateResponseRequest]
+) -> None:
+    # The model starts at the pause (a speculation) and the turn's response adopts it: the wait for its
+    # first word is the user's all the same.
+    server = make_server(scripted_transcripts=["What is the capital of France?"], scripted_replies=["Paris."],
+                         scripted_token_delay_ms=1500.0)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.update_session({"preamble_after_ms": 50})
+        await client.append_audio(spoken_turn(RATE), RATE)
+        done = await client.wait_for("response.done")
+    assert len(llm_requests) == 1  # adopted, not asked again
+    said = transcripts(done["response"])
+    first, _, rest = said[0].partition(". ")
+    assert first + "." in ENGLISH and rest.strip() == "Paris."
+
+
 async def test_a_fast_reply_gets_no_preamble(make_server: ServerFactory) -> None:
     server = make_server(scripted_replies=["Paris is the capital."])
     async with RealtimeTestClient.connect(server.ws_url) as client:

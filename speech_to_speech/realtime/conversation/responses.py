@@ -160,8 +160,7 @@ class Responses:
         response.submitted = True
         response.input_call_ids = request.input_call_ids
         self._unit.submit(request)
-        if self.tools is not None:
-            self.tools.submitted(response)
+        self._watch(response)
 
     def follow_up(self, response: ResponseState) -> None:
         """Ask the model again for ``response`` (after its tool calls): the same id and generation, so its
@@ -172,6 +171,10 @@ class Responses:
         response.submitted = True
         response.input_call_ids = tuple(dict.fromkeys(response.input_call_ids + request.input_call_ids))
         self._unit.submit(request)
+        self._watch(response)
+
+    def _watch(self, response: ResponseState) -> None:
+        """The model now works on ``response``: its wait for a first word is watched (the preamble timer)."""
         if self.tools is not None:
             self.tools.submitted(response)
 
@@ -180,6 +183,7 @@ class Responses:
         response.generation = speculation.generation
         response.submitted = True
         response.input_call_ids = speculation.request.input_call_ids
+        self._watch(response)  # a speculation still reading its prompt leaves the user waiting all the same
         for item in speculation.held:
             self._deliver(item)
 
