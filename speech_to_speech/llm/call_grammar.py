@@ -138,3 +138,26 @@ def first_token_decides(starts: npt.NDArray[np.intp], threshold: float) -> Logit
         return scores
 
     return decide
+
+
+
+CALL_MARKUP = ("{", "}", "```", CALL_OPEN)
+
+
+def call_markup_tokens(pieces: Iterable[bytes]) -> npt.NDArray[np.intp]:
+    """The tokens (by id, ``pieces`` in vocabulary order) that write any part of a call's markup: braces,
+    fences, the tag. A voice never says them."""
+    return np.array([token for token, piece in enumerate(pieces)
+                     if any(mark in piece.decode("utf-8", errors="replace") for mark in CALL_MARKUP)], dtype=np.intp)
+
+
+def no_call(markup: npt.NDArray[np.intp]) -> LogitsProcessor:
+    """A logits processor that rules out every token of a call's ``markup``, at every step: for the answer to
+    a tool's result, which is words to say even with the tools still in its prompt. Ruling out only a
+    call's first tokens is not enough: the 0.5B then opened its call with a parenthesis."""
+
+    def words_only(_ids: Any, scores: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        scores[markup] = -np.inf
+        return scores
+
+    return words_only

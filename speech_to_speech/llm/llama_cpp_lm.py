@@ -49,8 +49,16 @@ from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.cpu import half_the_cpus, physical_cores
 from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.llm.base import GeneratedPart, LLMHandler, Terminal
-from speech_to_speech.llm.call_grammar import call_grammars, call_start_tokens, call_starts, first_token_decides
-from speech_to_speech.llm.chat_prompt import calls_native_tools, prompt_for
+from speech_to_speech.llm.call_grammar import (
+    LogitsProcessor,
+    call_grammars,
+    call_markup_tokens,
+    call_start_tokens,
+    call_starts,
+    first_token_decides,
+    no_call,
+)
+from speech_to_speech.llm.chat_prompt import calls_native_tools, knows_tools, prompt_for
 from speech_to_speech.llm.context_window import ModelContext
 from speech_to_speech.llm.llama_backends import load_cpu_kernels
 from speech_to_speech.llm.llama_contexts import ContextPool, read_ahead
@@ -114,6 +122,7 @@ class LoadedLlama:
     path: Path
     foreign_tokens: npt.NDArray[np.intp]  # tokens that write a script other than Latin (llm/speakable.py)
     call_tokens: npt.NDArray[np.intp]  # tokens that start a tool call at a reply's start (llm/call_grammar.py)
+    markup_tokens: npt.NDArray[np.intp]  # tokens that write any of a call's markup (braces, fences, the tag)
     threads: DecodeThreads
     context: ModelContext  # the tokens a context holds, counted by the model's own tokenizer
     # What runs now (cpu/gate.py): a reply's prompt and first words are urgent, its rest waits for other
@@ -225,7 +234,7 @@ def load_llama_cpp(settings: LLMSettings, context: LoadContext) -> LoadedLlama:
     # --llm_threads is a number the user chose: kept as it is, busy neighbours or not.
     gate = None if settings.threads else cpu_gate.shared()
     return LoadedLlama(pool=ContextPool(contexts), template=_template(llm), path=path, foreign_tokens=foreign,
-                       call_tokens=call_start_tokens(pieces),
+                       call_tokens=call_start_tokens(pieces), markup_tokens=call_markup_tokens(pieces),
                        threads=threads, context=ModelContext(n_ctx, count_tokens), gate=gate)
 
 
@@ -300,7 +309,7 @@ class LlamaCppLM(LLMHandler):
         its prompt. Where the words change, llama.cpp reads on from the first token that differs, as it would
         have anyway."""
         lm = self.model
-        prompt = prompt_for(lm.template, request, self.settings, lm.context)
+        prompt = prompt_for(lm.template, request, self.settings, lm.context, calls_ruled_out=True)
         with lm.pool.checkout_if_free(self._context) as free:
             if free is None:
                 return
@@ -318,9 +327,17 @@ class LlamaCppLM(LLMHandler):
 
             read_ahead(llm, llm.tokenize(prompt.encode(), add_bos=False, special=True), still_wanted, PREFILL_STEP)
 
+    def _call_rules(self, request: GenerateResponseRequest, may_call: bool) -> list[LogitsProcessor]:
+        """Where the reply may call a tool, its first token decides whether it does (by the threshold, if
+        set); the answer to a tool's result, whose prompt keeps the tools, never does."""
+        lm, threshold = self.model, self.settings.tool_call_threshold
+        if may_call:
+            return [first_token_decides(lm.call_tokens, threshold)] if threshold is not None else []
+        return [no_call(lm.markup_tokens)] if knows_tools(lm.template) and offered_tools(request) else []
+
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         lm = self.model
-        text = prompt_for(lm.template, request, self.settings, lm.context)
+        text = prompt_for(lm.template, request, self.settings, lm.context, calls_ruled_out=True)
         limit = request.max_output_tokens or self.settings.max_new_tokens
         generated: list[int] = []
         prompt: list[int] = []
@@ -335,13 +352,12 @@ class LlamaCppLM(LLMHandler):
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span tokens
             # reset=True still reuses the KV cache for the prompt prefix the context saw last.
             speakable = [lm.speakable_only] if self.speaks_in_latin_script(request) else []
-            threshold = self.settings.tool_call_threshold
-            first = [first_token_decides(lm.call_tokens, threshold)] if grammars and threshold is not None else []
+            calling = self._call_rules(request, grammars is not None)
             # A reply no voice speaks is urgent to its end: no TTS waits beside it, its reader waits for it.
             said, speaks, urgent_phase = "", "audio" in request.output_modalities, True
             counts.set(*self._counts(urgent=True))
             held = grammars  # until the reply starts a call, then None: it is held from there on
-            tokens = _Tokens(llm.generate(prompt, reset=True, logits_processor=speakable + first or None,
+            tokens = _Tokens(llm.generate(prompt, reset=True, logits_processor=speakable + calling or None,
                                           **self._sampling()))
             for token in tokens:
                 end = _ends_generation(llm, token)

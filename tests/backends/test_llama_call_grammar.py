@@ -21,6 +21,7 @@ from speech_to_speech.pipeline.messages.generation import (
     AssistantToolCallPart,
     ChatMessage,
     GenerateResponseRequest,
+    TokenUsage,
 )
 from speech_to_speech.presets import preset
 from speech_to_speech.testing.engine import loading
@@ -82,3 +83,26 @@ def test_a_call_names_an_offered_tool_and_only_its_arguments(qwen: Any, make_han
 def test_a_question_that_needs_no_tool_is_answered_in_words(qwen: Any, make_handler: Any) -> None:
     calls, said = _ask(qwen, make_handler, "What is the capital of Japan?")
     assert not calls and "Tokyo" in said
+
+
+def test_the_answer_to_a_result_is_words_read_on_from_the_call_s_cache(qwen: Any, make_handler: Any) -> None:
+    # With the tools still in its prompt the answer could call again or say the JSON; it must not. And its
+    # prompt is the call's up to the call: the context reads on, instead of reading the whole prompt again.
+    settings, model = qwen
+    handler = make_handler(LlamaCppLM, model, settings)
+    question = ChatMessage("user", "Could you check the time in Sydney for me?")
+    asked = list(handler.process(GenerateResponseRequest("resp_1", 0, (question,), tools=TOOLS,
+                                                         max_output_tokens=96)))
+    call = next(p for p in asked if isinstance(p, AssistantToolCallPart))
+    call_usage = next(p for p in asked if isinstance(p, TokenUsage))
+    result = json.dumps({"timezone": "Australia/Sydney", "datetime": "2026-12-06T14:05:00+11:00"})
+    history = (question, ChatMessage("assistant", "", ({"call_id": "call_1", "name": call.name,
+                                                         "arguments": call.arguments},)),
+               ChatMessage("tool", result, tool_call_id="call_1"))
+    answer = list(handler.process(GenerateResponseRequest("resp_1", 0, history, tools=TOOLS, max_output_tokens=48)))
+    said = "".join(p.text for p in answer if isinstance(p, AssistantTextPart))
+    usage = next(p for p in answer if isinstance(p, TokenUsage))
+    assert not [p for p in answer if isinstance(p, AssistantToolCallPart)], said
+    assert said.strip() and "{" not in said and "tool_call" not in said
+    assert ("14:05" in said or "2:05" in said), said
+    assert usage.cached_tokens >= call_usage.input_tokens, (usage, call_usage)

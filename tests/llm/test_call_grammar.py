@@ -10,10 +10,12 @@ from hypothesis import strategies as st
 
 from speech_to_speech.llm.call_grammar import (
     call_grammars,
+    call_markup_tokens,
     call_schema,
     call_start_tokens,
     call_starts,
     first_token_decides,
+    no_call,
 )
 from speech_to_speech.llm.local_tokenizer import ChatTemplate, repaired_template
 from speech_to_speech.llm.tools import FunctionTool, untitled
@@ -86,7 +88,7 @@ def test_a_doubled_brace_call_example_is_rendered_as_the_json_it_stands_for() ->
     assert "{{" not in prompt
 
 
-PIECES = [b"The", b'{"', b" {", b"```", b"<tool_call>", b"Sure", b"}", b" hello"]
+PIECES = [b"The", b'{"', b" {", b"```", b"<tool_call>", b"Sure", b"}", b" hello", b'({"']
 STARTS = call_start_tokens(PIECES)
 
 
@@ -123,6 +125,17 @@ def test_the_first_token_is_a_call_exactly_when_a_call_gets_the_threshold(logits
     calling = probabilities[STARTS].sum() / probabilities.sum() >= threshold
     decided = first_token_decides(STARTS, threshold)([], scores.copy())
     assert (int(np.argmax(decided)) in STARTS.tolist()) == calling
+
+
+@given(st.lists(st.lists(st.floats(-20, 20), min_size=len(PIECES), max_size=len(PIECES)), min_size=1, max_size=5))
+def test_an_answer_with_calls_ruled_out_never_draws_a_call_s_markup(steps: list[list[float]]) -> None:
+    markup = call_markup_tokens(PIECES)
+    assert markup.tolist() == [1, 2, 3, 4, 6, 8]  # a brace or fence anywhere in the piece, not only first
+    words_only = no_call(markup)
+    for logits in steps:
+        scores = words_only([], np.array(logits, dtype=np.float32))
+        assert int(np.argmax(scores)) in (0, 5, 7)
+        assert np.array_equal(np.delete(scores, markup), np.delete(np.array(logits, dtype=np.float32), markup))
 
 
 def test_the_prompt_s_schemas_lose_their_title_keywords_but_not_a_property_named_title() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from speech_to_speech.config import LLMSettings
-from speech_to_speech.llm.chat_prompt import chat_turns, knows_tools, prompt_for
+from speech_to_speech.llm.chat_prompt import ANSWER_THE_RESULT, chat_turns, knows_tools, prompt_for
 from speech_to_speech.llm.local_tokenizer import ChatTemplate
 from speech_to_speech.llm.tools import ParsedCall, ToolCallSplitter, tools_of
 from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest
@@ -47,15 +47,18 @@ def test_without_tools_the_same_template_gets_a_plain_prompt() -> None:
     assert prompt == "<system>Be brief.</system>\n<user>Hi</user>\n<assistant>"
 
 
-def test_past_calls_and_their_results_are_native_turns() -> None:
+def test_past_calls_and_their_results_are_native_turns_and_the_answer_is_asked_for() -> None:
+    # The preamble said before the call is not shown to the model (it said it again in its answer).
     call = {"call_id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}
-    turns = chat_turns(request(ChatMessage("user", "Weather in Paris?"), ChatMessage("assistant", "", (call,)),
+    turns = chat_turns(request(ChatMessage("user", "Weather in Paris?"),
+                               ChatMessage("assistant", "One moment.", (call,)),
                                ChatMessage("tool", '{"sky": "sunny"}', tool_call_id="call_1")),
                        LLMSettings(), native=True)
     assert turns[1:] == [{"role": "user", "content": "Weather in Paris?"},
                          {"role": "assistant", "content": "", "tool_calls": [
                              {"name": "get_weather", "arguments": {"city": "Paris"}}]},
-                         {"role": "tool", "content": '{"sky": "sunny"}'}]
+                         {"role": "tool", "content": '{"sky": "sunny"}'},
+                         {"role": "user", "content": ANSWER_THE_RESULT}]
 
 
 def split(chunks: list[str], tools: tuple[dict, ...] = (WEATHER, ROOM)) -> list[str | ParsedCall]:
@@ -105,3 +108,16 @@ def test_the_answer_to_a_tool_result_is_asked_without_the_tools_and_the_result_i
         ChatMessage("tool", '{"sky": "sunny"}', tool_call_id="call_1")), LLMSettings(init_chat_prompt="Be brief."))
     assert "<tools>" not in prompt and "<tool_call>" not in prompt
     assert prompt.endswith('<user>Weather in Paris?\nTool result (get_weather): {"sky": "sunny"}</user>\n<assistant>')
+
+
+def test_where_the_backend_rules_calls_out_the_answer_keeps_the_tools_and_reads_on_from_the_call_s_prompt() -> None:
+    template, settings = ChatTemplate(TEMPLATE), LLMSettings(init_chat_prompt="Be brief.")
+    question = ChatMessage("user", "Weather in Paris?")
+    call = {"call_id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}
+    asked = prompt_for(template, request(question), settings, calls_ruled_out=True)
+    answer = prompt_for(template, request(question, ChatMessage("assistant", "", (call,)),
+                                          ChatMessage("tool", '{"sky": "sunny"}', tool_call_id="call_1")),
+                        settings, calls_ruled_out=True)
+    assert answer.startswith(asked)
+    assert answer.endswith(
+        f'<tool_response>{{"sky": "sunny"}}</tool_response>\n<user>{ANSWER_THE_RESULT}</user>\n<assistant>')
