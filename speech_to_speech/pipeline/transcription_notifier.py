@@ -101,6 +101,7 @@ class TranscriptionNotifier(BaseHandler):
             manual=item.manual,
             stt_done_time=item.stt_done_time,
             vad_end_time=item.vad_end_time,
+            speech_end_time=item.speech_end_time,
             avg_logprob=item.avg_logprob,
             readings=item.readings,
         )

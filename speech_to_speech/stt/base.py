@@ -199,6 +199,7 @@ class STTHandler(BackendHandler):
             manual=item.manual,
             stt_done_time=time.monotonic(),
             vad_end_time=item.vad_end_time,
+            speech_end_time=item.speech_end_time,
             avg_logprob=heard.avg_logprob,
             readings=heard.readings,
         )
@@ -218,4 +219,5 @@ class STTHandler(BackendHandler):
                 manual=item.manual,
                 stt_done_time=time.monotonic(),
                 vad_end_time=item.vad_end_time,
+                speech_end_time=item.speech_end_time,
             )

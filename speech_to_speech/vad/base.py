@@ -130,6 +130,7 @@ class VADHandler(BackendHandler):
         # The voiced span of the current turn, in input samples (its first voiced chunk to its last):
         # the audio clock the overlap policy decides on.
         self._voice_start = self._voice_end = 0
+        self._voiced_at = 0.0  # time.monotonic() when its last voiced chunk came in
         self._ongoing_sent = False  # SpeechOngoing went out for this turn
 
     def _speech_ms(self) -> int:
@@ -190,13 +191,13 @@ class VADHandler(BackendHandler):
             self._silence_run_ms = 0
             self._item_id = ids.item_id()
             self._voice_start = chunk.offset
-            self._voice_end = chunk.offset + VAD_CHUNK
+            self._voice_end, self._voiced_at = chunk.offset + VAD_CHUNK, time.monotonic()
         else:
             self._speech.append(chunk)
             if voiced:
                 self._voiced_ms += CHUNK_MS
                 self.user.heard(chunk.samples)
-                self._voice_end = chunk.offset + VAD_CHUNK
+                self._voice_end, self._voiced_at = chunk.offset + VAD_CHUNK, time.monotonic()
                 self._silence_run_ms = 0
                 voided = self.turns.speech_resumes()
                 if voided:
@@ -349,7 +350,7 @@ class VADHandler(BackendHandler):
 
     def _end_turn(self, manual: bool, decision: TurnDecision | None = None) -> Iterator[Any]:
         speech, started, item_id = self._speech, self._started_sent, self._item_id
-        speech_ms, voice_end = self._speech_ms(), self._voice_end
+        speech_ms, voice_end, voiced_at = self._speech_ms(), self._voice_end, self._voiced_at
         voiced = self.user.voiced
         reuses = self.turns.speculation if self.turns.speculation_stands else 0
         # Keep only a pad's worth of the trailing silence, so the last word stays whole.
@@ -370,7 +371,9 @@ class VADHandler(BackendHandler):
         if decision is not None:
             self.emit_event(decision)
         self.emit_event(SpeechStopped(end_ms, item_id=item_id, speech_ms=speech_ms))
-        yield replace(self._utterance(kept, item_id, manual=manual, end_ms=end_ms), reuses=reuses)
+        # When the last voiced audio came in: the end of speech in the user's time, whatever pace the audio came at.
+        yield replace(self._utterance(kept, item_id, manual=manual, end_ms=end_ms), reuses=reuses,
+                      speech_end_time=voiced_at)
         self.user.learn(voiced)  # once the utterance is on its way to the STT
 
     def _utterance(self, chunks: list[AudioChunk], item_id: str | None, *, manual: bool, end_ms: int) -> Utterance:
@@ -382,6 +385,7 @@ class VADHandler(BackendHandler):
             item_id=item_id,
             manual=manual,
             vad_end_time=time.monotonic(),
+            speech_end_time=time.monotonic(),
         )
 
     def _commit(self, item: CommitInput) -> Iterator[Any]:

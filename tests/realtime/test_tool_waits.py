@@ -79,6 +79,23 @@ async def test_a_turn_answered_by_its_speculation_gets_a_preamble_while_its_firs
     assert first + "." in ENGLISH and rest.strip() == "Paris."
 
 
+async def test_the_wait_before_a_preamble_is_counted_from_the_end_of_the_user_s_speech(
+    make_server: ServerFactory,
+) -> None:
+    # Said at a live pace, the turn ends 800 ms after the speech: a 700 ms wait is over by then, and the
+    # preamble goes out at once, ahead of a first token that takes 500 ms (which, were the wait counted from
+    # the turn's end, would have come first).
+    server = make_server(scripted_transcripts=["What is the capital of France?"], scripted_replies=["Paris."],
+                         scripted_token_delay_ms=500.0, min_silence_ms=800, speculation_silence_ms=0)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.update_session({"preamble_after_ms": 700})
+        await client.append_audio(spoken_turn(RATE, silence_s=1.2), RATE, chunk_ms=20, pace=1.0)  # a live mic
+        done = await client.wait_for("response.done")
+    first, _, rest = transcripts(done["response"])[0].partition(". ")
+    assert first + "." in ENGLISH and rest.strip() == "Paris."
+
+
 async def test_a_fast_reply_gets_no_preamble(make_server: ServerFactory) -> None:
     server = make_server(scripted_replies=["Paris is the capital."])
     async with RealtimeTestClient.connect(server.ws_url) as client:

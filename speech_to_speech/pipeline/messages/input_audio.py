@@ -88,7 +88,8 @@ class Utterance:
     item_id: str | None = None
     # True when the turn was committed by the client (no automatic response).
     manual: bool = False
-    vad_end_time: float = 0.0  # time.monotonic() at end of speech
+    vad_end_time: float = 0.0  # time.monotonic() when the VAD ended the turn
+    speech_end_time: float = 0.0  # time.monotonic() when the user stopped speaking: the turn's silence before
     # A hypothesis of a turn that may still go on: the speech so far, sent at a pause. It carries
     # the pause's number within its turn (1, 2, …; see turns.controller); 0 for a turn's real end.
     speculation: int = 0

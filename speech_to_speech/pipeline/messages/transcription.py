@@ -20,6 +20,7 @@ class Transcript:
     manual: bool = False
     stt_done_time: float = 0.0
     vad_end_time: float = 0.0
+    speech_end_time: float = 0.0
     speculation: int = 0  # of the utterance transcribed (see Utterance.speculation)
     # A speculative pass's doubt that the speech ended where the text ends as a sentence, for the turn
     # detector (see stt.base.Heard); None: unknown, or not asked (a turn's final transcript).
@@ -66,5 +67,6 @@ class TranscriptionCompleted:
     manual: bool = False
     stt_done_time: float = 0.0
     vad_end_time: float = 0.0
+    speech_end_time: float = 0.0
     avg_logprob: float | None = None  # see Transcript.avg_logprob
     readings: Readings = ()  # see Transcript.readings

@@ -165,6 +165,8 @@ class TurnEvents:
             if item.vad_end_time:
                 response.marks["vad_end_of_speech"] = item.vad_end_time
             response.marks["stt_done"] = item.stt_done_time
+            if item.speech_end_time:
+                response.marks["speech_end"] = item.speech_end_time
         else:
             # No response took this turn's speculation over: it is of no use now.
             self._speculations.drop()

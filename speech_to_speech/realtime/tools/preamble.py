@@ -7,7 +7,9 @@ since its answer needs the tool and a second pass of the model. And a reply
 whose model has produced nothing ``preamble_after_ms`` after the user's turn
 ended (a slow first token, a listing still under way) gets one from
 :class:`PreambleTimer`; the output processor says it only if nothing of the
-reply was said or is on its way, so it can never cut into the answer.
+reply was said or is on its way, so it can never cut into the answer. The
+wait is the user's: from the end of their speech, not from the end of the
+turn (which the VAD decides a silence later, 0.3-0.6 s).
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ class PreambleTimer:
         self._said = 0
 
     def arm(self, response: ResponseState) -> None:
-        """Watch ``response`` (just submitted to the model): the wait is counted from its creation."""
+        """Watch ``response`` (just submitted to the model): the wait is counted from the moment the user
+        stopped speaking, the user's own silence (a spoken turn's), else from the response's creation."""
         after = self._after_ms()
         if self._timer is not None:
             self._timer.cancel()
@@ -64,7 +67,8 @@ class PreambleTimer:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # driven step by step with no event loop (testing/stepped.py): no clock to wait on
-        due = response.marks.get("created", time.monotonic()) + after / 1000.0 - time.monotonic()
+        since = response.marks.get("speech_end") or response.marks.get("created", time.monotonic())
+        due = since + after / 1000.0 - time.monotonic()
         self._timer = loop.call_later(max(0.0, due), self._fire, response, response.generation)
 
     def _fire(self, response: ResponseState, generation: int) -> None:
