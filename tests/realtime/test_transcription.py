@@ -13,6 +13,7 @@ from speech_to_speech.pipeline.messages.generation import GenerateResponseReques
 from speech_to_speech.protocol import SNAPSHOT_EXTENSION
 from speech_to_speech.testing.client_audio import spoken_turn
 from speech_to_speech.testing.event_matchers import types
+from speech_to_speech.testing.mcp_server import serving, tools_server
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.scripted import ScriptedLLM
 
@@ -112,10 +113,34 @@ async def test_while_the_user_speaks_the_words_so_far_stream_and_the_llm_reads_t
     assert "conversation.item.input_audio_transcription.delta" in kinds[:stopped], kinds  # live, not after the turn
     deltas = [e["delta"] for e in events if e["type"] == "conversation.item.input_audio_transcription.delta"]
     assert "".join(deltas) == events[-1]["transcript"] == TRANSCRIPT
-    prefills = [request for kind, request in asked if kind == "prefill"]
+    # The session's own prompt is read ahead when it starts; then the turn's, on the words so far.
+    prefills = [request for kind, request in asked if kind == "prefill" and request.messages]
     assert prefills and all(r.messages[-1].role == "user" for r in prefills)
-    assert [kind for kind, _ in asked][-1] == "reply" and asked.index(("prefill", prefills[0])) == 0
+    assert [kind for kind, _ in asked][-1] == "reply"
+    assert all(kind == "prefill" for kind, _ in asked[: asked.index(("prefill", prefills[0]))])
     assert asked[-1][1].messages[-1].content == TRANSCRIPT
+
+
+async def test_a_session_s_tools_are_read_ahead_before_anyone_speaks(
+    make_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prompt a session's first reply begins with (instructions and tools) is read before the user's
+    turn; with MCP tools, once they are listed."""
+    asked: list[GenerateResponseRequest] = []
+    monkeypatch.setattr(ScriptedLLM, "prefill", lambda self, request: asked.append(request))
+    tool = {"type": "function", "name": "lights_off", "parameters": {"type": "object"}}
+    server = make_server()
+    with serving(tools_server()) as url:
+        async with RealtimeTestClient.connect(server.ws_url) as client:
+            await client.wait_for("session.created")
+            await client.update_session({"tools": [tool, {"type": "mcp", "server_label": "shop", "server_url": url,
+                                                          "require_approval": "never"}]})
+            await client.wait_for("mcp_list_tools.completed")
+            await client.barrier()
+    assert all(not request.messages for request in asked)  # nobody spoke: the session's own prompt only
+    offered = [{tool["name"] for tool in request.tools} for request in asked]
+    assert offered[0] == set()  # at the session's start
+    assert offered[-1] >= {"lights_off", "book_table"}  # once its MCP server is listed
 
 
 async def test_no_interim_words_and_no_read_ahead_when_turned_off(

@@ -35,7 +35,7 @@ class SessionTools:
         self._config = config
         self._responses = responses
         self.servers = McpServers(conversation, emit, list_timeout_s=settings.tools.mcp_list_timeout_s,
-                                  on_listed=responses.submit_when_ready)
+                                  on_listed=self._listed)
         self.calls = McpCalls(self.servers, responses, conversation, user_input, emit,
                               call_timeout_s=settings.tools.mcp_call_timeout_s)
         self.timer = PreambleTimer(unit, lambda: responses.active, self._preamble_after_ms,
@@ -46,8 +46,14 @@ class SessionTools:
         return value if isinstance(value, int) else None
 
     def session_changed(self) -> None:
-        """The session's tools may name new servers: list them now, before a response needs them."""
+        """The session's tools may name new servers: list them now, before a response needs them; the
+        prompt they make is read ahead (now, or once they are listed)."""
         self.servers.use(self._state.mcp_servers)
+        self._responses.read_ahead()
+
+    def _listed(self) -> None:
+        self._responses.submit_when_ready()  # a response waiting for these tools goes on
+        self._responses.read_ahead()  # or, with none, the prompt they make is read ahead
 
     # ------------------------------------------------------------ ServerTools
 
