@@ -169,16 +169,17 @@ class Responses:
 
     def read_ahead(self) -> None:
         """Let the LLM read the prompt the next reply will begin with (the instructions, the tools, the
-        conversation so far) while nobody waits for it. A session's first reply otherwise reads its tools
-        after the user's turn: ~600 tokens for bench tools' four, ~5 s on 2 cores."""
+        conversation so far) while nobody waits for it, where it has tools. A session's first reply otherwise
+        reads them after the user's turn: ~600 tokens for bench tools' four, ~5 s on 2 cores."""
         if not self._settings.turns.prefill_during_speech:
             return  # reading ahead is off (--prefill_during_speech false)
         if self.active is not None or self._speculations.current is not None:
             return
         if self.tools is not None and not self.tools.ready(self.mcp_specs({})):
             return  # its MCP servers are still being listed: read once they are
-        generation = self._unit.cancel_scope.generation
-        self._unit.submit(PromptPrefill(self.request("prefill", generation, {}, self.history())))
+        request = self.request("prefill", self._unit.cancel_scope.generation, {}, self.history())
+        if request.tools:  # without, the prompt is short, and reading it would only evict a longer one
+            self._unit.submit(PromptPrefill(request))
 
     def follow_up(self, response: ResponseState) -> None:
         """Ask the model again for ``response`` (after its tool calls): the same id and generation, so its
