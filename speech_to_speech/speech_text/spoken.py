@@ -109,6 +109,33 @@ def _time(match: re.Match[str]) -> str:
     return said
 
 
+def _iso_date(year_: str, month_: str, day_: str) -> str | None:
+    month, day = int(month_), int(day_)
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    return f"{MONTHS[month - 1]} {numbers.ordinal(day)}, {numbers.year(int(year_))}"
+
+
+def _iso_datetime(match: re.Match[str]) -> str:
+    """2026-12-06T12:32:35+09:00, as a time tool writes it: the time, then the day. A person reading a
+    clock leaves out the seconds and the offset from UTC."""
+    day = _iso_date(match.group(1), match.group(2), match.group(3))
+    hour, minute = int(match.group(4)), int(match.group(5))
+    if day is None or hour > 23 or minute > 59:
+        return match.group(0)
+    return f"{match.group(4)}:{match.group(5)} on {day}"
+
+
+def _iso_day(match: re.Match[str]) -> str:
+    return _iso_date(match.group(1), match.group(2), match.group(3)) or match.group(0)
+
+
+def _clock_seconds(match: re.Match[str]) -> str:
+    """12:32:35 on a clock is said without its seconds (the time rule reads what is left)."""
+    hour, minute, second = int(match.group(1)), int(match.group(2)), int(match.group(3))
+    return f"{match.group(1)}:{match.group(2)}" if hour <= 23 and minute <= 59 and second <= 59 else match.group(0)
+
+
 def _hour_period(match: re.Match[str]) -> str:
     return f"{numbers.cardinal(int(match.group(1)))} {'A M' if match.group(2)[0].lower() == 'a' else 'P M'}"
 
@@ -173,6 +200,11 @@ Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str] | str]
 
 RULES: tuple[Rule, ...] = (
     (re.compile(r"([$€£¥₹])\s?" + _NUM + _SCALE_WORDS + r"\b"), _money),
+    (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?(?!\d)"),
+     _iso_datetime),
+    (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), _iso_day),
+    (re.compile(r"\b(\d{1,2}):(\d{2}):(\d{2})\b"), _clock_seconds),
+    (re.compile(r"\b(\d{1,2}:\d{2})\s?[-–]\s?(?=\d{1,2}:\d{2}\b)"), r"\1 to "),  # 10:00-11:00
     (re.compile(r"\b(\d{1,2}):(\d{2})(?:\s*([AaPp]\.?[Mm](?:\.(?!$))?))?(?![\d:])"), _time),
     (re.compile(r"\b(\d{1,2})\s*([AaPp]\.?[Mm](?:\.(?!$))?)(?!\w)"), _hour_period),
     (re.compile(_NUM + r"\s?%"), _percent),

@@ -17,6 +17,13 @@ from speech_to_speech.speech_text.numbers import cardinal, ordinal, year
         ("It cost $3.5 million.", "It cost three point five million dollars."),
         ("Music of the 1990s and the '80s.", "Music of the nineteen nineties and the eighties."),
         ("We meet at 10:30, 10:05 or 10:00.", "We meet at ten thirty, ten oh five or ten o'clock."),
+        # What a time tool returns, read as a person reads a clock: no seconds, no offset from UTC.
+        ("It is 2026-12-06T12:32:35+09:00 in Tokyo.", "It is twelve thirty-two on December sixth, twenty twenty-six "
+         "in Tokyo."),
+        ("London: 2026-12-06 at 03:12:23, or 2026-12-06T03:32:49Z.", "London: December sixth, twenty twenty-six at "
+         "three twelve, or three thirty-two on December sixth, twenty twenty-six."),
+        ("Monday 10:00-11:00, or 9:00 – 10:30.",
+         "Monday ten o'clock to eleven o'clock, or nine o'clock to ten thirty."),
         ("Dinner at 7 p.m. or 7:45 PM.", "Dinner at seven P M or seven forty-five P M."),
         ("She came 1st, he came 22nd; the 100th guest.",
          "She came first, he came twenty-second; the one hundredth guest."),
