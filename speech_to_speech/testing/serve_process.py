@@ -36,7 +36,7 @@ class ServeProcess:
     def start(self, timeout: float = 60.0) -> ServeProcess:
         """Start it (again, after a kill: on the same port) and wait until /health answers."""
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "speech_to_speech.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+            [sys.executable, "-m", "speech_to_speech", "serve", "--host", "127.0.0.1", "--port", str(self.port),
              *self.base, *self.flags],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         deadline = time.monotonic() + timeout

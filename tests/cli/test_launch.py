@@ -45,3 +45,18 @@ def test_the_launcher_sets_the_count_before_numpy_is_loaded() -> None:
     environ = {key: value for key, value in os.environ.items() if key != VARIABLE}
     done = subprocess.run([sys.executable, "-c", probe], env=environ, capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["False", "True", "1"], done.stderr
+
+
+def test_running_the_cli_module_starts_again_at_the_launcher() -> None:
+    # `python -m speech_to_speech.cli` has loaded the runtimes before it could size them: it must hand over.
+    probe = (
+        "import os, runpy, sys\n"
+        "def execv(path, args):\n"
+        "    print(args[1:])\n"
+        "    sys.exit(0)\n"
+        "os.execv = execv\n"
+        "sys.argv = ['cli', 'serve', '--port', '9']\n"
+        "runpy.run_module('speech_to_speech.cli', run_name='__main__')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "['-m', 'speech_to_speech', 'serve', '--port', '9']", done.stderr

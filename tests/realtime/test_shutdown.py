@@ -26,7 +26,7 @@ EXIT_MARGIN_S = 5
 def served() -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "speech_to_speech.cli", "serve", "--port", str(port), "--num_pipelines", "2",
+        [sys.executable, "-m", "speech_to_speech", "serve", "--port", str(port), "--num_pipelines", "2",
          "--vad", "scripted", "--stt", "scripted", "--llm", "scripted", "--tts", "scripted",
          "--scripted_replies", "A long reply that is still being spoken when the server is told to stop.",
          "--scripted_token_delay_ms", "50", "--shutdown_drain_s", str(DRAIN_S)],
