@@ -87,9 +87,11 @@ async def over_answer(target: Target, story: audio.Speech, said: audio.Speech, c
     async with live_mic(target.ws_url, RATE, chunk_ms=config.chunk_ms, timeout=config.timeout_s, lead_s=0.3,
                         **_fields(config, instructions=LONG_ANSWER)) as (client, mic):
         mic.say(story)
-        rid = (await client.wait_for(AUDIO_DELTA, config.timeout_s))["response_id"]
+        await client.wait_for(AUDIO_DELTA, config.timeout_s)
         await asyncio.sleep(config.say_after_s)
         start = len(client.received)
+        # The answer playing now: the first one may have been taken back, its turn not over after all.
+        rid = [e.event for e in client.received if e.event.get("type") == AUDIO_DELTA][-1]["response_id"]
         spoken = mic.say(said)
         await client.wait_for(of_type("response.done", rid), config.timeout_s)
         await spoken.finished.wait()
