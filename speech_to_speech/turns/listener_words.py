@@ -60,6 +60,19 @@ UNSURE_MAX_WORDS = 3
 # interruptions (19 of 20 remarks heard as remarks at 0.5 and 0.8, up from 18; every interruption still one).
 READING_MARGIN = 0.8
 
+# Words people open a bid for the turn with: a stop, a question, a correction, a request, a wait. A few words
+# over the answer with none of these and no question mark are not yet a bid: tiny.en spelled listeners'
+# sounds as such words ("Come on." and "Climb." for "Cool.", "Oh, well." for "Oh wow.", "Rate rate" for
+# "Right, right."; bench room, held-out remarks), so the next pass, on more speech, decides, and at the
+# utterance's end so few words are a remark. Written from how people interrupt, not from those words.
+TURN_CUES = frozenset("""
+    stop wait hold hang no nope not don't sorry excuse pardon pause hey enough listen hello help quiet shut
+    what what's why how who when where which whose can could would will should shall is are was do does did
+    actually but please tell let i i'm me my we repeat again say said mean meant wrong skip next back
+    louder slower faster shorter longer cancel never mind instead question second moment minute sec just up
+""".split())
+FEW_WORDS = 2
+
 
 class Heard(Enum):
     """What the words of speech over the answer are."""
@@ -119,7 +132,8 @@ def _heard_as(text: str, avg_logprob: float | None) -> Heard:
             if words[at:] in _STARTS:
                 return Heard.LISTENER_SO_FAR
             unsure = avg_logprob is not None and avg_logprob < UNSURE_LOGPROB and len(words) <= UNSURE_MAX_WORDS
-            return Heard.UNSURE if unsure else Heard.TURN
+            uncued = len(words) <= FEW_WORDS and "?" not in text and not TURN_CUES.intersection(words)
+            return Heard.UNSURE if unsure or uncued else Heard.TURN
         at += step
     return Heard.LISTENER
 

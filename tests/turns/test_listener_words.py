@@ -48,20 +48,31 @@ def test_the_start_of_a_listener_phrase_is_not_decided_yet(text: str) -> None:
 
 
 def test_a_few_words_the_stt_was_unsure_of_are_not_yet_a_turn() -> None:
-    assert heard_as("It's her.", -0.9) is Heard.UNSURE  # Whisper's spelling of a hummed "uh-huh"
-    assert heard_as("It's her.", -0.3) is Heard.TURN
-    assert heard_as("It's her.") is Heard.TURN  # unknown confidence: taken at its word
+    assert heard_as("It's her there.", -0.9) is Heard.UNSURE  # Whisper's spelling of a hummed "uh-huh"
+    assert heard_as("It's her there.", -0.3) is Heard.TURN
+    assert heard_as("It's her there.") is Heard.TURN  # unknown confidence: taken at its word
     assert heard_as("Stop, what time is it?", -1.2) is Heard.TURN  # many words: someone is talking
     assert heard_as("Yeah.", -1.5) is Heard.LISTENER
 
 
 def test_words_the_stt_nearly_read_as_a_listener_s_are_not_yet_a_turn() -> None:
     # tiny.en's readings of a synthesized "Cool." over an answer, best first.
-    readings = (("Come on.", -0.44), ("C'mon.", -0.72), ("Cool.", -0.9))
-    assert heard_as("Come on.", -0.44, readings) is Heard.UNSURE
-    assert heard_as("Come on.", -0.44, (("Come on.", -0.44), ("Cool.", -1.5))) is Heard.TURN  # far behind
-    assert heard_as("Come on.", None, readings) is Heard.TURN  # unknown confidence: taken at its word
+    readings = (("Come on there.", -0.44), ("C'mon there.", -0.72), ("Cool.", -0.9))
+    assert heard_as("Come on there.", -0.44, readings) is Heard.UNSURE
+    assert heard_as("Come on there.", -0.44, (("Come on there.", -0.44), ("Cool.", -1.5))) is Heard.TURN
+    assert heard_as("Come on there.", None, readings) is Heard.TURN  # unknown confidence: taken at its word
     assert heard_as("Stop.", -0.2, (("Stop.", -0.2), ("Stop!", -0.5), ("Stop?", -0.7))) is Heard.TURN
+
+
+@pytest.mark.parametrize("text", ["Come on.", "Climb.", "Oh, well.", "Rate rate", "Nice day."])
+def test_a_few_words_without_a_bid_s_words_wait_for_more(text: str) -> None:
+    assert heard_as(text) is Heard.UNSURE  # and at the utterance's end a remark (see test_the_rule)
+
+
+@pytest.mark.parametrize("text", ["Stop.", "Why?", "Paris?", "Come on, stop.", "Hold up.", "One second.",
+                                  "Never mind.", "Come on over here."])
+def test_a_bid_s_word_a_question_or_more_words_take_the_turn(text: str) -> None:
+    assert heard_as(text) is Heard.TURN
 
 
 READINGS = st.lists(st.tuples(TEXTS_ANY := st.sampled_from(["Yeah.", "Cool.", "Stop.", "Come on.", "I", "(laughs)",
