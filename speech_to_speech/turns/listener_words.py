@@ -65,12 +65,14 @@ READING_MARGIN = 0.8
 # sounds as such words ("Come on." and "Climb." for "Cool.", "Oh, well." for "Oh wow.", "Rate rate" for
 # "Right, right."; bench room, held-out remarks), so the next pass, on more speech, decides, and at the
 # utterance's end so few words are a remark. Written from how people interrupt, not from those words.
-TURN_CUES = frozenset("""
-    stop wait hold hang no nope not don't sorry excuse pardon pause hey enough listen hello help quiet shut
-    what what's why how who when where which whose can could would will should shall is are was do does did
-    actually but please tell let i i'm me my we repeat again say said mean meant wrong skip next back
-    louder slower faster shorter longer cancel never mind instead question second moment minute sec just up
-""".split())
+TURN_CUES = frozenset({
+    "stop", "wait", "hold", "hang", "no", "nope", "not", "don't", "sorry", "excuse", "pardon", "pause", "hey",
+    "enough", "listen", "hello", "help", "quiet", "shut", "what", "what's", "why", "how", "who", "when", "where",
+    "which", "whose", "can", "could", "would", "will", "should", "shall", "is", "are", "was", "do", "does", "did",
+    "actually", "but", "please", "tell", "let", "i", "i'm", "me", "my", "we", "repeat", "again", "say", "said",
+    "mean", "meant", "wrong", "skip", "next", "back", "louder", "slower", "faster", "shorter", "longer", "cancel",
+    "never", "mind", "instead", "question", "second", "moment", "minute", "sec", "just", "up",
+})
 FEW_WORDS = 2
 
 
