@@ -100,8 +100,7 @@ class TranscriptionNotifier(BaseHandler):
             audio_seconds=item.audio_seconds,
             manual=item.manual,
             stt_done_time=item.stt_done_time,
-            vad_end_time=item.vad_end_time,
-            speech_end_time=item.speech_end_time,
+            ended=item.ended,
             avg_logprob=item.avg_logprob,
             readings=item.readings,
         )

@@ -198,8 +198,7 @@ class STTHandler(BackendHandler):
             audio_seconds=len(item.samples) / PIPELINE_RATE,
             manual=item.manual,
             stt_done_time=time.monotonic(),
-            vad_end_time=item.vad_end_time,
-            speech_end_time=item.speech_end_time,
+            ended=item.ended,
             avg_logprob=heard.avg_logprob,
             readings=heard.readings,
         )
@@ -218,6 +217,5 @@ class STTHandler(BackendHandler):
                 audio_seconds=len(item.samples) / PIPELINE_RATE,
                 manual=item.manual,
                 stt_done_time=time.monotonic(),
-                vad_end_time=item.vad_end_time,
-                speech_end_time=item.speech_end_time,
+                ended=item.ended,
             )

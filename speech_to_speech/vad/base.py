@@ -42,6 +42,7 @@ from speech_to_speech.pipeline.messages.input_audio import (
     SpeechOngoing,
     SpeechStarted,
     SpeechStopped,
+    TurnEnd,
     Utterance,
 )
 from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
@@ -371,9 +372,9 @@ class VADHandler(BackendHandler):
         if decision is not None:
             self.emit_event(decision)
         self.emit_event(SpeechStopped(end_ms, item_id=item_id, speech_ms=speech_ms))
-        # When the last voiced audio came in: the end of speech in the user's time, whatever pace the audio came at.
+        # The speech ended when its last voiced audio came in: the user's time, whatever pace the audio came at.
         yield replace(self._utterance(kept, item_id, manual=manual, end_ms=end_ms), reuses=reuses,
-                      speech_end_time=voiced_at)
+                      ended=TurnEnd(time.monotonic(), voiced_at))
         self.user.learn(voiced)  # once the utterance is on its way to the STT
 
     def _utterance(self, chunks: list[AudioChunk], item_id: str | None, *, manual: bool, end_ms: int) -> Utterance:
@@ -384,8 +385,7 @@ class VADHandler(BackendHandler):
             audio_end_ms=end_ms,
             item_id=item_id,
             manual=manual,
-            vad_end_time=time.monotonic(),
-            speech_end_time=time.monotonic(),
+            ended=TurnEnd.now(),
         )
 
     def _commit(self, item: CommitInput) -> Iterator[Any]:

@@ -4,6 +4,7 @@ it: where speech starts and stops, and the utterances it cuts for the STT.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from speech_to_speech.audio.samples import FloatAudio
@@ -79,6 +80,24 @@ class SpeculationVoided:
 
 
 @dataclass(frozen=True)
+class TurnEnd:
+    """When a turn ended, on time.monotonic(): ``vad``, when the VAD ended it (0: unknown); ``speech``, when
+    its last voiced audio came in (the user stopped speaking, a silence before)."""
+
+    vad: float = 0.0
+    speech: float = 0.0
+
+    @classmethod
+    def now(cls) -> TurnEnd:
+        """A turn ended now, its speech with it (a manual commit, a pause's speculation)."""
+        at = time.monotonic()
+        return cls(at, at)
+
+
+UNKNOWN_END = TurnEnd()  # a transcript of no turn the VAD ended (a test's, a conversation item's)
+
+
+@dataclass(frozen=True)
 class Utterance:
     """One user turn's audio, cut by the VAD or a manual commit."""
 
@@ -88,8 +107,7 @@ class Utterance:
     item_id: str | None = None
     # True when the turn was committed by the client (no automatic response).
     manual: bool = False
-    vad_end_time: float = 0.0  # time.monotonic() when the VAD ended the turn
-    speech_end_time: float = 0.0  # time.monotonic() when the user stopped speaking: the turn's silence before
+    ended: TurnEnd = UNKNOWN_END
     # A hypothesis of a turn that may still go on: the speech so far, sent at a pause. It carries
     # the pause's number within its turn (1, 2, …; see turns.controller); 0 for a turn's real end.
     speculation: int = 0

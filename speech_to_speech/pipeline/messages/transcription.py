@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from speech_to_speech.pipeline.messages.input_audio import UNKNOWN_END, TurnEnd
+
 # Other readings of the same speech by the STT, most likely first: (text, mean log-probability of its tokens).
 Readings = tuple[tuple[str, float], ...]
 
@@ -19,8 +21,7 @@ class Transcript:
     audio_seconds: float = 0.0
     manual: bool = False
     stt_done_time: float = 0.0
-    vad_end_time: float = 0.0
-    speech_end_time: float = 0.0
+    ended: TurnEnd = UNKNOWN_END
     speculation: int = 0  # of the utterance transcribed (see Utterance.speculation)
     # A speculative pass's doubt that the speech ended where the text ends as a sentence, for the turn
     # detector (see stt.base.Heard); None: unknown, or not asked (a turn's final transcript).
@@ -66,7 +67,6 @@ class TranscriptionCompleted:
     audio_seconds: float = 0.0
     manual: bool = False
     stt_done_time: float = 0.0
-    vad_end_time: float = 0.0
-    speech_end_time: float = 0.0
+    ended: TurnEnd = UNKNOWN_END
     avg_logprob: float | None = None  # see Transcript.avg_logprob
     readings: Readings = ()  # see Transcript.readings

@@ -162,11 +162,10 @@ class TurnEvents:
     def _turn_complete(self, item: TranscriptionCompleted) -> None:
         response = self._responses.active
         if response is not None and response.turn_item_id == item.item_id:
-            if item.vad_end_time:
-                response.marks["vad_end_of_speech"] = item.vad_end_time
+            if item.ended.vad:
+                response.marks["vad_end_of_speech"] = item.ended.vad
+                response.marks["speech_end"] = item.ended.speech
             response.marks["stt_done"] = item.stt_done_time
-            if item.speech_end_time:
-                response.marks["speech_end"] = item.speech_end_time
         else:
             # No response took this turn's speculation over: it is of no use now.
             self._speculations.drop()
