@@ -10,6 +10,8 @@ after the turn's utterance has gone to the STT).
 from __future__ import annotations
 
 import logging
+import math
+import time
 
 import numpy as np
 
@@ -19,6 +21,10 @@ from speech_to_speech.turns.user_voice import PRINT_MS, UserVoice
 from speech_to_speech.vad.speaker_embedder import SpeakerEmbedder
 
 PRINT_SAMPLES = 4 * PIPELINE_RATE  # a long turn's print: its last 4 s of voice (a pass costs ~30 ms a second)
+# For this long after another voice was heard, all speech must sound like the user, however loud: a television's
+# loudest sentences reach the user's level (bench room's card reader, 3 dB under the user, started 2 turns in
+# 2 minutes by its level alone). In a quiet room the user's turns need no print.
+ROOM_MEMORY_S = 30.0
 logger = logging.getLogger(__name__)
 
 
@@ -29,10 +35,15 @@ class SpeakerCheck:
         self.embedder = embedder
         self.user = UserVoice()
         self._due_ms = PRINT_MS  # the voiced ms at which the current speech's print is (next) taken
+        self._other_voice_at = -math.inf  # when (time.monotonic) a voice not the user's was last heard
 
     def new_session(self) -> None:
         self.user = UserVoice()
+        self._other_voice_at = -math.inf
         self.new_speech()
+
+    def _room_talking(self) -> bool:
+        return time.monotonic() - self._other_voice_at < ROOM_MEMORY_S
 
     def new_speech(self) -> None:
         self._due_ms = PRINT_MS
@@ -40,15 +51,20 @@ class SpeakerCheck:
     def sounds_like_user(self, voiced: list[FloatAudio], voiced_ms: int, level: float,
                          reference: float | None) -> bool:
         """Whether speech with ``voiced`` audio (``voiced_ms`` of it, at ``level`` dBFS; the user's level is
-        ``reference``) may start a turn by its voice: yes where no print is needed; no until it has
-        ``PRINT_MS`` of voice; then by its print, taken again with each ``PRINT_MS`` more."""
-        if self.embedder is None or not self.user.needs_print(level, reference):
+        ``reference``) may start a turn by its voice: yes where no print is needed (as loud as the user, and no
+        other voice heard lately); no until it has ``PRINT_MS`` of voice; then by its print, taken again with
+        each ``PRINT_MS`` more."""
+        if self.embedder is None or not self.user.enrolled:
+            return True
+        if not self.user.needs_print(level, reference) and not self._room_talking():
             return True
         if voiced_ms < self._due_ms:
             return False
         self._due_ms = voiced_ms + PRINT_MS
         voice = self.embedder.voice_print(np.concatenate(voiced)[-PRINT_SAMPLES:])
         accepted = self.user.accepts(voice)
+        if not accepted:
+            self._other_voice_at = time.monotonic()
         logger.debug("speaker check: %s at %.1f dB (user %.1f dB), %d ms of voice, similarity %.2f",
                      "the user" if accepted else "not the user", level, reference or 0.0, voiced_ms,
                      self.user.similarity(voice) if voice is not None else 1.0)
@@ -66,6 +82,8 @@ class SpeakerCheck:
         theirs = self.user.accepts(voice)
         if theirs:
             self.user.enroll(voice, len(samples) / PIPELINE_RATE)
+        else:
+            self._other_voice_at = time.monotonic()
         logger.debug("speaker check: a turn of %s (similarity %.2f)", "the user" if theirs else "another voice",
                      self.user.similarity(voice))
         return theirs

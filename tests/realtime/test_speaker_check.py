@@ -1,6 +1,6 @@
 """``--speaker_check on`` over the wire, with the real VAD and embedder: after the user's first turn, a voice that
-is not theirs and quieter than them starts no turn (no ``speech_started``), while the user's own voice at that
-level still does."""
+is not theirs and quieter than them starts no turn (no ``speech_started``), nor does its louder sentence that
+follows, while the user's own voice at that level still does."""
 
 from __future__ import annotations
 
@@ -22,19 +22,21 @@ RATE = 24000  # the client's rate (the fixtures are 16 kHz: read_wav resamples t
 TURNS = Path(__file__).resolve().parents[1] / "fixtures" / "turns"
 GAP_S = 1.5  # between the voices: longer than the silence window, so each is its own turn
 USER_DB = -20.0
-# The second and third voices: within the level margin, not as loud as the user. Not 5 dB under: the other voice's
-# first second then reaches the user's level over a min_speech_ms stretch, which starts a turn with no print asked.
+# The other voices: within the level margin, not as loud as the user. At 5 dB under, the other voice's first second
+# reaches the user's level over a min_speech_ms stretch, which alone would start a turn: once another voice has been
+# heard, such a stretch must sound like the user too.
 QUIETER_DB = -28.0
+LOUDER_DB = -25.0
 
 
 def _voices() -> list[np.ndarray]:
     """The user's first turn; another person (the user's voice five semitones lower: another voice print, as
-    tests/vad/test_speaker_embedder.py checks); the user again. The last two are 8 dB quieter than the first."""
+    tests/vad/test_speaker_embedder.py checks) 8 dB quieter, then 5 dB quieter; the user again, 5 dB quieter."""
     first = at_level(read_wav(TURNS / "whole_robot_story.wav", RATE)[0], USER_DB)
     other = read_wav(TURNS / "unfinished_rome_uh.wav", RATE)[0]
-    other = at_level(resample(other, int(RATE * 2 ** (-5 / 12)), RATE), QUIETER_DB)
-    again = at_level(read_wav(TURNS / "finished_twelve_fifteen.wav", RATE)[0], QUIETER_DB)
-    return [first, other, again]
+    other = resample(other, int(RATE * 2 ** (-5 / 12)), RATE)
+    again = at_level(read_wav(TURNS / "finished_twelve_fifteen.wav", RATE)[0], LOUDER_DB)
+    return [first, at_level(other, QUIETER_DB), at_level(other, LOUDER_DB), again]
 
 
 def _turn_starts(events: list[dict], spans: list[tuple[int, int]]) -> list[int]:
@@ -62,7 +64,8 @@ async def test_after_the_user_s_first_turn_a_quieter_other_voice_starts_no_turn_
         await client.append_audio(np.concatenate(stream), RATE)
         # The last voice's turn ends in the trailing silence: every turn before it has been decided.
         events = await client.collect_until(
-            lambda e: e["type"] == "input_audio_buffer.speech_stopped" and e["audio_end_ms"] > spans[2][0])
-    first, other, again = _turn_starts(events, spans)
+            lambda e: e["type"] == "input_audio_buffer.speech_stopped" and e["audio_end_ms"] > spans[3][0])
+    first, other, louder, again = _turn_starts(events, spans)
     assert (first, again) == (1, 1)  # the user's first turn (before their voice is known), and theirs again
-    assert other == (0 if check == "on" else 1)  # off: by its level alone, the other voice is a turn
+    # off: by its level alone, the other voice is a turn each time
+    assert (other, louder) == ((0, 0) if check == "on" else (1, 1))
