@@ -64,7 +64,9 @@ READING_MARGIN = 0.8
 # over the answer with none of these and no question mark are not yet a bid: tiny.en spelled listeners'
 # sounds as such words ("Come on." and "Climb." for "Cool.", "Oh, well." for "Oh wow.", "Rate rate" for
 # "Right, right."; bench room, held-out remarks), so the next pass, on more speech, decides, and at the
-# utterance's end so few words are a remark. Written from how people interrupt, not from those words.
+# utterance's end so few words are a remark. Written from how people interrupt, not from those words. The words
+# are counted once each: on a short stretch Whisper loops on one word ("Short. Short. Short." for "Sure, sure.",
+# "Out... Out... Out..." for "Uh, okay.", bench room's second held-out set), and a loop is one word heard.
 TURN_CUES = frozenset({
     "stop", "wait", "hold", "hang", "no", "nope", "not", "don't", "sorry", "excuse", "pardon", "pause", "hey",
     "enough", "listen", "hello", "help", "quiet", "shut", "what", "what's", "why", "how", "who", "when", "where",
@@ -134,7 +136,7 @@ def _heard_as(text: str, avg_logprob: float | None) -> Heard:
             if words[at:] in _STARTS:
                 return Heard.LISTENER_SO_FAR
             unsure = avg_logprob is not None and avg_logprob < UNSURE_LOGPROB and len(words) <= UNSURE_MAX_WORDS
-            uncued = len(words) <= FEW_WORDS and "?" not in text and not TURN_CUES.intersection(words)
+            uncued = len(set(words)) <= FEW_WORDS and "?" not in text and not TURN_CUES.intersection(words)
             return Heard.UNSURE if unsure or uncued else Heard.TURN
         at += step
     return Heard.LISTENER

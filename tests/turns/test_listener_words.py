@@ -64,13 +64,15 @@ def test_words_the_stt_nearly_read_as_a_listener_s_are_not_yet_a_turn() -> None:
     assert heard_as("Stop.", -0.2, (("Stop.", -0.2), ("Stop!", -0.5), ("Stop?", -0.7))) is Heard.TURN
 
 
-@pytest.mark.parametrize("text", ["Come on.", "Climb.", "Oh, well.", "Rate rate", "Nice day."])
+@pytest.mark.parametrize("text", ["Come on.", "Climb.", "Oh, well.", "Rate rate", "Nice day.", "Short. Short. Short.",
+                                  "Out... Out... Out..."])
 def test_a_few_words_without_a_bid_s_words_wait_for_more(text: str) -> None:
     assert heard_as(text) is Heard.UNSURE  # and at the utterance's end a remark (see test_the_rule)
 
 
 @pytest.mark.parametrize("text", ["Stop.", "Why?", "Paris?", "Come on, stop.", "Hold up.", "One second.",
-                                  "Never mind.", "Come on over here."])
+                                  "Never mind.", "Come on over here.", "No, no, no.", "Stop. Stop. Stop.",
+                                  "Nice, nice, nice day, Anna."])
 def test_a_bid_s_word_a_question_or_more_words_take_the_turn(text: str) -> None:
     assert heard_as(text) is Heard.TURN
 
