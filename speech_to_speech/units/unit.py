@@ -52,7 +52,7 @@ _session_tokens = itertools.count(1)
 
 # (context, queue_in, queue_out, events_out) -> handler; events_out is stage_events.
 StageBuilder = Callable[[HandlerContext, "queue.Queue[Any]", "queue.Queue[Any]", "NotifyingQueue[StageEvent]"],
-                        BaseHandler]
+                        "BaseHandler[Any, Any, Any]"]
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class PipelineUnit:
         self.context = HandlerContext(self.cancel_scope, self.config)
         self.queues = q = PipelineQueues()
         self.chunker = Chunker()
-        self.handlers: dict[str, BaseHandler] = {
+        self.handlers: dict[str, BaseHandler[Any, Any, Any]] = {
             "vad": builders.vad(self.context, q.vad_input, q.utterances, q.stage_events),
             "stt": builders.stt(self.context, q.utterances, q.transcripts, q.stage_events),
             "transcription_notifier": TranscriptionNotifier(self.context, q.transcripts, q.stage_events),
