@@ -24,7 +24,7 @@ from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest, ResponseDone
 from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TranscriptText
 from speech_to_speech.testing.scripted import tone
-from speech_to_speech.units.builder import BackendClass, PipelineFactory, given_sections, stage_builder
+from speech_to_speech.units.builder import BackendClass, PipelineFactory, stage_builder
 from speech_to_speech.units.stages import StageBuilder, StageBuilders
 from speech_to_speech.units.unit import PipelineUnit
 
@@ -58,7 +58,7 @@ def backend_settings(handler: type[BackendHandler[Any, Any, Any]], settings: Ser
     """The settings keywords the builder gives ``handler``: ``settings=`` its stage's section (``settings.tts``
     for a TTS), and the sections it says it needs besides (``given_sections``: the turns section for a VAD)."""
     given: dict[str, Any] = {"settings": getattr(settings, handler.stage)}
-    given.update((keyword, getattr(settings, name)) for keyword, name in given_sections(handler).items())
+    given.update((keyword, getattr(settings, name)) for keyword, name in handler.given_sections.items())
     return given
 
 

@@ -30,7 +30,7 @@ Handler = TypeVar("Handler", covariant=True)
 
 
 class BackendClass(Protocol[Taken, Put, Handler]):
-    """A backend's handler class as a builder calls it: the queues it takes are those its type parameters say."""
+    """A backend's handler class as a builder calls it, typed by the queues its constructor takes."""
 
     def __call__(self, context: HandlerContext, queue_in: queue.Queue[Taken], queue_out: Sink[Put] | None, /, *,
                  model: Any, settings: Any, events: Sink[StageEvent] | None = ...) -> Handler: ...
@@ -65,17 +65,11 @@ def _stage(backend: registry.Backend, base: BackendClass[Taken, Put, Handler], s
     started = time.perf_counter()
     model = backend.load(section, LoadContext.of(settings))
     # The sections it needs beside its own, by its own say (the VAD: the turns section, as it ends turns).
-    given = {keyword: getattr(settings, name) for keyword, name in given_sections(handler).items()}
+    given = {keyword: getattr(settings, name) for keyword, name in handler.given_sections.items()}
     load_times[backend.kind] = time.perf_counter() - started
     log.info("%s backend %r loaded in %.2f s", backend.kind, backend.name, load_times[backend.kind])
     built_as_base = cast(BackendClass[Taken, Put, Handler], handler)
     return stage_builder(built_as_base, model, {"settings": section} | given | shared)
-
-
-def given_sections(handler: type) -> dict[str, str]:
-    """The sections ``handler`` is given besides its own, keyword -> section (``BackendHandler.given_sections``)."""
-    sections: dict[str, str] = getattr(handler, "given_sections", {})
-    return sections
 
 
 def _viseme_stage(context: HandlerContext, queue_in: queue.Queue[TTSOutput], queue_out: Sink[ResponseOutput],
