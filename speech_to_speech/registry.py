@@ -27,9 +27,10 @@ import importlib.metadata
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from speech_to_speech.config import LLMSettings, LoadContext, STTSettings, TTSSettings, VADSettings
+from speech_to_speech.pipeline.handler import BackendHandler
 
 Kind = Literal["vad", "stt", "llm", "tts"]
 ENTRY_POINT_GROUP = "speech_to_speech.backends"
@@ -37,6 +38,7 @@ ENTRY_POINT_GROUP = "speech_to_speech.backends"
 SECTION_OF: dict[Kind, type] = {"vad": VADSettings, "stt": STTSettings, "llm": LLMSettings, "tts": TTSSettings}
 # A loader: (its kind's section, the LoadContext) -> the model its handlers share.
 Loader = Callable[[Any, LoadContext], Any]
+Handler = TypeVar("Handler", bound=type[BackendHandler[Any, Any, Any]])
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,9 @@ class Backend:
     kind: Kind
     name: str
     load: Loader
-    handler: type  # a BackendHandler subclass: (context, queue_in, queue_out, model=, settings=<section>, events=)
+    # The subclass of its stage's base class (STTHandler for an STT) built per unit: (context, queue_in, queue_out,
+    # model=, settings=<section>, events=).
+    handler: type[BackendHandler[Any, Any, Any]]
 
 
 _BACKENDS: dict[tuple[Kind, str], Backend] = {}
@@ -79,12 +83,12 @@ def _takes_context(load: Callable[..., Any]) -> bool:
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
 
 
-def register(kind: Kind, name: str, load: Callable[..., Any]) -> Callable[[type], type]:
+def register(kind: Kind, name: str, load: Callable[..., Any]) -> Callable[[Handler], Handler]:
     """Register ``handler`` as ``kind`` backend ``name``, its model made by ``load(section, context)``
     (or ``load(section)``: a loader that needs nothing but its section)."""
     loader: Loader = load if _takes_context(load) else lambda section, context: load(section)
 
-    def decorate(handler: type) -> type:
+    def decorate(handler: Handler) -> Handler:
         _BACKENDS[(kind, name)] = Backend(kind, name, loader, handler)
         return handler
 

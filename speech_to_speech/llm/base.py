@@ -14,13 +14,13 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from speech_to_speech.config import LLMSettings
 from speech_to_speech.llm.answer_language import answer_in_language
 from speech_to_speech.llm.context_window import ContextOverflow
 from speech_to_speech.llm.speakable import speaks_latin_only
 from speech_to_speech.pipeline.handler import BackendHandler
+from speech_to_speech.pipeline.messages.control import StageError
 from speech_to_speech.pipeline.messages.generation import (
     AssistantTextPart,
     AssistantToolCallPart,
@@ -46,12 +46,13 @@ class Terminal:
 
 
 GeneratedPart = str | AssistantToolCallPart | TokenUsage | Terminal
+# What the LLM makes of a request: the reply's parts in order, and the sentinel that closes it.
+ReplyPart = AssistantTextPart | AssistantToolCallPart | Preamble | TokenUsage | LLMFirstToken | ResponseDone
 
 
-class LLMHandler(BackendHandler):
+class LLMHandler(BackendHandler[GenerateResponseRequest | PromptPrefill, ReplyPart]):
     stage = "llm"
     settings: LLMSettings  # the llm section
-    consumes = (GenerateResponseRequest, PromptPrefill)
     # The languages the unit's voice speaks (its TTS says; None: unknown), set when the unit is built.
     voice_languages: tuple[str, ...] | None = None
 
@@ -73,7 +74,7 @@ class LLMHandler(BackendHandler):
         """Read ``request``'s prompt ahead into the backend's cache, answering nothing (a backend without
         one does nothing). It must give way at once to a request waiting behind it."""
 
-    def process(self, item: GenerateResponseRequest | PromptPrefill) -> Iterator[Any]:
+    def process(self, item: GenerateResponseRequest | PromptPrefill) -> Iterator[ReplyPart]:
         if isinstance(item, PromptPrefill):
             if self.queue_in.empty():  # a request behind it makes it moot: the request reads the prompt
                 with contextlib.suppress(ContextOverflow):  # the request itself will fail, and say why
@@ -120,7 +121,16 @@ class LLMHandler(BackendHandler):
             input_call_ids=item.input_call_ids,
         )
 
-    def on_error(self, item: Any, error: BaseException) -> Iterator[Any]:
+    def on_stale(self, item: GenerateResponseRequest | PromptPrefill) -> Iterator[ResponseDone]:
+        """A response request dropped unprocessed still closes its response, so whoever waits for that
+        response's sentinel is not left waiting."""
+        if isinstance(item, GenerateResponseRequest):
+            yield ResponseDone(
+                item.response_id, item.generation, status="cancelled", input_call_ids=item.input_call_ids
+            )
+
+    def on_error(self, item: GenerateResponseRequest | PromptPrefill, error: BaseException) -> Iterator[
+            ReplyPart | StageError]:
         if isinstance(item, GenerateResponseRequest):
             yield ResponseDone(
                 item.response_id,

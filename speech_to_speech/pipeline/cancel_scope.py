@@ -18,9 +18,12 @@ two apart.
 
 from __future__ import annotations
 
-import queue
 import threading
-from typing import Any
+from typing import TypeVar
+
+from speech_to_speech.pipeline.queues import Sink
+
+Item = TypeVar("Item")
 
 
 class CancelScope:
@@ -41,7 +44,7 @@ class CancelScope:
             self._generation += 1
             return self._generation
 
-    def put_if_current(self, target: queue.Queue[Any], item: Any, generation: int) -> bool:
+    def put_if_current(self, target: Sink[Item], item: Item, generation: int) -> bool:
         """Queue ``item`` only while ``generation`` is current; False when it was stale.
 
         Checking and queueing under the lock that ``cancel()`` takes means that

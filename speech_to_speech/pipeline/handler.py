@@ -1,27 +1,55 @@
-"""BaseHandler: one thread per pipeline stage, mapping queue_in to queue_out."""
+"""BaseHandler: one thread per pipeline stage, mapping queue_in to queue_out.
+
+A stage is typed by what it consumes (``In``), what it makes (``Out``) and what
+it lets through unchanged (``Passed``, nothing unless said); its input queue
+then carries ``In | Passed | Control`` and its output queue takes
+``Out | Passed | Control``, so mypy checks each stage against the queues the
+unit wires it to (pipeline/queue_items.py names them).
+"""
 
 from __future__ import annotations
 
 import logging
 import queue
 import threading
-from collections.abc import Iterable, Iterator
+import typing
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, Never, cast
+
+from typing_extensions import TypeVar
 
 from speech_to_speech.pipeline.cancel_scope import CancelScope
-from speech_to_speech.pipeline.messages.control import PipelineEnd, SessionEnd, StageError
-from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest, ResponseDone
+from speech_to_speech.pipeline.messages.control import Control, PipelineEnd, SessionEnd, StageError
 from speech_to_speech.pipeline.messages.ownership import AlwaysDelivered, ResponseOwned
+from speech_to_speech.pipeline.queue_items import StageEvent
+from speech_to_speech.pipeline.queues import Sink
 from speech_to_speech.pipeline.session_config import ConfigHolder
 
 log = logging.getLogger(__name__)
 
+In = TypeVar("In")  # what the stage consumes: the items :meth:`BaseHandler.process` is given
+Out = TypeVar("Out")  # what it makes of them
+# What it lets through unchanged besides the control items (the TTS: the tool calls and usage behind the audio).
+Passed = TypeVar("Passed", default=Never)
 
 
-def _generation(item: Any) -> int | None:
+def _generation(item: object) -> int | None:
     """The generation an item was made under (None: it belongs to no response)."""
     return item.generation if isinstance(item, ResponseOwned | StageError) else None
+
+
+def _consumed(cls: type) -> tuple[type, ...] | None:
+    """The classes of ``cls``'s ``In``, where its own class statement names them (``STTHandler(BackendHandler[
+    Utterance, Transcript])``): the run-time filter of what it consumes is the type mypy checks, stated once.
+    None for a class that names none (it inherits its base's)."""
+    for base in vars(cls).get("__orig_bases__", ()):
+        origin = typing.get_origin(base)
+        if isinstance(origin, type) and issubclass(origin, BaseHandler):
+            consumed = typing.get_args(base)[0]
+            kinds = typing.get_args(consumed) or (consumed,)
+            return kinds if all(isinstance(kind, type) for kind in kinds) else None
+    return None
 
 
 @dataclass(frozen=True)
@@ -44,14 +72,15 @@ class HandlerContext:
         self.config = config
 
 
-class BaseHandler:
+class BaseHandler(Generic[In, Out, Passed]):
     """A stage of the pipeline, run on its own thread.
 
     Subclasses implement :meth:`process` for the item types they consume
-    (``consumes``); every other item is forwarded unchanged, so control and
-    response sentinels keep their order through the whole pipeline. A
-    ``SessionEnd`` resets per-session state and is forwarded; ``PipelineEnd``
-    stops the thread (and is forwarded so the next stage stops too).
+    (``In``, which ``consumes`` lists at run time); every other item is
+    forwarded unchanged, so control and response sentinels keep their order
+    through the whole pipeline. A ``SessionEnd`` resets per-session state and
+    is forwarded; ``PipelineEnd`` stops the thread (and is forwarded so the
+    next stage stops too).
 
     An exception in :meth:`process` never kills the thread: the failure is
     logged, turned into items by :meth:`on_error` (a ``StageError`` by
@@ -59,13 +88,20 @@ class BaseHandler:
     """
 
     stage: ClassVar[str] = "handler"
+    # The classes of In, taken from the class statement; a handler whose In is not named there (Any) lists them.
     consumes: ClassVar[tuple[type, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        consumed = _consumed(cls)
+        if consumed is not None and "consumes" not in vars(cls):
+            cls.consumes = consumed
 
     def __init__(
         self,
         context: HandlerContext,
-        queue_in: queue.Queue[Any],
-        queue_out: queue.Queue[Any] | None,
+        queue_in: queue.Queue[In | Passed | Control],
+        queue_out: Sink[Out | Passed | Control] | None,
     ) -> None:
         self.context = context
         self.queue_in = queue_in
@@ -75,13 +111,13 @@ class BaseHandler:
 
     # ------------------------------------------------------------ to override
 
-    def process(self, item: Any) -> Iterable[Any]:
+    def process(self, item: In) -> Iterable[Out]:
         raise NotImplementedError
 
     def on_session_end(self) -> None:
         """Forget per-session state (VAD buffers, partial hypotheses, …)."""
 
-    def on_error(self, item: Any, error: BaseException) -> Iterable[Any]:
+    def on_error(self, item: In, error: BaseException) -> Iterable[Out | StageError]:
         yield StageError(
             stage=self.stage,
             message=f"{type(error).__name__}: {error}",
@@ -90,18 +126,11 @@ class BaseHandler:
             item_id=getattr(item, "item_id", None),
         )
 
-    def on_stale(self, item: Any) -> Iterable[Any]:
-        """What still goes out for a consumed item that is dropped as stale.
+    def on_stale(self, item: In) -> Iterable[Out]:
+        """What still goes out for a consumed item that is dropped as stale (nothing, unless a stage says)."""
+        return ()
 
-        A response request dropped unprocessed still closes its response, so
-        whoever waits for that response's sentinel is not left waiting.
-        """
-        if isinstance(item, GenerateResponseRequest):
-            yield ResponseDone(
-                item.response_id, item.generation, status="cancelled", input_call_ids=item.input_call_ids
-            )
-
-    def is_stale(self, item: Any) -> bool:
+    def is_stale(self, item: object) -> bool:
         if isinstance(item, AlwaysDelivered):
             return False
         generation = _generation(item)
@@ -113,7 +142,7 @@ class BaseHandler:
     def cancel_scope(self) -> CancelScope:
         return self.context.cancel_scope
 
-    def emit(self, item: Any) -> None:
+    def emit(self, item: Out | Passed | Control) -> None:
         """Queue an output; content of a cancelled generation is dropped here, atomically."""
         if self.queue_out is None:
             return
@@ -138,7 +167,7 @@ class BaseHandler:
             if isinstance(item, PipelineEnd):
                 return
 
-    def outputs(self, item: Any) -> Iterator[Any]:
+    def outputs(self, item: In | Passed | Control) -> Iterator[Out | Passed | Control]:
         """Everything one input item turns into, in order, for :meth:`emit`.
 
         Lazy, so that each output is queued as soon as it exists (the thread
@@ -150,25 +179,27 @@ class BaseHandler:
             self._guarded(self.on_session_end)
             yield item
         elif not isinstance(item, self.consumes):
-            yield item
+            # ``consumes`` is In's classes (__init_subclass__), so what is not consumed is Passed or Control.
+            yield cast("Passed | Control", item)
         elif self.is_stale(item):
             log.debug("%s drops stale %s", self.stage, type(item).__name__)
-            yield from self._guarded_iter(self.on_stale(item))
+            yield from self._guarded_iter(self.on_stale(cast(In, item)))
         else:
+            consumed = cast(In, item)
             try:
-                yield from self.process(item)
+                yield from self.process(consumed)
             except Exception as error:  # a stage must survive any model failure
                 self.failures += 1
                 log.exception("%s failed on %s", self.stage, type(item).__name__)
-                yield from self._guarded_iter(self.on_error(item, error))
+                yield from self._guarded_iter(self.on_error(consumed, error))
 
-    def _guarded(self, fn: Any) -> None:
+    def _guarded(self, fn: Callable[[], None]) -> None:
         try:
             fn()
         except Exception:
             log.exception("%s: session reset failed", self.stage)
 
-    def _guarded_iter(self, items: Iterable[Any]) -> list[Any]:
+    def _guarded_iter(self, items: Iterable[Out | StageError]) -> list[Out | StageError]:
         try:
             return list(items)
         except Exception:
@@ -176,7 +207,7 @@ class BaseHandler:
             return []
 
 
-class BackendHandler(BaseHandler):
+class BackendHandler(BaseHandler[In, Out, Passed]):
     """A handler built around a shared, already loaded model.
 
     ``model`` is whatever the backend's loader returned (shared by every
@@ -193,12 +224,12 @@ class BackendHandler(BaseHandler):
     def __init__(
         self,
         context: HandlerContext,
-        queue_in: queue.Queue[Any],
-        queue_out: queue.Queue[Any] | None,
+        queue_in: queue.Queue[In | Passed | Control],
+        queue_out: Sink[Out | Passed | Control] | None,
         *,
         model: Any,
         settings: Any,
-        events: queue.Queue[Any] | None = None,
+        events: Sink[StageEvent] | None = None,
     ) -> None:
         super().__init__(context, queue_in, queue_out)
         self.model = model
@@ -210,6 +241,6 @@ class BackendHandler(BaseHandler):
         """Native language metadata; speech backends override it."""
         return SpeechLanguageCapabilities()
 
-    def emit_event(self, item: Any) -> None:
+    def emit_event(self, item: StageEvent) -> None:
         if self.events is not None:
             self.events.put(item)

@@ -11,20 +11,23 @@ nothing overtakes anything on the way to the wire.
 
 from __future__ import annotations
 
+import queue
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from speech_to_speech.config import LLMSettings
 from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
 from speech_to_speech.pipeline.messages.generation import (
     AssistantTextPart,
     AssistantToolCallPart,
+    LLMFirstToken,
     Preamble,
     ResponseDone,
     TokenUsage,
 )
 from speech_to_speech.pipeline.messages.speech_output import TTSInput
+from speech_to_speech.pipeline.queue_items import LLMOutput, TTSQueueItem
+from speech_to_speech.pipeline.queues import Sink
 from speech_to_speech.speech_text import SpeechText
 
 # A sentence ends at . ! ? … (or a newline) followed by whitespace.
@@ -79,12 +82,18 @@ def first_chunk_ready(text: str, first_chunk_words: int) -> bool:
     return bool(split_ready(text, True, first_chunk_words)[0])
 
 
-class LMOutputProcessor(BaseHandler):
+# The parts of a response it orders: its text and preamble become clauses, what follows text waits for it.
+OrderedPart = AssistantTextPart | AssistantToolCallPart | Preamble | TokenUsage | ResponseDone
+# What it sends on: clauses for the TTS, and the other parts behind the clauses before them.
+SpeakablePart = TTSInput | AssistantToolCallPart | TokenUsage | ResponseDone
+
+
+class LMOutputProcessor(BaseHandler[OrderedPart, SpeakablePart, LLMFirstToken]):
     stage = "lm_output_processor"
-    consumes = (AssistantTextPart, AssistantToolCallPart, Preamble, TokenUsage, ResponseDone)
 
     def __init__(
-        self, context: HandlerContext, queue_in: Any, queue_out: Any, first_chunk_words: int = FIRST_CHUNK_WORDS
+        self, context: HandlerContext, queue_in: queue.Queue[LLMOutput], queue_out: Sink[TTSQueueItem] | None,
+        first_chunk_words: int = FIRST_CHUNK_WORDS,
     ) -> None:
         super().__init__(context, queue_in, queue_out)
         self.first_chunk_words = first_chunk_words
@@ -126,7 +135,7 @@ class LMOutputProcessor(BaseHandler):
             yield self._tts_input(self._buffer)
         self._buffer = ""
 
-    def process(self, item: Any) -> Iterator[Any]:
+    def process(self, item: OrderedPart) -> Iterator[SpeakablePart]:
         # A response id may be asked twice (a dropped speculation, then the real request): a part
         # belongs to the text so far only if its generation matches too.
         if (item.response_id, item.generation) != (self._response_id, self._generation):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-from speech_to_speech.pipeline.messages.control import PipelineEnd, SessionEnd, StageError
+from speech_to_speech.pipeline.messages.control import Control
 from speech_to_speech.pipeline.messages.generation import (
                        AssistantTextPart,
                        AssistantToolCallPart,
@@ -48,9 +48,6 @@ from speech_to_speech.pipeline.messages.transcription import (
 )
 from speech_to_speech.pipeline.messages.turn_taking import ProbeSpeech, ReplyReady, TurnDecision, TurnVerdict
 
-# On every queue: the session's soft reset, the unit's stop, and a stage's report of a failure.
-Control: TypeAlias = SessionEnd | PipelineEnd | StageError
-
 # The VAD's input: the session's audio, its commits and clears, and what its turn decision is told
 # (the detector's verdicts, a pause's words, its reply being ready).
 VADInput: TypeAlias = (AudioChunk | CommitInput | ClearInput | TurnVerdict | SpeculativeTranscript | ReplyReady
@@ -69,7 +66,9 @@ LLMRequest: TypeAlias = GenerateResponseRequest | PromptPrefill | Control
 LLMOutput: TypeAlias = (AssistantTextPart | AssistantToolCallPart | Preamble | TokenUsage | LLMFirstToken
                         | ResponseDone | Control)
 TTSQueueItem: TypeAlias = TTSInput | AssistantToolCallPart | TokenUsage | LLMFirstToken | ResponseDone | Control
-# The TTS (or the viseme stage after it) -> the service: a response's audio, its transcript in order
-# with it, its tool calls, usage and terminal.
-ResponseOutput: TypeAlias = (AudioOutput | TranscriptText | SpokenPhonemes | AudioVisemes | TTSFirstAudio
-                             | AssistantToolCallPart | TokenUsage | LLMFirstToken | ResponseDone | Control)
+# The TTS -> the service: a response's audio, its transcript in order with it, its tool calls, usage and
+# terminal (with ``--enable_visemes``, the TTS -> the viseme stage, the phonemes it said told beside the audio).
+TTSOutput: TypeAlias = (AudioOutput | TranscriptText | SpokenPhonemes | TTSFirstAudio | AssistantToolCallPart
+                        | TokenUsage | LLMFirstToken | ResponseDone | Control)
+# What reaches the service after the TTS, or after the viseme stage, which adds the visemes of each chunk.
+ResponseOutput: TypeAlias = TTSOutput | AudioVisemes

@@ -1,12 +1,24 @@
-"""Queues that wake an asyncio consumer without polling."""
+"""The queues between stages: what a stage puts on, and queues that wake an asyncio consumer without polling."""
 
 from __future__ import annotations
 
 import queue
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 Item = TypeVar("Item")
+Taken = TypeVar("Taken", contravariant=True)
+
+
+class Sink(Protocol[Taken]):
+    """Where a stage puts its output: any queue whose items include what it puts.
+
+    Only ``put`` is asked for, so a queue of a wider union is a sink of a narrower
+    one (the TTS feeds the send loop's queue, which also takes the viseme stage's
+    items), while a queue that lacks one of the stage's item types is a type error.
+    """
+
+    def put(self, item: Taken, block: bool = True, timeout: float | None = None) -> None: ...
 
 
 class NotifyingQueue(queue.Queue[Item]):

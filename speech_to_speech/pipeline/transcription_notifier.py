@@ -10,8 +10,8 @@ transcript a ``TranscriptionCompleted`` that is authoritative.
 
 from __future__ import annotations
 
+import queue
 from collections.abc import Iterator
-from typing import Any
 
 from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
 from speech_to_speech.pipeline.messages.transcription import (
@@ -21,7 +21,13 @@ from speech_to_speech.pipeline.messages.transcription import (
     TranscriptionDelta,
     TranscriptionSnapshot,
 )
+from speech_to_speech.pipeline.queue_items import StageEvent, Transcripts
+from speech_to_speech.pipeline.queues import Sink
 from speech_to_speech.pipeline.words import normalize_word
+
+# What a transcript becomes for the service: the words confirmed, the hypothesis so far, a pause's words, the
+# final transcript.
+TranscriptionEvent = TranscriptionDelta | TranscriptionSnapshot | SpeculativeTranscript | TranscriptionCompleted
 
 
 def _common_prefix(a: list[str], b: list[str]) -> int:
@@ -67,18 +73,18 @@ def final_delta(state: _ItemState, transcript: str) -> str:
     return (" " + delta) if state.sent else delta
 
 
-class TranscriptionNotifier(BaseHandler):
+class TranscriptionNotifier(BaseHandler[Transcript, TranscriptionEvent]):
     stage = "transcription_notifier"
-    consumes = (Transcript,)
 
-    def __init__(self, context: HandlerContext, queue_in: Any, queue_out: Any) -> None:
+    def __init__(self, context: HandlerContext, queue_in: queue.Queue[Transcripts],
+                 queue_out: Sink[StageEvent] | None) -> None:
         super().__init__(context, queue_in, queue_out)
         self._items: dict[str | None, _ItemState] = {}
 
     def on_session_end(self) -> None:
         self._items.clear()
 
-    def process(self, item: Transcript) -> Iterator[Any]:
+    def process(self, item: Transcript) -> Iterator[TranscriptionEvent]:
         state = self._items.setdefault(item.item_id, _ItemState())
         if not item.final:
             delta = confirmed_delta(state, item.text)

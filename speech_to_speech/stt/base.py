@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -13,10 +14,12 @@ from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import STTSettings
 from speech_to_speech.cpu import gate as cpu_gate
-from speech_to_speech.pipeline.handler import BackendHandler
+from speech_to_speech.pipeline.handler import BackendHandler, HandlerContext
 from speech_to_speech.pipeline.messages.control import StageError
 from speech_to_speech.pipeline.messages.input_audio import Utterance
 from speech_to_speech.pipeline.messages.transcription import Readings, Transcript
+from speech_to_speech.pipeline.queue_items import Transcripts, Utterances
+from speech_to_speech.pipeline.queues import Sink
 
 MIN_SAMPLES = PIPELINE_RATE // 10
 PROBED_REMEMBERED = 16  # utterances over the answer whose final pass still gives its readings
@@ -46,7 +49,7 @@ class PassAbandoned(Exception):
     """A backend stops a speculative pass between its phases: :meth:`STTHandler.still_wanted` said no."""
 
 
-class STTHandler(BackendHandler):
+class STTHandler(BackendHandler[Utterance, Transcript]):
     """Transcribes each utterance once.
 
     A speculative utterance (the speech so far, at a pause) is transcribed
@@ -62,15 +65,15 @@ class STTHandler(BackendHandler):
 
     stage = "stt"
     settings: STTSettings  # the stt section
-    consumes = (Utterance,)
     uses_local_cpu: ClassVar[bool] = True  # False for a backend that only waits on a remote service
     # The last speculative pass: (item_id, its number) and what it heard.
     _speculation: tuple[str | None, int, Heard] | None = None
     _running: Utterance | None = None  # the utterance being transcribed
     _last_pass_s = 0.0  # how long the last transcription took (interim passes wait for a quick one)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, context: HandlerContext, queue_in: queue.Queue[Utterances], queue_out: Sink[Transcripts] | None,
+                 **backend: Any) -> None:
+        super().__init__(context, queue_in, queue_out, **backend)
         self._probed: deque[str | None] = deque(maxlen=PROBED_REMEMBERED)  # utterances probed over the answer
 
     def transcribe(self, samples: FloatAudio, language: str | None) -> Heard | tuple[str, str | None]:
@@ -163,7 +166,7 @@ class STTHandler(BackendHandler):
         yield Transcript(text=heard.text, final=False, item_id=item.item_id, language=heard.language,
                          avg_logprob=heard.avg_logprob, readings=heard.readings)
 
-    def process(self, item: Utterance) -> Iterator[Any]:
+    def process(self, item: Utterance) -> Iterator[Transcript]:
         if item.interim:
             yield from self._interim_pass(item)
             return
@@ -203,13 +206,13 @@ class STTHandler(BackendHandler):
             readings=heard.readings,
         )
 
-    def on_error(self, item: Any, error: BaseException) -> Iterator[Any]:
-        ahead = isinstance(item, Utterance) and (item.speculative or item.interim)
+    def on_error(self, item: Utterance, error: BaseException) -> Iterator[Transcript | StageError]:
+        ahead = item.speculative or item.interim
         for report in super().on_error(item, error):
             # A failed pass ahead of the turn's end is done again at the turn's end.
             yield replace(report, retried=True) if ahead and isinstance(report, StageError) else report
         # The turn must still complete so the session does not wait forever.
-        if isinstance(item, Utterance) and not ahead:
+        if not ahead:
             yield Transcript(
                 text="",
                 final=True,

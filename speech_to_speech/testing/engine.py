@@ -13,21 +13,23 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.config import LoadContext, ServerSettings, settings_from_flat
-from speech_to_speech.pipeline.handler import BackendHandler, HandlerContext
+from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest, ResponseDone
 from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TranscriptText
 from speech_to_speech.testing.scripted import tone
-from speech_to_speech.units.builder import PipelineFactory, given_sections
-from speech_to_speech.units.unit import PipelineUnit, StageBuilder, StageBuilders
+from speech_to_speech.units.builder import BackendClass, PipelineFactory, stage_builder
+from speech_to_speech.units.stages import StageBuilder, StageBuilders
+from speech_to_speech.units.unit import PipelineUnit
 
 T = TypeVar("T")
+Handler = TypeVar("Handler", bound=BackendHandler[Any, Any, Any])
 # A fixture's unit maker: setting overrides in, a started unit out.
 UnitFactory = Callable[..., PipelineUnit]
 DEFAULT_TIMEOUT = 10.0
@@ -52,11 +54,11 @@ def running_unit(settings: ServerSettings | None = None, **overrides: Any) -> It
         unit.stop(timeout=1.0)
 
 
-def backend_settings(handler: type[BackendHandler], settings: ServerSettings) -> dict[str, Any]:
+def backend_settings(handler: type[BackendHandler[Any, Any, Any]], settings: ServerSettings) -> dict[str, Any]:
     """The settings keywords the builder gives ``handler``: ``settings=`` its stage's section (``settings.tts``
     for a TTS), and the sections it says it needs besides (``given_sections``: the turns section for a VAD)."""
     given: dict[str, Any] = {"settings": getattr(settings, handler.stage)}
-    given.update((keyword, getattr(settings, name)) for keyword, name in given_sections(handler).items())
+    given.update((keyword, getattr(settings, name)) for keyword, name in handler.given_sections.items())
     return given
 
 
@@ -65,18 +67,13 @@ def loading(kind: str, settings: ServerSettings) -> tuple[Any, LoadContext]:
     return getattr(settings, kind), LoadContext.of(settings)
 
 
-def stage(handler: type[BackendHandler], settings: ServerSettings, model: Any = None) -> StageBuilder:
+def stage(handler: type[Handler], settings: ServerSettings, model: Any = None) -> StageBuilder[Any, Any, Handler]:
     """A stage builder for a custom handler class (a test double around ``model``), given its sections of
-    ``settings`` as the builder gives them."""
-    given = backend_settings(handler, settings)
-
-    def build(context: HandlerContext, queue_in: Any, queue_out: Any, events: Any) -> BackendHandler:
-        return handler(context, queue_in, queue_out, model=model, events=events, **given)
-
-    return build
+    ``settings`` as the builder gives them. Its queues are not checked against the stage it stands in for."""
+    return stage_builder(cast(BackendClass[Any, Any, Handler], handler), model, backend_settings(handler, settings))
 
 
-def scripted_builders(settings: ServerSettings | None = None, **stages: StageBuilder) -> StageBuilders:
+def scripted_builders(settings: ServerSettings | None = None, **stages: StageBuilder[Any, Any, Any]) -> StageBuilders:
     """The scripted stages of ``settings``, with some (vad=, stt=, llm=, tts=) replaced."""
     return dataclasses.replace(PipelineFactory(settings or scripted_settings()).builders, **stages)
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from speech_to_speech.realtime.service.realtime_service import RealtimeService
 from speech_to_speech.realtime.service.send_loop import next_item
-from speech_to_speech.units.unit import PipelineUnit, StageBuilders
+from speech_to_speech.units.stages import StageBuilders
+from speech_to_speech.units.unit import PipelineUnit
 
 
 class SteppedUnit(PipelineUnit):
@@ -27,12 +28,12 @@ class SteppedUnit(PipelineUnit):
         self.started = True  # healthy() asks; the stages run when stepped, not on threads
 
     def stages_with_work(self) -> list[str]:
-        return [name for name, handler in self.handlers.items()
+        return [name for name, handler in self.stages.by_name().items()
                 if name in self._in_progress or not handler.queue_in.empty()]
 
     def step(self, stage: str) -> bool:
         """Let ``stage`` take its next input or produce its next output; False if it had nothing to do."""
-        handler = self.handlers[stage]
+        handler = self.stages.by_name()[stage]
         outputs = self._in_progress.get(stage)
         if outputs is None:
             try:

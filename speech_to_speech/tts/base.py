@@ -24,6 +24,7 @@ from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.audio.resample import StreamResampler, to_int16
 from speech_to_speech.config import TTSSettings
 from speech_to_speech.pipeline.handler import BackendHandler
+from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, LLMFirstToken, ResponseDone, TokenUsage
 from speech_to_speech.pipeline.messages.speech_output import (
     AudioOutput,
     SpokenPhonemes,
@@ -59,10 +60,15 @@ class Phonemized:
         return SpokenPhonemes(response_id, generation, self.phonemes, samples, durations, round(self.start * ratio))
 
 
-class TTSHandler(BackendHandler):
+# What the TTS makes of a clause: its transcript, its audio, the phonemes said in it, the mark of the first audio.
+SpeechPart = TranscriptText | AudioOutput | SpokenPhonemes | TTSFirstAudio
+# What it lets through behind the audio before it: tool calls, usage, the response's sentinel.
+AfterSpeech = AssistantToolCallPart | TokenUsage | LLMFirstToken | ResponseDone
+
+
+class TTSHandler(BackendHandler[TTSInput, SpeechPart, AfterSpeech]):
     stage = "tts"
     settings: TTSSettings  # the tts section
-    consumes = (TTSInput,)
     sample_rate: int = TTS_RATE
 
     _first_audio_of: tuple[str, int] | None = None  # the request (response id, generation) marked
@@ -77,7 +83,7 @@ class TTSHandler(BackendHandler):
     ) -> Iterator[npt.NDArray[Any] | Phonemized]:
         raise NotImplementedError
 
-    def process(self, item: TTSInput) -> Iterator[Any]:
+    def process(self, item: TTSInput) -> Iterator[SpeechPart]:
         generation = item.generation
         yield TranscriptText(item.response_id, generation, item.text)
         said = item.text if item.spoken is None else item.spoken

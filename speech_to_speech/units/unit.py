@@ -18,14 +18,13 @@ from __future__ import annotations
 import itertools
 import logging
 import queue
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.audio.chunker import Chunker
-from speech_to_speech.llm.base import LLMHandler
 from speech_to_speech.pipeline.cancel_scope import CancelScope
-from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
+from speech_to_speech.pipeline.handler import HandlerContext
 from speech_to_speech.pipeline.lm_output_processor import FIRST_CHUNK_WORDS, LMOutputProcessor
 from speech_to_speech.pipeline.messages.control import PipelineEnd, SessionEnd
 from speech_to_speech.pipeline.messages.generation import Preamble
@@ -38,6 +37,7 @@ from speech_to_speech.pipeline.queue_items import (
     ResponseOutput,
     StageEvent,
     Transcripts,
+    TTSOutput,
     TTSQueueItem,
     Utterances,
     VADInput,
@@ -45,23 +45,11 @@ from speech_to_speech.pipeline.queue_items import (
 from speech_to_speech.pipeline.queues import NotifyingQueue
 from speech_to_speech.pipeline.session_config import ConfigHolder, RuntimeConfig
 from speech_to_speech.pipeline.transcription_notifier import TranscriptionNotifier
+from speech_to_speech.units.stages import StageBuilders, UnitStages
 
 log = logging.getLogger(__name__)
 
 _session_tokens = itertools.count(1)
-
-# (context, queue_in, queue_out, events_out) -> handler; events_out is stage_events.
-StageBuilder = Callable[[HandlerContext, "queue.Queue[Any]", "queue.Queue[Any]", "NotifyingQueue[StageEvent]"],
-                        BaseHandler]
-
-
-@dataclass(frozen=True)
-class StageBuilders:
-    vad: StageBuilder
-    stt: StageBuilder
-    llm: StageBuilder
-    tts: StageBuilder
-    visemes: StageBuilder | None = None  # optional, after the TTS
 
 
 @dataclass
@@ -75,7 +63,7 @@ class PipelineQueues:
     llm_requests: queue.Queue[LLMRequest] = field(default_factory=queue.Queue)
     llm_output: queue.Queue[LLMOutput] = field(default_factory=queue.Queue)
     tts_input: queue.Queue[TTSQueueItem] = field(default_factory=queue.Queue)
-    tts_output: queue.Queue[ResponseOutput] = field(default_factory=queue.Queue)  # only with the viseme stage
+    tts_output: queue.Queue[TTSOutput] = field(default_factory=queue.Queue)  # only with the viseme stage
     response_output: NotifyingQueue[ResponseOutput] = field(default_factory=NotifyingQueue)
 
 
@@ -97,59 +85,56 @@ class PipelineUnit:
         self.context = HandlerContext(self.cancel_scope, self.config)
         self.queues = q = PipelineQueues()
         self.chunker = Chunker()
-        self.handlers: dict[str, BaseHandler] = {
-            "vad": builders.vad(self.context, q.vad_input, q.utterances, q.stage_events),
-            "stt": builders.stt(self.context, q.utterances, q.transcripts, q.stage_events),
-            "transcription_notifier": TranscriptionNotifier(self.context, q.transcripts, q.stage_events),
-            "llm": builders.llm(self.context, q.llm_requests, q.llm_output, q.stage_events),
-            "lm_output_processor": LMOutputProcessor(self.context, q.llm_output, q.tts_input, first_chunk_words),
-        }
-        if builders.visemes is None:
-            self.handlers["tts"] = builders.tts(self.context, q.tts_input, q.response_output, q.stage_events)
-        else:
-            self.handlers["tts"] = builders.tts(self.context, q.tts_input, q.tts_output, q.stage_events)
-            self.handlers["visemes"] = builders.visemes(self.context, q.tts_output, q.response_output, q.stage_events)
+        visemes = builders.visemes
+        self.stages = UnitStages(
+            vad=builders.vad(self.context, q.vad_input, q.utterances, q.stage_events),
+            stt=builders.stt(self.context, q.utterances, q.transcripts, q.stage_events),
+            transcription_notifier=TranscriptionNotifier(self.context, q.transcripts, q.stage_events),
+            llm=builders.llm(self.context, q.llm_requests, q.llm_output, q.stage_events),
+            lm_output_processor=LMOutputProcessor(self.context, q.llm_output, q.tts_input, first_chunk_words),
+            tts=builders.tts(self.context, q.tts_input, q.response_output if visemes is None else q.tts_output,
+                             q.stage_events),
+            visemes=None if visemes is None else visemes(self.context, q.tts_output, q.response_output,
+                                                          q.stage_events),
+        )
         self._tell_llm_what_the_voice_speaks()
         self.started = False
 
     def _tell_llm_what_the_voice_speaks(self) -> None:
         """A local LLM then writes only what the voice can say (llm/speakable.py)."""
-        llm, capabilities = self.handlers["llm"], getattr(self.handlers["tts"], "language_capabilities", None)
-        if isinstance(llm, LLMHandler) and self._declared_voice_languages is not None:
-            llm.voice_languages = self._declared_voice_languages
-        elif isinstance(llm, LLMHandler) and capabilities is not None:
-            llm.voice_languages = capabilities.languages
+        declared = self._declared_voice_languages
+        self.stages.llm.voice_languages = (declared if declared is not None
+                                           else self.stages.tts.language_capabilities.languages)
 
     @property
     def voices(self) -> tuple[str, ...] | None:
         """The names of its TTS's voices; None when the backend cannot list them."""
-        voices: tuple[str, ...] | None = getattr(self.handlers["tts"], "voices", None)
-        return voices
+        return self.stages.tts.voices
 
     @property
     def detects_turns(self) -> bool:
         """Its VAD has a turn detector (so its sessions may use ``semantic_vad``)."""
-        return getattr(self.handlers["vad"], "turn_detector", None) is not None
+        return self.stages.vad.turn_detector is not None
 
     # ------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        for name, handler in self.handlers.items():
+        for name, handler in self.stages.by_name().items():
             handler.start(f"unit{self.index}-{name}")
         self.started = True
 
     def stop(self, timeout: float = 2.0) -> None:
         self.queues.vad_input.put(PipelineEnd())
         self.queues.llm_requests.put(PipelineEnd())
-        for handler in self.handlers.values():
+        for handler in self.stages.by_name().values():
             if handler.thread is not None:
                 handler.thread.join(timeout)
 
     def healthy(self) -> bool:
-        return self.started and all(h.is_alive() for h in self.handlers.values())
+        return self.started and all(h.is_alive() for h in self.stages.by_name().values())
 
     def dead_stages(self) -> list[str]:
-        return [name for name, h in self.handlers.items() if not h.is_alive()]
+        return [name for name, h in self.stages.by_name().items() if not h.is_alive()]
 
     # ------------------------------------------------------------ input
 

@@ -14,15 +14,26 @@ behind its visemes; any other audio is classed as it comes (acoustic).
 
 from __future__ import annotations
 
+import queue
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from speech_to_speech.audio.rates import TTS_RATE
-from speech_to_speech.pipeline.handler import BaseHandler
-from speech_to_speech.pipeline.messages.speech_output import AudioOutput, AudioVisemes, SpokenPhonemes
+from speech_to_speech.pipeline.handler import BaseHandler, HandlerContext
+from speech_to_speech.pipeline.messages.control import Control
+from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, LLMFirstToken, ResponseDone, TokenUsage
+from speech_to_speech.pipeline.messages.speech_output import (
+    AudioOutput,
+    AudioVisemes,
+    SpokenPhonemes,
+    TranscriptText,
+    TTSFirstAudio,
+)
+from speech_to_speech.pipeline.queue_items import ResponseOutput, TTSOutput
+from speech_to_speech.pipeline.queues import Sink
 from speech_to_speech.protocol import VISEMES_EXTENSION
 from speech_to_speech.visemes.acoustic import AcousticVisemes
 from speech_to_speech.visemes.timeline import align, slice_chunk
@@ -40,12 +51,19 @@ class _Stretch:
         return (chunk.response_id, chunk.generation) == (self.told.response_id, self.told.generation)
 
 
-class VisemeStage(BaseHandler):
-    stage: ClassVar[str] = "visemes"
-    consumes: ClassVar[tuple[type, ...]] = (AudioOutput, SpokenPhonemes)
+# What it takes (audio, and the phonemes said in it), what it makes (the audio behind its visemes), and what it
+# lets through in order with the audio: the transcript, the first-audio mark, tool calls, usage, the sentinel.
+Voiced = AudioOutput | SpokenPhonemes
+Shown = AudioOutput | AudioVisemes
+Beside = TranscriptText | TTSFirstAudio | AssistantToolCallPart | TokenUsage | LLMFirstToken | ResponseDone
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+
+class VisemeStage(BaseHandler[Voiced, Shown, Beside]):
+    stage: ClassVar[str] = "visemes"
+
+    def __init__(self, context: HandlerContext, queue_in: queue.Queue[TTSOutput],
+                 queue_out: Sink[ResponseOutput] | None) -> None:
+        super().__init__(context, queue_in, queue_out)
         self._stretch: _Stretch | None = None
         self._acoustic = AcousticVisemes(TTS_RATE)
 
@@ -53,7 +71,7 @@ class VisemeStage(BaseHandler):
     def wanted(self) -> bool:
         return self.context.config.current.has_extension(VISEMES_EXTENSION)
 
-    def outputs(self, item: Any) -> Iterator[Any]:
+    def outputs(self, item: Voiced | Beside | Control) -> Iterator[Shown | Beside | Control]:
         if self._stretch is not None and self._stretch.chunks and not isinstance(item, self.consumes):
             yield from self._release()  # nothing overtakes audio held for timing
         yield from super().outputs(item)
@@ -62,7 +80,7 @@ class VisemeStage(BaseHandler):
         self._stretch = None
         self._acoustic.reset()
 
-    def process(self, item: AudioOutput | SpokenPhonemes) -> Iterator[Any]:
+    def process(self, item: Voiced) -> Iterator[Shown]:
         if isinstance(item, SpokenPhonemes):
             yield from self._release()
             if self.wanted and item.samples > 0:
@@ -84,7 +102,7 @@ class VisemeStage(BaseHandler):
                            "audio")
         yield item
 
-    def _release(self) -> Iterator[Any]:
+    def _release(self) -> Iterator[Shown]:
         """The held stretch, timed by its phonemes over the audio that came (all of it, or less if cut)."""
         stretch, self._stretch = self._stretch, None
         if stretch is None or not stretch.chunks:

@@ -12,6 +12,7 @@ from speech_to_speech.config import ServerSettings
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.scripted import FAST_SCRIPTED
 from speech_to_speech.testing.server import running_server
+from speech_to_speech.units.builder import PipelineFactory
 
 # A third party's LLM backend, written only against the package's public pieces.
 ECHO_BACKEND = '''
@@ -30,6 +31,18 @@ class EchoLLM(LLMHandler):
         yield self.model
         for word in heard.split():
             yield " " + word
+'''
+
+
+# A handler registered for a stage whose base class it does not subclass: a TTS offered as the LLM.
+WRONG_BASE_BACKEND = '''
+from speech_to_speech import registry
+from speech_to_speech.tts.base import TTSHandler
+
+
+@registry.register("llm", "a-voice", lambda settings: None)
+class AVoice(TTSHandler):
+    pass
 '''
 
 
@@ -86,3 +99,10 @@ def test_a_path_to_a_class_that_is_not_registered_says_how_to_register_it(echo_m
         registry.get("llm", "plain_module:NotABackend")
     with pytest.raises(ValueError, match=r"llm backend 'plain_module:Missing'"):
         registry.get("llm", "plain_module:Missing")
+
+
+def test_a_handler_that_does_not_subclass_its_stage_base_stops_startup(echo_module: Path) -> None:
+    (echo_module / "wrong_base.py").write_text(WRONG_BASE_BACKEND)
+    settings = ServerSettings(**{**FAST_SCRIPTED, "llm": "wrong_base:AVoice"})
+    with pytest.raises(TypeError, match=r"^llm backend 'a-voice': AVoice does not subclass LLMHandler$"):
+        PipelineFactory(settings)

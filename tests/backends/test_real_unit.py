@@ -16,7 +16,8 @@ from speech_to_speech.pipeline.messages.transcription import TranscriptionComple
 from speech_to_speech.stt.faster_whisper import FasterWhisperSTT
 from speech_to_speech.testing.engine import collect, collect_response, loading, stage
 from speech_to_speech.tts.hibari import HibariTTS
-from speech_to_speech.units.unit import PipelineUnit, StageBuilders
+from speech_to_speech.units.stages import StageBuilders
+from speech_to_speech.units.unit import PipelineUnit
 from speech_to_speech.vad.silero import SileroVAD, load_silero
 
 pytestmark = pytest.mark.real_models

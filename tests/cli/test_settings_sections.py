@@ -193,11 +193,11 @@ def test_a_bad_value_is_named_by_its_flat_name(tmp_path: Path, capsys: Any) -> N
 
 def test_each_backend_is_given_its_own_section() -> None:
     with running_unit(stt_model="tiny", turn_pause_ms=96) as unit:
-        handlers = unit.handlers
-        assert type(handlers["vad"].settings) is VADSettings  # type: ignore[attr-defined]
-        assert handlers["vad"].turn_settings.pause_ms == 96  # type: ignore[attr-defined]
-        assert type(handlers["stt"].settings) is STTSettings  # type: ignore[attr-defined]
-        assert handlers["stt"].settings.model == "tiny"  # type: ignore[attr-defined]
-        assert type(handlers["llm"].settings) is LLMSettings  # type: ignore[attr-defined]
-        assert type(handlers["tts"].settings) is TTSSettings  # type: ignore[attr-defined]
-        assert type(handlers["tts"].testing) is TestingSettings  # type: ignore[attr-defined]
+        stages = unit.stages
+        assert type(stages.vad.settings) is VADSettings
+        assert stages.vad.turn_settings.pause_ms == 96
+        assert type(stages.stt.settings) is STTSettings
+        assert stages.stt.settings.model == "tiny"
+        assert type(stages.llm.settings) is LLMSettings
+        assert type(stages.tts.settings) is TTSSettings
+        assert type(stages.tts.testing) is TestingSettings  # type: ignore[attr-defined]

@@ -88,7 +88,7 @@ def test_a_tts_crash_is_reported_and_the_next_clause_is_spoken() -> None:
         assert any(isinstance(i, AudioOutput) for i in after_error)
         assert record.done.status == "completed"
         assert unit.healthy()
-        assert unit.handlers["tts"].failures == 1
+        assert unit.stages.tts.failures == 1
     finally:
         unit.stop()
 
@@ -144,7 +144,7 @@ def test_handler_threads_survive_a_burst_of_failures() -> None:
         for n in range(3):
             record = respond(unit, f"resp_{n}")
             assert len(record.of_type(StageError)) == 4
-        assert unit.handlers["tts"].failures == 12
+        assert unit.stages.tts.failures == 12
         assert unit.healthy()
     finally:
         unit.stop()

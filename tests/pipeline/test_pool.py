@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from speech_to_speech.pipeline.handler import BackendHandler
 from speech_to_speech.pipeline.messages.speech_output import AudioOutput, TTSInput
 from speech_to_speech.testing.engine import (
     next_of,
@@ -19,6 +18,7 @@ from speech_to_speech.testing.engine import (
     stage,
     wait_until,
 )
+from speech_to_speech.tts.base import SpeechPart, TTSHandler
 from speech_to_speech.units.pool import PipelinePool
 from speech_to_speech.units.unit import PipelineUnit
 
@@ -27,13 +27,10 @@ RELEASE = threading.Event()  # frees blocked handler threads at teardown
 STUCK = threading.Event()  # set once a StuckTTS hangs
 
 
-class StuckTTS(BackendHandler):
+class StuckTTS(TTSHandler):
     """A TTS that hangs on its first clause, like a model that never returns."""
 
-    stage = "tts"
-    consumes = (TTSInput,)
-
-    def process(self, item: TTSInput) -> Iterator[Any]:
+    def process(self, item: TTSInput) -> Iterator[SpeechPart]:
         STUCK.set()
         RELEASE.wait()
         yield from ()

@@ -17,9 +17,7 @@ class EnglishVoice(ScriptedTTS):
 
 
 def _llm(unit: PipelineUnit) -> LLMHandler:
-    llm = unit.handlers["llm"]
-    assert isinstance(llm, LLMHandler)
-    return llm
+    return unit.stages.llm
 
 
 def request(*modalities: str) -> GenerateResponseRequest:

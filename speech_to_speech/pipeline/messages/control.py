@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from speech_to_speech.pipeline.messages.ownership import AlwaysDelivered
 
@@ -33,3 +34,8 @@ class StageError(AlwaysDelivered):
     item_id: str | None = None  # the user turn it was working on (STT)
     # The work will be done again (a speculative pass): nothing the client waits for is lost.
     retried: bool = False
+
+
+# On every queue: the session's soft reset, the unit's stop, and a stage's report of a failure. Every stage
+# forwards the first two as they come (pipeline/handler.py), and may make the third.
+Control: TypeAlias = SessionEnd | PipelineEnd | StageError

@@ -30,8 +30,8 @@ def build_app(settings: ServerSettings) -> tuple[FastAPI, PipelinePool]:
     try:
         languages = LanguageService.from_handlers(
             settings,
-            first.handlers["stt"].language_capabilities,  # type: ignore[attr-defined]
-            first.handlers["tts"].language_capabilities,  # type: ignore[attr-defined]
+            first.stages.stt.language_capabilities,
+            first.stages.tts.language_capabilities,
         )
     except ValueError:
         pool.close()  # a deployment declaration contradicts the models: stop the units again
