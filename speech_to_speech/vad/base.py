@@ -24,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from speech_to_speech.pipeline.messages.input_audio import (
 )
 from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
 from speech_to_speech.pipeline.messages.turn_taking import ProbeSpeech, ReplyReady, TurnDecision, TurnVerdict
+from speech_to_speech.pipeline.queue_items import VADConsumed
 from speech_to_speech.turns.controller import Answer, Judgement, TurnController, TurnRules
 from speech_to_speech.turns.rules import eagerness
 from speech_to_speech.vad.smart_turn import WINDOW_SAMPLES
@@ -68,7 +69,7 @@ class VADHandler(BackendHandler):
     stage = "vad"
     settings: VADSettings  # the vad section
     given_sections: ClassVar[dict[str, str]] = {"turn_settings": "turns"}
-    consumes = (AudioChunk, CommitInput, ClearInput, TurnVerdict, SpeculativeTranscript, ReplyReady, ProbeSpeech)
+    consumes = get_args(VADConsumed)
     # Whether the backend tells speech from other sound; a turn model has nothing to judge otherwise.
     hears_speech: ClassVar[bool] = True
 
