@@ -4,7 +4,7 @@
 ServerSettings field, by its flat name (derived from the sections, see flags.py and settings/), ``--preset``
 (presets.py) and ``--config FILE`` (YAML); flags given on the command line
 override the file, which overrides the preset, which overrides the defaults
-(a benchmark's own defaults first: see bench/cli.py).
+(a benchmark's own defaults first: see bench/cli_benches.py).
 """
 
 from __future__ import annotations

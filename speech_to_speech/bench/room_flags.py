@@ -1,4 +1,4 @@
-"""``bench room``'s own flags (the CLI module holds the other benchmarks')."""
+"""``bench room``'s own flags (bench/cli_flags.py holds the other benchmarks')."""
 
 from __future__ import annotations
 

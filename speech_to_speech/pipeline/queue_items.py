@@ -48,10 +48,15 @@ from speech_to_speech.pipeline.messages.transcription import (
 )
 from speech_to_speech.pipeline.messages.turn_taking import ProbeSpeech, ReplyReady, TurnDecision, TurnVerdict
 
-# The VAD's input: the session's audio, its commits and clears, and what its turn decision is told
-# (the detector's verdicts, a pause's words, its reply being ready).
-VADInput: TypeAlias = (AudioChunk | CommitInput | ClearInput | TurnVerdict | SpeculativeTranscript | ReplyReady
-                       | ProbeSpeech | Control)
+# The edges that close the turn-taking loop (docs/architecture.md draws it): what comes back to the VAD about
+# the turn it is in, from other threads, on its own input queue. The turn detector's verdict on a pause (its
+# pool, through ``reply_to``); from the service, through the unit: the words of a pause's speculative STT pass
+# (report_words), the reply to them being ready to play (report_reply_ready), and a request for the words of
+# speech over its answer (probe_speech).
+TurnFeedback: TypeAlias = TurnVerdict | SpeculativeTranscript | ReplyReady | ProbeSpeech
+# What the VAD consumes: the session's audio, its commits and clears, and the feedback about its turn.
+VADConsumed: TypeAlias = AudioChunk | CommitInput | ClearInput | TurnFeedback
+VADInput: TypeAlias = VADConsumed | Control
 # VAD -> STT: the user turns, whole, at a pause, or while the user speaks.
 Utterances: TypeAlias = Utterance | Control
 # STT -> the transcription notifier.

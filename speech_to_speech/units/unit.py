@@ -1,14 +1,32 @@
 """PipelineUnit: the queues and handler threads of one session.
 
-    vad_input -> VAD -> utterances -> STT -> transcripts -> TranscriptionNotifier
-                  |                                                   |
-                  +------------> stage_events (to the router) <-------+
-    llm_requests -> LLM -> llm_output -> LMOutputProcessor -> tts_input -> TTS -> response_output
+     push_audio, commit_input, clear_input
+          |
+          v
+      vad_input <-------------- TurnVerdict --------------+
+       ^  |                                                |
+       |  v                                                |
+       |  VAD ------------ a pause's audio ------> turn detector (one pool for all units)
+       |  |
+       |  +--> utterances -> STT -> transcripts -> TranscriptionNotifier
+       |  |                                                   |
+       |  +--> stage_events <---------------------------------+
+       |           |
+       |           v
+       +------ the service (event loop) <-----------------------------------------------------+
+      SpeculativeTranscript,  |                                                               |
+      ReplyReady, ProbeSpeech +--> llm_requests -> LLM -> llm_output -> LMOutputProcessor     |
+                                   -> tts_input -> TTS -> response_output --------------------+
+
+Turn-taking is a loop, not a line: the turn detector's verdict (``reply_to``)
+and what the service reports (``report_words``, ``report_reply_ready``,
+``probe_speech``) come back on ``vad_input``; ``TurnFeedback`` in
+pipeline/queue_items.py names them, docs/architecture.md draws the loop.
 
 With the viseme stage (``--enable_visemes``) the TTS feeds ``tts_output`` and
 the stage feeds ``response_output``: TTS -> tts_output -> visemes -> response_output.
 
-``stage_events`` and ``response_output`` wake the router's send loop. Model
+``stage_events`` and ``response_output`` wake the service's send loop (realtime/service/send_loop.py). Model
 weights live in the shared backends; everything per session (VAD state,
 partial hypotheses, config) lives in the handlers of the unit.
 """

@@ -30,7 +30,6 @@ of the benchmark questions lost their verdict).
 from __future__ import annotations
 
 import logging
-import queue
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -49,6 +48,7 @@ from speech_to_speech.cpu import usable_cpu_count
 from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.pipeline.messages.input_audio import AudioChunk
 from speech_to_speech.pipeline.messages.turn_taking import TurnVerdict
+from speech_to_speech.pipeline.queues import Sink
 from speech_to_speech.pool_size import pool_size
 from speech_to_speech.turns.rules import (  # noqa: F401  (the rules' old import path, kept for one release)
     CONTINUATION_WORDS,
@@ -95,7 +95,7 @@ class TurnDetector:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smart-turn")
 
     def ask(self, samples: npt.NDArray[Any], *, item_id: str | None, pause: int,
-            still_wanted: Callable[[], bool], reply_to: queue.Queue[Any]) -> None:
+            still_wanted: Callable[[], bool], reply_to: Sink[TurnVerdict]) -> None:
         """Score ``samples`` off the caller's thread; a :class:`TurnVerdict` arrives on ``reply_to``.
 
         A question that is no longer wanted when a worker picks it up is
@@ -105,7 +105,7 @@ class TurnDetector:
         self._pool.submit(self._score, samples, item_id, pause, still_wanted, reply_to)
 
     def _score(self, samples: npt.NDArray[Any], item_id: str | None, pause: int,
-               still_wanted: Callable[[], bool], reply_to: queue.Queue[Any]) -> None:
+               still_wanted: Callable[[], bool], reply_to: Sink[TurnVerdict]) -> None:
         probability: float | None = None
         started = time.perf_counter()
         if still_wanted():

@@ -33,6 +33,10 @@ def a_stage_takes_the_queues_of_its_items(context: HandlerContext, queues: Pipel
     TranscriptionNotifier(context, queues.transcripts, queues.llm_output)  # type: ignore[arg-type]
     # The LM output processor lets the first-token mark through: a queue without it cannot be its input.
     LMOutputProcessor(context, queues.tts_input, queues.tts_input)  # type: ignore[arg-type]
+    # The VAD hears the session's audio and its turn's feedback, and hands the STT utterances.
+    VADHandler(context, queues.vad_input, queues.utterances, model=None, settings=None)
+    VADHandler(context, queues.utterances, queues.utterances, model=None, settings=None)  # type: ignore[arg-type]
+    VADHandler(context, queues.vad_input, queues.transcripts, model=None, settings=None)  # type: ignore[arg-type]
 
 
 def a_backend_is_built_for_its_own_queues() -> None:
