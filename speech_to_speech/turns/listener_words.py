@@ -33,6 +33,7 @@ LISTENER_PHRASES: frozenset[tuple[str, ...]] = frozenset(tuple(p.split()) for p 
     "wow", "cool", "nice", "great", "good", "true", "exactly", "indeed", "totally", "absolutely", "definitely",
     "gotcha", "i see", "got it", "of course", "i know", "sounds good", "makes sense", "that's right",
     "that's true", "fair enough", "thank you", "thanks", "interesting", "really", "uh", "um", "er", "erm",
+    "i hear you", "i get it", "i understand", "i agree", "i guess", "i bet", "me too", "you bet",
     "hm", "you",  # Whisper's word for a breath or a click it cannot place
 ))
 _STARTS = frozenset(phrase[:n] for phrase in LISTENER_PHRASES for n in range(1, len(phrase)))
@@ -112,11 +113,13 @@ def heard_as(text: str, avg_logprob: float | None = None, readings: Readings = (
 def reread(remark: tuple[str, ...] | None, text: str, heard: Heard) -> Heard:
     """The whole utterance's words (``text``, heard as ``heard``), where an earlier pass on its start heard
     listener words (``remark``; None: none did). A final pass that hears a few other words in their place
-    ("Right, right." three times, then "Rate rate.") read the same sound anew: a remark still. Words that go
-    on from the remark ("Okay, stop.") take the turn."""
+    ("Right, right." three times, then "Rate rate.") read the same sound anew: a remark still, unless they
+    hold a bid's word or a question. Words that go on from the remark ("Okay, stop.") take the turn."""
     words = words_of(text)
     if heard is not Heard.TURN or remark is None or len(words) > UNSURE_MAX_WORDS:
         return heard
+    if "?" in text or TURN_CUES.intersection(words):
+        return heard  # a bid's words or a question: "Hmm, no." heard as "Hmm", then as "Who number?"
     return heard if words[:len(remark)] == remark else Heard.UNSURE
 
 

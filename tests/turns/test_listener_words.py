@@ -24,8 +24,9 @@ PHRASES = sorted(" ".join(p) for p in LISTENER_PHRASES)
 TURN_WORDS = ("stop", "wait", "no", "what", "actually", "sorry", "hang", "can", "tell", "but", "why", "is")
 
 
-@pytest.mark.parametrize("text", ["Yeah.", "Okay.", "Right.", "I see.", "Mm-hmm.", "Uh-huh.", "Yeah, yeah.",
-                                  "Oh, okay, I see.", "Mhm", "Hmmm.", "Got it.", "Sure, sure.", "Thank you."])
+@pytest.mark.parametrize("text", ["Yeah.", "Okay.", "Right.", "I see.", "I hear you.", "I understand.", "Mm-hmm.",
+                                  "Uh-huh.", "Yeah, yeah.", "Oh, okay, I see.", "Mhm", "Hmmm.", "Got it.",
+                                  "Sure, sure.", "Thank you."])
 def test_listener_words_are_listener_words(text: str) -> None:
     assert heard_as(text) is Heard.LISTENER
 
@@ -97,6 +98,8 @@ def test_a_final_pass_that_reads_a_remark_anew_leaves_it_a_remark() -> None:
     assert reread(("i", "see"), "RIC", Heard.TURN) is Heard.UNSURE
     assert reread(("okay",), "Okay, stop.", Heard.TURN) is Heard.TURN  # it went on from the remark
     assert reread(None, "Rate rate.", Heard.TURN) is Heard.TURN  # nothing was heard as a remark before
+    assert reread(("hm",), "Who number?", Heard.TURN) is Heard.TURN  # a question ("Hmm, no." read anew)
+    assert reread(("hm",), "No, wait.", Heard.TURN) is Heard.TURN  # a bid's words
     assert reread(("yeah",), "Stop, what time is it?", Heard.TURN) is Heard.TURN  # more than a remark's words
     assert reread(("yeah",), "Yeah.", Heard.LISTENER) is Heard.LISTENER
 
