@@ -49,16 +49,17 @@ class SpeakerCheck:
         self._due_ms = PRINT_MS
 
     def sounds_like_user(self, voiced: list[FloatAudio], voiced_ms: int, level: float,
-                         reference: float | None) -> bool:
+                         reference: float | None, ended: bool = False) -> bool:
         """Whether speech with ``voiced`` audio (``voiced_ms`` of it, at ``level`` dBFS; the user's level is
         ``reference``) may start a turn by its voice: yes where no print is needed (as loud as the user, and no
         other voice heard lately); no until it has ``PRINT_MS`` of voice; then by its print, taken again with
-        each ``PRINT_MS`` more."""
+        each ``PRINT_MS`` more; and, once it has ``ended`` short of that, by the print of what there was (a
+        short "Stop." or a soft "yes" is judged at its end rather than never)."""
         if self.embedder is None or not self.user.enrolled:
             return True
         if not self.user.needs_print(level, reference) and not self._room_talking():
             return True
-        if voiced_ms < self._due_ms:
+        if voiced_ms < self._due_ms and not (ended and voiced_ms < PRINT_MS):
             return False
         self._due_ms = voiced_ms + PRINT_MS
         voice = self.embedder.voice_print(np.concatenate(voiced)[-PRINT_SAMPLES:])

@@ -105,10 +105,11 @@ class TurnHost:
         if self.speech.in_speech:
             yield from self._speculate(listening)
 
-    def _start_if_turn(self, listening: Listening) -> None:
-        """The speech becomes a turn once it has voice enough and is the user's."""
+    def _start_if_turn(self, listening: Listening, ended: bool = False) -> None:
+        """The speech becomes a turn once it has voice enough and is the user's (``ended``: it is over, and
+        the speaker check judges what there was)."""
         voiced_ms = self.speech.voiced_ms
-        if voiced_ms < listening.min_speech_ms or not self.user.is_user(voiced_ms):
+        if voiced_ms < listening.min_speech_ms or not self.user.is_user(voiced_ms, ended):
             return
         self.started = True
         after_item_id, after_end = self._last_turn or (None, 0)
@@ -191,6 +192,8 @@ class TurnHost:
         return judgement.decision(self.item_id, self.detector.name if self.detector is not None else SILENCE)
 
     def _end(self, listening: Listening, decision: TurnDecision | None = None) -> Iterator[Utterance]:
+        if not self.started:
+            self._start_if_turn(listening, ended=True)  # speech too short for a print while it went on
         started, item_id, voiced = self.started, self.item_id, self.user.voiced
         reuses = self.controller.speculation if self.controller.speculation_stands else 0
         segment = self.speech.end(kept_silence_ms=listening.pad_ms)

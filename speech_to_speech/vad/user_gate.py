@@ -41,7 +41,7 @@ class UserGate:
         """Another voiced chunk of the current speech."""
         self.voiced.append(samples)
 
-    def is_user(self, voiced_ms: int) -> bool:
+    def is_user(self, voiced_ms: int, ended: bool = False) -> bool:
         """Whether the current speech (``voiced_ms`` of voice) is the user's by its level against the session's
         user's turns so far: its last ``recent_chunks`` as loud as the user (who starts talking over a voice across
         the room) or all of its voice within the margin; and, if not as loud as the user over all of it, their
@@ -52,7 +52,7 @@ class UserGate:
         level = level_db(self.voiced)
         if not (self.level.accepts(level_db(self.voiced[-self.recent_chunks:]), 0.0) or self.level.accepts(level)):
             return False
-        return self.speaker.sounds_like_user(self.voiced, voiced_ms, level, self.level.reference_db)
+        return self.speaker.sounds_like_user(self.voiced, voiced_ms, level, self.level.reference_db, ended)
 
     def learn(self, voiced: list[FloatAudio]) -> None:
         """A turn with ``voiced`` audio was taken: the user's level and voice learn from it, if it is theirs (a voice

@@ -73,3 +73,16 @@ def test_a_turn_taken_that_was_not_the_user_s_marks_the_room_too(clock: list[flo
     assert not check.learn([np.ones(16000, np.float32)])
     check.new_speech()
     assert not check.sounds_like_user([np.ones(4000, np.float32)], 250, level=-20.0, reference=-20.0)
+
+
+def test_speech_too_short_for_a_print_is_judged_by_what_there_was_at_its_end(clock: list[float]) -> None:
+    check, prints = _enrolled()
+    prints.next = OTHER
+    assert not check.learn([np.ones(16000, np.float32)])  # the room talks: a short word needs a print
+    prints.next = USER
+    check.new_speech()  # the user's short "Stop." at their level
+    assert not check.sounds_like_user([np.ones(4000, np.float32)], 250, level=-20.0, reference=-20.0)
+    assert check.sounds_like_user([np.ones(5000, np.float32)], 320, level=-20.0, reference=-20.0, ended=True)
+    prints.next = OTHER
+    check.new_speech()  # the television's short word
+    assert not check.sounds_like_user([np.ones(5000, np.float32)], 320, level=-20.0, reference=-20.0, ended=True)
