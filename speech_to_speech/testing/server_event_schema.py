@@ -44,11 +44,12 @@ def _models_by_type() -> dict[str, type[pydantic.BaseModel]]:
     return models
 
 
-_MODELS = _models_by_type()
+# The GA model of each server event type, by its ``type``.
+GA_MODELS = _models_by_type()
 # The session contract (docs/sessions.md, "Resume and replay"): every event of a session carries its
 # server_event_seq; session.created names the session, its socket's generation, a resume token and
 # the session's capabilities; the lifecycle events are extensions.
-KNOWN_EXTRA |= {f"{kind}:server_event_seq" for kind in _MODELS} | {
+KNOWN_EXTRA |= {f"{kind}:server_event_seq" for kind in GA_MODELS} | {
     f"session.created:{name}"
     for name in ("session_id", "attachment_generation", "resume_token", "session.capabilities")}
 EXTENSION_EVENTS |= {"session.resumed", "session.replaced", "session.heartbeat_ack", "session.closed",
@@ -102,7 +103,7 @@ def validate_server_event(event: Any, allowed_extra: Iterable[str] = ()) -> None
     check_typed_fields(event)
     if isinstance(kind, str) and (kind.startswith(EXTENSION_PREFIX) or kind in EXTENSION_EVENTS):
         return
-    model = _MODELS.get(kind) if isinstance(kind, str) else None
+    model = GA_MODELS.get(kind) if isinstance(kind, str) else None
     if model is None:
         raise ProtocolViolation(f"{kind!r} is not a GA Realtime server event type")
     try:
