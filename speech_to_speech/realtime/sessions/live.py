@@ -29,15 +29,7 @@ from typing import Any
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.protocol import INTERNAL_ERROR, NORMAL_CLOSURE, error_codes
 from speech_to_speech.protocol.server_events import ServerEvent
-from speech_to_speech.protocol.server_events.session import (
-    SessionAttachment,
-    error_event,
-    session_closed,
-    session_expired,
-    session_heartbeat_ack,
-    session_resumed,
-    session_resync_required,
-)
+from speech_to_speech.protocol.server_events import session as events
 from speech_to_speech.realtime.connection.frames import Frame, to_frame
 from speech_to_speech.realtime.connection.outbound import OutboundQueue
 from speech_to_speech.realtime.connection.transport import Transport
@@ -147,7 +139,7 @@ class LiveSession:
         """Attach the first socket, say ``session.created`` and start the session's own tasks."""
         token = self.registry.add(self.id, self) if self.registry is not None else None
         attachment = self._attach(transport, ())
-        fields: SessionAttachment = {"session_id": self.id, "attachment_generation": attachment.generation}
+        fields: events.SessionAttachment = {"session_id": self.id, "attachment_generation": attachment.generation}
         if token is not None:
             fields["resume_token"] = token
             if self.link is not None:
@@ -233,7 +225,7 @@ class LiveSession:
         if not closing.reported and self.service.response is not None:
             self.service.fail_active(closing.error_code, closing.message)  # the error, and the response failed
         elif not closing.reported:
-            self.service.emit(error_event(closing.error_code, closing.message, type=closing.error_type))
+            self.service.emit(events.error_event(closing.error_code, closing.message, type=closing.error_type))
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(attachment.outgoing.join(), FLUSH_TIMEOUT_S)
         with contextlib.suppress(Exception):
@@ -280,7 +272,7 @@ class LiveSession:
             closing = output_overflow(self.settings)
             self.service.fail_active(closing.error_code, closing.message)
             limits = self.settings.limits
-            self.emit(session_closed(self.id, closing.error_code, {
+            self.emit(events.session_closed(self.id, closing.error_code, {
                 "max_pending_output_bytes": limits.max_pending_output_bytes_per_session,
                 "max_pending_output_events": limits.max_pending_output_events_per_session}))
             if self.registry is not None:
@@ -311,11 +303,12 @@ class LiveSession:
             self.link.token(token)
         old, self.attachment = self.attachment, None  # a resync below is journaled, not queued to the old socket
         replay = self.journal.after(request.last_received_server_event_seq)
-        resumed = to_frame(session_resumed(self.id, {**self.service.state.session, "capabilities": self.capabilities()},
-                                           self.generation + 1, token, self.service.last_client_event_id))
+        session = {**self.service.state.session, "capabilities": self.capabilities()}
+        resumed = to_frame(events.session_resumed(self.id, session, self.generation + 1, token,
+                                                  self.service.last_client_event_id))
         prelude = [resumed]
         if not replay.complete:
-            prelude.append(self._emit(session_resync_required(self.id, "journal_gap")))
+            prelude.append(self._emit(events.session_resync_required(self.id, "journal_gap")))
         prelude.extend(replay.frames)
         if old is not None:
             old.release("replaced")
@@ -376,7 +369,7 @@ class LiveSession:
         log.info("session %s expired: %s", self.id, reason)
         self._count(reason, -1 if self.detached_at is not None else 0)
         self.detached_at = None
-        self.emit(session_expired(self.id, reason))
+        self.emit(events.session_expired(self.id, reason))
         self.end(Closing(NORMAL_CLOSURE, reason, reason, reason, reported=True))
 
     def _count(self, event: str, detached_change: int = 0) -> None:
@@ -387,13 +380,13 @@ class LiveSession:
 
     def heartbeat(self) -> None:
         if self.attachment is not None:
-            self.attachment.outgoing.put(to_frame(session_heartbeat_ack(self.id)))
+            self.attachment.outgoing.put(to_frame(events.session_heartbeat_ack(self.id)))
 
     def event_ack(self, seq: int) -> None:
         self.journal.ack(min(seq, self._seq))
 
     def close_by_client(self) -> None:
-        self.emit(session_closed(self.id, error_codes.CLIENT_CLOSE))
+        self.emit(events.session_closed(self.id, error_codes.CLIENT_CLOSE))
         self.end(Closing(NORMAL_CLOSURE, "client close", error_codes.CLIENT_CLOSE, "client close", reported=True))
 
     def client_event_taken(self) -> None:
