@@ -67,8 +67,8 @@ def check_typed_fields(event: dict[str, Any]) -> None:
     if typed is None:
         raise ProtocolViolation(f"{kind!r} has no TypedDict in speech_to_speech.protocol.server_events")
     fields = set(event) - ENVELOPE
-    required: frozenset[str] = typed.__required_keys__
-    optional: frozenset[str] = typed.__optional_keys__
+    required: frozenset[str] = typed.__required_keys__  # type: ignore[attr-defined]
+    optional: frozenset[str] = typed.__optional_keys__  # type: ignore[attr-defined]
     missing, unknown = required - fields, fields - required - optional
     if missing or unknown:
         raise ProtocolViolation(f"{kind} does not match {typed.__name__}: missing {sorted(missing)}, "
