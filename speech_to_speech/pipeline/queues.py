@@ -24,9 +24,9 @@ class Sink(Protocol[Taken]):
 class NotifyingQueue(queue.Queue[Item]):
     """A thread-safe queue that calls a listener after every put.
 
-    The router's send loop registers a listener that sets an asyncio event
-    through ``loop.call_soon_threadsafe``, so it awaits output instead of
-    sleeping and polling.
+    The session's send loop (realtime/service/send_loop.py) registers a
+    listener that sets an asyncio event through ``loop.call_soon_threadsafe``,
+    so it awaits output instead of sleeping and polling.
     """
 
     def __init__(self) -> None:

@@ -9,7 +9,9 @@ What the OpenAI Realtime protocol leaves to us, or we add to it, named once:
 - ``error_codes``: the ``code`` of every ``error`` event the server sends;
 - ``error_types``: the ``type`` of an error, OpenAI's class of it;
 - ``close_codes``: the WebSocket close codes the server sends and the client reads;
-- ``policies``: the values of the session's overlap and playback-commit policies.
+- ``policies``: the values of the session's overlap and playback-commit policies;
+- ``server_events``: every event the server sends, each a ``TypedDict`` with the
+  one constructor the server builds it with.
 
 It is a foundation: it imports nothing else of ours, so the client can speak
 the protocol without importing the server. The names below are the ones this

@@ -1,6 +1,8 @@
 """What the test client accepts from a server: the GA Realtime schema of the ``openai`` package
 (``RealtimeServerEvent``), with no field it lacks save those named here, or for extension events
-(ours, ``speech_to_speech.*``, and the documented ones listed here) a string ``event_id``.
+(ours, ``speech_to_speech.*``, and the documented ones listed here) a string ``event_id``; and for
+every event, the fields its ``TypedDict`` in ``speech_to_speech.protocol.server_events`` names, no more
+and none missing, so the types the server is built with say what it sends.
 """
 
 from __future__ import annotations
@@ -11,7 +13,11 @@ from typing import Any, get_args
 import pydantic
 from openai.types.realtime import RealtimeServerEvent
 
+from speech_to_speech.protocol.server_events import EVENT_TYPES
+
 EXTENSION_PREFIX = "speech_to_speech."
+# Stamped on every event as it leaves (realtime/connection/frames.py), so no event's own type names them.
+ENVELOPE = frozenset({"event_id", "server_event_seq"})
 _SERVER_EVENT = pydantic.TypeAdapter(RealtimeServerEvent)
 
 # Fields outside the GA schema that a server may still send: OpenAI's own server
@@ -38,11 +44,12 @@ def _models_by_type() -> dict[str, type[pydantic.BaseModel]]:
     return models
 
 
-_MODELS = _models_by_type()
+# The GA model of each server event type, by its ``type``.
+GA_MODELS = _models_by_type()
 # The session contract (docs/sessions.md, "Resume and replay"): every event of a session carries its
 # server_event_seq; session.created names the session, its socket's generation, a resume token and
 # the session's capabilities; the lifecycle events are extensions.
-KNOWN_EXTRA |= {f"{kind}:server_event_seq" for kind in _MODELS} | {
+KNOWN_EXTRA |= {f"{kind}:server_event_seq" for kind in GA_MODELS} | {
     f"session.created:{name}"
     for name in ("session_id", "attachment_generation", "resume_token", "session.capabilities")}
 EXTENSION_EVENTS |= {"session.resumed", "session.replaced", "session.heartbeat_ack", "session.closed",
@@ -51,6 +58,21 @@ EXTENSION_EVENTS |= {"session.resumed", "session.replaced", "session.heartbeat_a
 
 class ProtocolViolation(AssertionError):
     """The server sent something a strict Realtime client would reject."""
+
+
+def check_typed_fields(event: dict[str, Any]) -> None:
+    """Raise ProtocolViolation unless ``event`` has a TypedDict and exactly the fields it allows."""
+    kind = event.get("type")
+    typed = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if typed is None:
+        raise ProtocolViolation(f"{kind!r} has no TypedDict in speech_to_speech.protocol.server_events")
+    fields = set(event) - ENVELOPE
+    required: frozenset[str] = typed.__required_keys__  # type: ignore[attr-defined]
+    optional: frozenset[str] = typed.__optional_keys__  # type: ignore[attr-defined]
+    missing, unknown = required - fields, fields - required - optional
+    if missing or unknown:
+        raise ProtocolViolation(f"{kind} does not match {typed.__name__}: missing {sorted(missing)}, "
+                                f"not in the type {sorted(unknown)}")
 
 
 def _extra_fields(value: Any, path: str) -> list[str]:
@@ -78,9 +100,10 @@ def validate_server_event(event: Any, allowed_extra: Iterable[str] = ()) -> None
     kind = event.get("type")
     if not isinstance(event.get("event_id"), str) or not event["event_id"]:
         raise ProtocolViolation(f"{kind} has no string event_id: {event!r:.300}")
+    check_typed_fields(event)
     if isinstance(kind, str) and (kind.startswith(EXTENSION_PREFIX) or kind in EXTENSION_EVENTS):
         return
-    model = _MODELS.get(kind) if isinstance(kind, str) else None
+    model = GA_MODELS.get(kind) if isinstance(kind, str) else None
     if model is None:
         raise ProtocolViolation(f"{kind!r} is not a GA Realtime server event type")
     try:

@@ -27,8 +27,9 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from speech_to_speech.protocol import POLICY_VIOLATION, error_types
+from speech_to_speech.protocol import POLICY_VIOLATION
 from speech_to_speech.protocol.error_codes import INVALID_API_KEY, ORIGIN_NOT_ALLOWED
+from speech_to_speech.protocol.server_events.session import ErrorEvent, error_event
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -126,12 +127,11 @@ class AccessPolicy:
 
 async def _deny(scope: Scope, send: Send, status: int, code: str, message: str,
                 headers: Sequence[tuple[str, str]] = ()) -> None:
-    await deny(scope, send, status, {"type": "error", "error": {
-        "type": error_types.INVALID_REQUEST_ERROR, "code": code, "message": message, "param": None, "event_id": None}},
-        [*headers, *((("www-authenticate", "Bearer"),) if status == 401 else ())])
+    await deny(scope, send, status, error_event(code, message),
+               [*headers, *((("www-authenticate", "Bearer"),) if status == 401 else ())])
 
 
-async def deny(scope: Scope, send: Send, status: int, body: dict[str, Any],
+async def deny(scope: Scope, send: Send, status: int, body: ErrorEvent,
                headers: Sequence[tuple[str, str]] = ()) -> None:
     """Answer ``scope`` with an HTTP error: a plain response, or a WebSocket handshake refusal."""
     payload = json.dumps(body).encode()

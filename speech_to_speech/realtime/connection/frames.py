@@ -9,6 +9,7 @@ the same bytes, whatever happens to the state afterwards.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,13 +31,13 @@ class Frame:
             object.__setattr__(self, "size", len(self.text.encode()))
 
 
-def stamped(event: dict[str, Any], seq: int | None = None) -> dict[str, Any]:
+def stamped(event: Mapping[str, Any], seq: int | None = None) -> dict[str, Any]:
     """``event`` with an ``event_id`` (kept if it has one) and, for session events, its ``server_event_seq``."""
     head: dict[str, Any] = {} if "event_id" in event else {"event_id": ids.event_id()}
     tail: dict[str, Any] = {} if seq is None else {"server_event_seq": seq}
     return {**head, **event, **tail}
 
 
-def to_frame(event: dict[str, Any], seq: int | None = None) -> Frame:
+def to_frame(event: Mapping[str, Any], seq: int | None = None) -> Frame:
     """Stamp and serialise ``event``; ``seq`` None makes a connection-level frame (no server_event_seq)."""
     return Frame(dumps(stamped(event, seq)), str(event.get("type")), seq)

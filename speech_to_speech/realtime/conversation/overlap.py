@@ -39,7 +39,6 @@ from typing import Any, Protocol
 
 from speech_to_speech.pipeline.messages.input_audio import SpeechOngoing, SpeechStarted, SpeechStopped
 from speech_to_speech.pipeline.session_config import RuntimeConfig
-from speech_to_speech.protocol import Event
 from speech_to_speech.protocol.overlap_decisions import (
     ACKNOWLEDGE,
     BARGE_IN,
@@ -55,6 +54,8 @@ from speech_to_speech.protocol.overlap_decisions import (
     OverlapReason,
 )
 from speech_to_speech.protocol.policies import ADAPTIVE, BARGE_IN_ON_SPEECH, LISTEN_ONLY
+from speech_to_speech.protocol.server_events import ServerEvent
+from speech_to_speech.protocol.server_events.playback import OverlapMetadata, overlap_decision
 from speech_to_speech.realtime.wire.session import OVERLAP_DEFAULTS
 
 
@@ -181,7 +182,7 @@ class OverlapGate:
     """
 
     def __init__(self, responses: _Responses, state: _SessionState, config: Callable[[], RuntimeConfig], *,
-                 playback: _Playback, conversation: _Conversation, emit: Callable[[Event], None],
+                 playback: _Playback, conversation: _Conversation, emit: Callable[[ServerEvent], None],
                  going_on_ms: int = 0) -> None:
         self._responses = responses
         self._state = state
@@ -321,18 +322,8 @@ class OverlapGate:
         session = self._state.session
         short_ack, barge_in = (session.get(k, OVERLAP_DEFAULTS[k]) for k in ("overlap_short_ack_ms",
                                                                              "overlap_barge_in_ms"))
-        self._emit({
-            "type": "overlap.decision",
-            "session_id": session.get("id"),
-            "policy": policy,
-            "action": decision.action,
-            "reason": decision.reason,
-            "metadata": {
-                "overlap_ms": decision.overlap_ms,
-                "item_id": item_id,
-                "response_id": response_id,
-                "short_ack_ms": short_ack,
-                "barge_in_ms": barge_in,
-                **({"transcript": words} if words is not None else {}),  # adaptive: the words that decided
-            },
-        })
+        metadata: OverlapMetadata = {"overlap_ms": decision.overlap_ms, "item_id": item_id, "response_id": response_id,
+                                     "short_ack_ms": short_ack, "barge_in_ms": barge_in}
+        if words is not None:
+            metadata["transcript"] = words  # adaptive: the words that decided
+        self._emit(overlap_decision(session.get("id"), policy, decision.action, decision.reason, metadata))

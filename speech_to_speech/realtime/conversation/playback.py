@@ -28,9 +28,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.audio.rates import TTS_RATE
-from speech_to_speech.protocol import Event, error_codes
+from speech_to_speech.protocol import error_codes
 from speech_to_speech.protocol.metadata import AUDIO_DURATION_KEY, AUDIO_TEXT_MARKS_KEY, PLAYBACK_KEY
 from speech_to_speech.protocol.policies import ACK_ONLY, COMMIT_ALL_ON_DONE
+from speech_to_speech.protocol.server_events import ServerEvent
+from speech_to_speech.protocol.server_events.conversation import conversation_item_truncated
+from speech_to_speech.protocol.server_events.playback import (
+    PlaybackFigures,
+    output_audio_buffer_cleared,
+    output_audio_buffer_started,
+    output_audio_buffer_stopped,
+)
 from speech_to_speech.realtime.connection.transport import MediaTrack
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.text_marks import TextMarks
@@ -80,7 +88,7 @@ class ItemAudio:
 class Playback:
     """One session's ledger of assistant audio; with a media track, also the track's play-out events."""
 
-    def __init__(self, conversation: Conversation, emit: Callable[[Event], None],
+    def __init__(self, conversation: Conversation, emit: Callable[[ServerEvent], None],
                  media: MediaTrack | None = None, policy: Callable[[], str] = lambda: COMMIT_ALL_ON_DONE) -> None:
         self._conversation = conversation
         self._emit = emit
@@ -155,7 +163,7 @@ class Playback:
         entry = self._items.get(item_id)
         return samples_to_ms(entry.produced) if entry is not None else 0
 
-    def settle(self, response_id: str, status: str) -> dict[str, int]:
+    def settle(self, response_id: str, status: str) -> PlaybackFigures:
         """The response ends with ``status``: its items are done (complete unless cancelled); its figures."""
         for item_id in self._responses.setdefault(response_id, []):
             entry = self._items[item_id]
@@ -195,7 +203,7 @@ class Playback:
                 if self._playing is not None:
                     self._stopped(self._playing)
                 self._playing = entry.response_id
-                self._emit({"type": "output_audio_buffer.started", "response_id": entry.response_id})
+                self._emit(output_audio_buffer_started(entry.response_id))
         self._stop_if_drained()
 
     def _stop_if_drained(self) -> None:
@@ -209,7 +217,7 @@ class Playback:
     def _stopped(self, response_id: str) -> None:
         self._playing = None
         self._ended.discard(response_id)
-        self._emit({"type": "output_audio_buffer.stopped", "response_id": response_id})
+        self._emit(output_audio_buffer_stopped(response_id))
 
     def clear(self, *, requested: bool = False) -> None:
         """Drop what the track has not played; cut each item it belonged to at what was played.
@@ -229,7 +237,7 @@ class Playback:
         self._ended.clear()
         response_id = affected or (self._last_response if requested else None)
         if response_id is not None:
-            self._emit({"type": "output_audio_buffer.cleared", "response_id": response_id})
+            self._emit(output_audio_buffer_cleared(response_id))
         for item_id in dict.fromkeys(unplayed):
             self.cut(item_id, self._items[item_id].played)
 
@@ -276,8 +284,8 @@ class Playback:
             entry.played = min(entry.played, samples)
             entry.played_ms = min(entry.played_ms, samples_to_ms(samples))
             entry.committed_ms = min(entry.committed_ms, entry.played_ms)
-        self._emit({"type": "conversation.item.truncated", "item_id": item_id, "content_index": 0,
-                    "audio_end_ms": samples_to_ms(samples) if audio_end_ms is None else audio_end_ms})
+        self._emit(conversation_item_truncated(item_id, samples_to_ms(samples) if audio_end_ms is None
+                                               else audio_end_ms))
 
     # ------------------------------------------------------------ acknowledged playback
 
@@ -296,9 +304,9 @@ class Playback:
         entry.played_ms = played_ms
         entry.committed_ms = min(committed_ms, played_ms)
 
-    def figures(self, response_id: str) -> dict[str, int]:
+    def figures(self, response_id: str) -> PlaybackFigures:
         """The response's ``playback``: audio generated, sent (not dropped unplayed), played, committed; in ms."""
-        totals = {"generated_ms": 0, "sent_ms": 0, "played_ms": 0, "committed_ms": 0}
+        totals: PlaybackFigures = {"generated_ms": 0, "sent_ms": 0, "played_ms": 0, "committed_ms": 0}
         for item_id in self._responses.get(response_id, []):
             entry = self._items[item_id]
             totals["generated_ms"] += samples_to_ms(entry.generated)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from speech_to_speech.protocol import Event, error_codes
+from speech_to_speech.protocol import error_codes
+from speech_to_speech.protocol.server_events.playback import PlaybackAcknowledged, playback_acknowledged
 from speech_to_speech.realtime.conversation.playback import ItemAudio, Playback, duration_ms
 from speech_to_speech.realtime.wire.errors import RealtimeError
 
@@ -59,7 +60,7 @@ def _item_of(playback: Playback, data: dict[str, Any], active_response: str | No
 
 
 def acknowledge(playback: Playback, data: dict[str, Any], *, active_response: str | None,
-                session_id: str | None) -> Event:
+                session_id: str | None) -> PlaybackAcknowledged:
     """Check and record one ``playback.ack``; returns its ``playback.acknowledged``. Raises RealtimeError."""
     response_id, item_id = _item_of(playback, data, active_response)
     played = _ms(data, "played_ms")
@@ -91,22 +92,14 @@ def _forward_only(entry: ItemAudio, played: int, committed: int) -> None:
 
 
 def _acknowledged(playback: Playback, response_id: str, item_id: str | None, entry: ItemAudio | None,
-                  truncate: bool, session_id: str | None) -> Event:
+                  truncate: bool, session_id: str | None) -> PlaybackAcknowledged:
     history_committed = False
     if entry is not None and entry.done and item_id is not None:
         item = playback.conversation.get(item_id)
         heard = playback.history_text(item_id, item) if item is not None else None
         full = ((item or {}).get("content") or [{}])[0].get("transcript") or ""
         history_committed = item is not None and (heard is None or heard == full)
-    body = {
-        "type": "playback.acknowledged",
-        "session_id": session_id,
-        "response_id": response_id,
-        "item_id": item_id,
-        "played_ms": entry.played_ms if entry is not None else 0,
-        "committed_ms": entry.committed_ms if entry is not None else 0,
-        "truncate": truncate,
-        "playback": playback.figures(response_id),
-        "history_committed": history_committed,
-    }
-    return {"type": "playback.acknowledged", "response_id": response_id, "item_id": item_id, "event": body}
+    return playback_acknowledged(session_id, response_id, item_id,
+                                 played_ms=entry.played_ms if entry is not None else 0,
+                                 committed_ms=entry.committed_ms if entry is not None else 0, truncate=truncate,
+                                 playback=playback.figures(response_id), history_committed=history_committed)

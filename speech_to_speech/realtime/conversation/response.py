@@ -15,7 +15,32 @@ from speech_to_speech import ids
 from speech_to_speech.pipeline.messages.generation import ResponseStatus
 from speech_to_speech.pipeline.messages.speech_output import AudioVisemes
 from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
-from speech_to_speech.protocol import VISEMES_EXTENSION, Event, error_codes, error_types
+from speech_to_speech.protocol import error_codes, error_types
+from speech_to_speech.protocol.server_events import ServerEvent
+from speech_to_speech.protocol.server_events.conversation import conversation_item_added, conversation_item_done
+from speech_to_speech.protocol.server_events.response import (
+    ResponseCreated,
+    ResponseOutputAudioDelta,
+    ResponseOutputAudioTranscriptDelta,
+    ResponseOutputAudioVisemes,
+    ResponseOutputTextDelta,
+    response_content_part_added,
+    response_content_part_done,
+    response_created,
+    response_done,
+    response_function_call_arguments_delta,
+    response_function_call_arguments_done,
+    response_output_audio_delta,
+    response_output_audio_done,
+    response_output_audio_transcript_delta,
+    response_output_audio_transcript_done,
+    response_output_audio_visemes,
+    response_output_item_added,
+    response_output_item_done,
+    response_output_text_delta,
+    response_output_text_done,
+)
+from speech_to_speech.protocol.server_events.shapes import ContentRef
 
 
 @dataclass
@@ -92,12 +117,12 @@ class ResponseState:
             },
         }
 
-    def created(self) -> Event:
-        return {"type": "response.created", "response": self.body("in_progress")}
+    def created(self) -> ResponseCreated:
+        return response_created(self.body("in_progress"))
 
     # ------------------------------------------------------------ message items
 
-    def _ref(self, message: OpenMessage) -> dict[str, Any]:
+    def _ref(self, message: OpenMessage) -> ContentRef:
         return {
             "response_id": self.id,
             "item_id": message.item["id"],
@@ -105,7 +130,7 @@ class ResponseState:
             "content_index": 0,
         }
 
-    def open_message(self, previous_item_id: str | None) -> tuple[OpenMessage, list[Event]]:
+    def open_message(self, previous_item_id: str | None) -> tuple[OpenMessage, list[ServerEvent]]:
         """The open assistant message, opening one (with its events) if needed."""
         if self.message is not None:
             return self.message, []
@@ -120,75 +145,65 @@ class ResponseState:
         self.message = message = OpenMessage(item, len(self.output))
         self.output.append(item)
         part = {"type": "audio", "transcript": ""} if self.audio else {"type": "text", "text": ""}
-        events: list[Event] = [
-            {"type": "response.output_item.added", "response_id": self.id, "output_index": message.output_index,
-             "item": dict(item, content=[])},
-        ]
+        events: list[ServerEvent] = [response_output_item_added(self.id, message.output_index, item)]
         if self.in_conversation:
-            events.append({"type": "conversation.item.added", "previous_item_id": previous_item_id,
-                           "item": dict(item, content=[])})
-        events.append({"type": "response.content_part.added", **self._ref(message), "part": part})
+            events.append(conversation_item_added(item, previous_item_id))
+        events.append(response_content_part_added(self._ref(message), part))
         item["content"] = [{"type": "output_audio", "transcript": ""} if self.audio
                            else {"type": "output_text", "text": ""}]
         return message, events
 
-    def text_delta(self, message: OpenMessage, text: str) -> Event:
+    def text_delta(self, message: OpenMessage,
+                   text: str) -> ResponseOutputAudioTranscriptDelta | ResponseOutputTextDelta:
         message.transcript += text
         content = message.item["content"][0]
         if self.audio:
             content["transcript"] = message.transcript
-            return {"type": "response.output_audio_transcript.delta", **self._ref(message), "delta": text}
+            return response_output_audio_transcript_delta(self._ref(message), text)
         content["text"] = message.transcript
-        return {"type": "response.output_text.delta", **self._ref(message), "delta": text}
+        return response_output_text_delta(self._ref(message), text)
 
-    def audio_delta(self, message: OpenMessage, payload: str, metadata: dict[str, Any] | None = None) -> Event:
+    def audio_delta(self, message: OpenMessage, payload: str,
+                    metadata: dict[str, Any] | None = None) -> ResponseOutputAudioDelta:
         """An audio chunk; ``metadata`` (additive): its item's audio so far and text marks (playback.py)."""
         message.audio_started = True
-        event: Event = {"type": "response.output_audio.delta", **self._ref(message), "delta": payload}
-        if metadata is not None:
-            event["metadata"] = metadata
-        return event
+        return response_output_audio_delta(self._ref(message), payload, metadata)
 
-    def visemes(self, message: OpenMessage, audio_start_ms: int, visemes: AudioVisemes) -> Event:
+    def visemes(self, message: OpenMessage, audio_start_ms: int, visemes: AudioVisemes) -> ResponseOutputAudioVisemes:
         """The visemes extension's event for the audio chunk about to go out (docs/visemes.md)."""
-        return {"type": VISEMES_EXTENSION, **self._ref(message), "audio_start_ms": audio_start_ms,
-                "source": visemes.source,
-                "visemes": [{"viseme": v.viseme, "start_ms": v.start_ms, "duration_ms": v.duration_ms}
-                            for v in visemes.visemes]}
+        return response_output_audio_visemes(
+            self._ref(message), audio_start_ms, visemes.source,
+            [{"viseme": v.viseme, "start_ms": v.start_ms, "duration_ms": v.duration_ms} for v in visemes.visemes])
 
-    def close_message(self, status: str) -> list[Event]:
+    def close_message(self, status: str) -> list[ServerEvent]:
         """Close the open message: audio done, transcript done, part done, item done."""
         message, self.message = self.message, None
         if message is None:
             return []
         ref = self._ref(message)
-        events: list[Event] = []
+        events: list[ServerEvent] = []
         if self.audio:
-            events.append({"type": "response.output_audio.done", **ref})
-            events.append({"type": "response.output_audio_transcript.done", **ref,
-                           "transcript": message.transcript})
+            events.append(response_output_audio_done(ref))
+            events.append(response_output_audio_transcript_done(ref, message.transcript))
             part = {"type": "audio", "transcript": message.transcript}
         else:
-            events.append({"type": "response.output_text.done", **ref, "text": message.transcript})
+            events.append(response_output_text_done(ref, message.transcript))
             part = {"type": "text", "text": message.transcript}
         message.item["status"] = status
-        events.append({"type": "response.content_part.done", **ref, "part": part})
+        events.append(response_content_part_done(ref, part))
         events.extend(self._item_done(message.item, message.output_index))
         return events
 
-    def _item_done(self, item: dict[str, Any], output_index: int) -> list[Event]:
-        events: list[Event] = [
-            {"type": "response.output_item.done", "response_id": self.id, "output_index": output_index,
-             "item": dict(item)},
-        ]
+    def _item_done(self, item: dict[str, Any], output_index: int) -> list[ServerEvent]:
+        events: list[ServerEvent] = [response_output_item_done(self.id, output_index, item)]
         if self.in_conversation:
-            events.append({"type": "conversation.item.done", "item": dict(item)})
+            events.append(conversation_item_done(item))
         return events
 
     # ------------------------------------------------------------ tool calls
 
     def function_call(self, call_id: str, name: str, arguments: str,
-                      previous_item_id: str | None) -> tuple[dict[str, Any], list[Event]]:
+                      previous_item_id: str | None) -> tuple[dict[str, Any], list[ServerEvent]]:
         events = self.close_message("completed")
         item = {
             "id": ids.item_id(),
@@ -201,15 +216,12 @@ class ResponseState:
         }
         output_index = len(self.output)
         self.output.append(item)
-        events.append({"type": "response.output_item.added", "response_id": self.id,
-                       "output_index": output_index, "item": dict(item)})
+        events.append(response_output_item_added(self.id, output_index, item))
         if self.in_conversation:
-            events.append({"type": "conversation.item.added", "previous_item_id": previous_item_id,
-                           "item": dict(item)})
-        ref = {"response_id": self.id, "item_id": item["id"], "output_index": output_index, "call_id": call_id}
-        events.append({"type": "response.function_call_arguments.delta", **ref, "delta": arguments})
-        events.append({"type": "response.function_call_arguments.done", **ref, "name": name,
-                       "arguments": arguments})
+            events.append(conversation_item_added(item, previous_item_id))
+        events.append(response_function_call_arguments_delta(self.id, item["id"], output_index, call_id, arguments))
+        events.append(response_function_call_arguments_done(self.id, item["id"], output_index, call_id, name,
+                                                            arguments))
         item["arguments"] = arguments
         item["status"] = "completed"
         events.extend(self._item_done(item, output_index))
@@ -217,7 +229,8 @@ class ResponseState:
 
     # ------------------------------------------------------------ terminal
 
-    def finish(self, status: ResponseStatus, reason: str | None = None, error: str | None = None) -> list[Event]:
+    def finish(self, status: ResponseStatus, reason: str | None = None,
+               error: str | None = None) -> list[ServerEvent]:
         item_status = "completed" if status == "completed" else "incomplete"
         events = self.close_message(item_status)
         details: dict[str, Any] | None = None
@@ -229,5 +242,5 @@ class ResponseState:
             details = {"type": "failed", "error": {"type": error_types.SERVER_ERROR,
                                                    "code": error_codes.RESPONSE_FAILED,
                                                    "message": error or "the response failed"}}
-        events.append({"type": "response.done", "response": self.body(status, details)})
+        events.append(response_done(self.body(status, details)))
         return events

@@ -21,6 +21,7 @@ from speech_to_speech.protocol.metadata import (
     TURN_DETECTION_KEY,
     encode_call_ids,
 )
+from speech_to_speech.protocol.server_events.playback import PlaybackFigures
 from speech_to_speech.realtime.conversation.response import ResponseState
 
 
@@ -39,7 +40,7 @@ def encode_marks(marks: dict[str, float]) -> str:
 
 
 def finished_metadata(response: ResponseState, *, timings: bool, answered_tool_results: bool,
-                      playback: dict[str, Any], heard_language: str | None = None) -> dict[str, Any]:
+                      playback: PlaybackFigures, heard_language: str | None = None) -> dict[str, Any]:
     """The response's own metadata plus what the server reports about it."""
     metadata: dict[str, Any] = dict(response.metadata or {})
     if timings:

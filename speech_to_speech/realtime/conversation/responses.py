@@ -27,7 +27,10 @@ from speech_to_speech.pipeline.messages.generation import (
     ResponseStatus,
 )
 from speech_to_speech.pipeline.session_config import RuntimeConfig
-from speech_to_speech.protocol import TIMINGS_EXTENSION, Event, error_codes, error_types
+from speech_to_speech.protocol import TIMINGS_EXTENSION, error_codes, error_types
+from speech_to_speech.protocol.server_events import ServerEvent
+from speech_to_speech.protocol.server_events.conversation import conversation_item_deleted
+from speech_to_speech.protocol.server_events.session import error_event
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.echo import SessionEcho
 from speech_to_speech.realtime.conversation.history import Conversation, item_text
@@ -36,7 +39,6 @@ from speech_to_speech.realtime.conversation.response import ResponseState
 from speech_to_speech.realtime.conversation.response_metadata import finished_metadata
 from speech_to_speech.realtime.conversation.speculation import Speculation, SpeculationSlot
 from speech_to_speech.realtime.conversation.user_input import UserInput
-from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.mcp_tools import McpServerSpec
 from speech_to_speech.realtime.wire.session import SessionState
 from speech_to_speech.realtime.wire.tool_results import ToolResultLedger
@@ -68,7 +70,7 @@ class Responses:
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
                  config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
                  speculations: SpeculationSlot, playback: Playback, audio: WireAudio, echo: SessionEcho,
-                 tool_results: ToolResultLedger, emit: Callable[[Event], None], deliver: Callable[[Any], None],
+                 tool_results: ToolResultLedger, emit: Callable[[ServerEvent], None], deliver: Callable[[Any], None],
                  on_finished: Callable[[str, dict[str, float]], None] | None = None) -> None:
         self._unit = unit
         self._settings = settings
@@ -248,8 +250,8 @@ class Responses:
         self.last = response if status != "failed" else None
         self._speculations.cancel(self._speculations.take(response.id))
         if status == "failed" and report:
-            self._emit(errors.error_event(error_codes.RESPONSE_FAILED, error or "the response failed",
-                                          type=error_types.SERVER_ERROR))
+            self._emit(error_event(error_codes.RESPONSE_FAILED, error or "the response failed",
+                                   type=error_types.SERVER_ERROR))
         answered = status == "completed" and bool(response.input_call_ids) and bool(response.output)
         if answered:
             self._tool_results.answered(response.input_call_ids)
@@ -290,7 +292,7 @@ class Responses:
             self.last = None
         for item in response.output:
             if self._conversation.withdraw(item["id"]):
-                self._emit({"type": "conversation.item.deleted", "item_id": item["id"]})
+                self._emit(conversation_item_deleted(item["id"]))
 
     def clear_playback(self, *, requested: bool = False) -> None:
         """Drop unplayed audio from the media track (if any); its items are cut at what was played."""
@@ -299,7 +301,7 @@ class Responses:
 
     def fail(self, code: str, message: str, response: ResponseState | None) -> None:
         """Report a server-side failure and end ``response`` (if still active) with it; the session goes on."""
-        self._emit(errors.error_event(code, message, type=error_types.SERVER_ERROR))
+        self._emit(error_event(code, message, type=error_types.SERVER_ERROR))
         if response is None or response is not self.active:
             return
         self.finish("failed", error=message, report=False)

@@ -18,7 +18,10 @@ import numpy as np
 from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.session_config import RuntimeConfig
-from speech_to_speech.protocol import Event, error_codes
+from speech_to_speech.protocol import error_codes
+from speech_to_speech.protocol.server_events import ServerEvent
+from speech_to_speech.protocol.server_events.conversation import conversation_item_added
+from speech_to_speech.protocol.server_events.input_audio import input_audio_buffer_cleared, input_audio_buffer_committed
 from speech_to_speech.realtime.connection.transport import MediaTrack
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.echo import SessionEcho
@@ -36,7 +39,7 @@ class UserInput:
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, config: Callable[[], RuntimeConfig], *,
                  conversation: Conversation, speculations: SpeculationSlot, audio: WireAudio, echo: SessionEcho,
-                 media: MediaTrack | None, emit: Callable[[Event], None], stage_errors: errors.Throttle) -> None:
+                 media: MediaTrack | None, emit: Callable[[ServerEvent], None], stage_errors: errors.Throttle) -> None:
         self._unit = unit
         self._settings = settings
         self._config = config
@@ -85,7 +88,7 @@ class UserInput:
         self._speculations.drop()
         self._audio.reset_input()  # what it held belongs to the cleared audio
         self._unit.clear_input()
-        self._emit({"type": "input_audio_buffer.cleared"})
+        self._emit(input_audio_buffer_cleared())
 
     def commit_user_audio(self, item_id: str) -> None:
         """Add the user turn ``item_id`` to the conversation; it waits for its transcript."""
@@ -100,5 +103,5 @@ class UserInput:
         }
         self._conversation.add(user_item)
         self.pending_transcriptions.add(item_id)
-        self._emit({"type": "input_audio_buffer.committed", "previous_item_id": previous, "item_id": item_id})
-        self._emit({"type": "conversation.item.added", "previous_item_id": previous, "item": dict(user_item)})
+        self._emit(input_audio_buffer_committed(previous, item_id))
+        self._emit(conversation_item_added(user_item, previous))

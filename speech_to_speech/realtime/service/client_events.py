@@ -22,18 +22,25 @@ from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.protocol import error_codes, error_types
 from speech_to_speech.protocol.metadata import followup_call_ids
 from speech_to_speech.protocol.resume import STREAMED_CLIENT_EVENTS
+from speech_to_speech.protocol.server_events import ServerEvent
+from speech_to_speech.protocol.server_events.conversation import (
+    conversation_item_added,
+    conversation_item_created,
+    conversation_item_deleted,
+    conversation_item_done,
+    conversation_item_retrieved,
+)
+from speech_to_speech.protocol.server_events.session import error_event, session_updated
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.echo import SessionEcho
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.playback_ack import acknowledge
-from speech_to_speech.realtime.conversation.response import Event
 from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.conversation.user_input import UserInput
 from speech_to_speech.realtime.service.session_events import SESSION_EVENTS, SessionControl
 from speech_to_speech.realtime.service.session_updates import SessionUpdates
 from speech_to_speech.realtime.tools.session_tools import SessionTools
-from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.events import ClientEvent, EventLimits, parse_client_event
 from speech_to_speech.realtime.wire.items import client_item, response_options
@@ -59,13 +66,13 @@ class EventTarget:
     event_limits: EventLimits
     audio_in_events: bool  # False: audio arrives on a media track (WebRTC)
     session_control: SessionControl | None  # the live session around it (heartbeat, event_ack, close)
-    emit: Callable[[Event], None]
+    emit: Callable[[ServerEvent], None]
     tools: SessionTools | None = None  # the MCP servers the server calls itself (approvals go there)
 
 
 def session_update(target: EventTarget, event: ClientEvent) -> None:
     target.updates.configure(event.data.get("session"), event.event_id)
-    target.emit({"type": "session.updated", "session": target.state.session})
+    target.emit(session_updated(target.state.session))
     if target.tools is not None:
         target.tools.session_changed()  # MCP servers it names are listed now, after the update is confirmed
 
@@ -115,15 +122,16 @@ def conversation_item_create(target: EventTarget, event: ClientEvent) -> None:
     if target.tools is not None:
         target.tools.calls.check_approval(item, event.event_id)
     before = conversation.add(item, None if previous in (None, "root") else previous)
-    for kind in ("conversation.item.created", "conversation.item.added", "conversation.item.done"):
-        target.emit({"type": kind, "previous_item_id": before, "item": item})
+    target.emit(conversation_item_created(item, before))
+    target.emit(conversation_item_added(item, before))
+    target.emit(conversation_item_done(item, before))
     if target.tools is not None and item["type"] == "mcp_approval_response":
         target.tools.approval_answered(item)
 
 
 def conversation_item_retrieve(target: EventTarget, event: ClientEvent) -> None:
     item_id = _existing_item(target, event)
-    target.emit({"type": "conversation.item.retrieved", "item": target.conversation.snapshot(item_id)})
+    target.emit(conversation_item_retrieved(target.conversation.snapshot(item_id)))
 
 
 def conversation_item_truncate(target: EventTarget, event: ClientEvent) -> None:
@@ -137,7 +145,7 @@ def conversation_item_truncate(target: EventTarget, event: ClientEvent) -> None:
 def conversation_item_delete(target: EventTarget, event: ClientEvent) -> None:
     item_id = _existing_item(target, event)
     target.conversation.delete(item_id)
-    target.emit({"type": "conversation.item.deleted", "item_id": item_id})
+    target.emit(conversation_item_deleted(item_id))
 
 
 def playback_ack(target: EventTarget, event: ClientEvent) -> None:
@@ -257,6 +265,6 @@ def apply_event(target: EventTarget, raw: str | bytes | dict[str, Any] | ClientE
         target.emit(error.to_event())
     except Exception as error:
         log.exception("client event failed")
-        target.emit(errors.error_event(error_codes.SERVER_ERROR, f"{type(error).__name__}: {error}",
-                                        type=error_types.SERVER_ERROR, event_id=event_id))
+        target.emit(error_event(error_codes.SERVER_ERROR, f"{type(error).__name__}: {error}",
+                                type=error_types.SERVER_ERROR, event_id=event_id))
     return None if kind in STREAMED_CLIENT_EVENTS else event_id

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -28,6 +28,8 @@ from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscri
 from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import ECHO_CANCELLATION_EXTENSION
+from speech_to_speech.protocol.server_events import ServerEvent
+from speech_to_speech.protocol.server_events.session import SessionAttachment, session_created
 from speech_to_speech.realtime.connection.transport import MediaTrack
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.echo import SessionEcho, echo_cancellation_available
@@ -35,7 +37,7 @@ from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.overlap import OverlapGate
 from speech_to_speech.realtime.conversation.overlap_judge import OverlapJudge
 from speech_to_speech.realtime.conversation.playback import Playback
-from speech_to_speech.realtime.conversation.response import Event, ResponseState
+from speech_to_speech.realtime.conversation.response import ResponseState
 from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
 from speech_to_speech.realtime.conversation.take_back import TakeBack
@@ -56,12 +58,13 @@ from speech_to_speech.realtime.wire.voices import VoiceCatalog
 from speech_to_speech.units.unit import PipelineUnit
 
 
-def stamping(send: Callable[[Event], None]) -> Callable[[Event], None]:
+def stamping(send: Callable[[ServerEvent], None]) -> Callable[[ServerEvent], None]:
     """``send`` behind the one place that gives a server event its ``event_id`` (unless it has one)."""
 
-    def emit(event: Event) -> None:
+    def emit(event: ServerEvent) -> None:
         if "event_id" not in event:
-            event = {"event_id": ids.event_id(), **event}
+            # The same event with its id first: a field of the envelope, which no event's type names.
+            event = cast(ServerEvent, {"event_id": ids.event_id(), **event})
         send(event)
 
     return emit
@@ -72,7 +75,7 @@ class RealtimeService:
         self,
         unit: PipelineUnit,
         settings: ServerSettings,
-        send: Callable[[Event], None],
+        send: Callable[[ServerEvent], None],
         *,
         media: MediaTrack | None = None,
         validate_language: Callable[[str | None, str | None], str | None] | None = None,
@@ -182,15 +185,16 @@ class RealtimeService:
         """When the pipeline last produced anything: the clock of the stalled-response guard."""
         return self.pipeline_events.last_output
 
-    def start(self, fields: dict[str, Any] | None = None, session_fields: dict[str, Any] | None = None) -> None:
-        """``session.created``; ``fields`` join it (session_id, resume_token), ``session_fields`` its session.
+    def start(self, attachment: SessionAttachment | None = None, session_fields: dict[str, Any] | None = None) -> None:
+        """``session.created``, with the ``attachment`` it opens on (session_id, resume_token) and
+        ``session_fields`` added to its session.
 
         Its capabilities also list the voices a client may choose (the TTS's own, where it can list them)."""
         session = {**self.state.session, **(session_fields or {})}
         capabilities, voices = session.get("capabilities"), self.state.voices.installed
         if isinstance(capabilities, dict) and voices is not None:
             session["capabilities"] = {**capabilities, "voices": list(voices)}
-        self.emit({"type": "session.created", **(fields or {}), "session": session})
+        self.emit(session_created(session, attachment))
         self.tools.session_changed()  # the server's own MCP servers (--mcp_server) are listed at once
 
     async def aclose(self) -> None:

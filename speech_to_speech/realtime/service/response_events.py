@@ -19,7 +19,9 @@ from speech_to_speech.pipeline.messages.control import StageError
 from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, LLMFirstToken, ResponseDone, TokenUsage
 from speech_to_speech.pipeline.messages.speech_output import AudioOutput, AudioVisemes, TranscriptText, TTSFirstAudio
 from speech_to_speech.pipeline.session_config import RuntimeConfig
-from speech_to_speech.protocol import VISEMES_EXTENSION, Event, error_codes, error_types
+from speech_to_speech.protocol import VISEMES_EXTENSION, error_codes, error_types
+from speech_to_speech.protocol.server_events import ServerEvent
+from speech_to_speech.protocol.server_events.input_audio import input_audio_transcription_failed
 from speech_to_speech.realtime.connection.transport import MediaTrack
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.echo import SessionEcho
@@ -40,7 +42,7 @@ class ResponseEvents:
 
     def __init__(self, responses: Responses, config: Callable[[], RuntimeConfig], *, conversation: Conversation,
                  user_input: UserInput, playback: Playback, audio: WireAudio, echo: SessionEcho,
-                 media: MediaTrack | None, overlap: OverlapGate, emit: Callable[[Event], None],
+                 media: MediaTrack | None, overlap: OverlapGate, emit: Callable[[ServerEvent], None],
                  stage_errors: errors.Throttle, tools: SessionTools | None = None) -> None:
         self._responses = responses
         self._config = config
@@ -148,9 +150,8 @@ class ResponseEvents:
         turn = item.item_id if item.item_id in self._input.pending_transcriptions else None
         if turn is not None:
             self._input.failed_transcriptions.add(turn)
-            self._emit({"type": "conversation.item.input_audio_transcription.failed", "item_id": turn,
-                        "content_index": 0,
-                        "error": {"type": error_types.SERVER_ERROR, "code": code, "message": message, "param": None}})
+            self._emit(input_audio_transcription_failed(
+                turn, {"type": error_types.SERVER_ERROR, "code": code, "message": message, "param": None}))
         elif response is None and not self._stage_errors.due(item.stage):
             return  # a stage failing on every chunk (the VAD, say) is reported now and then, not each time
         self._responses.fail(code, message, response)

@@ -33,7 +33,16 @@ from speech_to_speech.pipeline.messages.transcription import (
 )
 from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.pipeline.session_config import RuntimeConfig
-from speech_to_speech.protocol import SNAPSHOT_EXTENSION, Event
+from speech_to_speech.protocol import SNAPSHOT_EXTENSION
+from speech_to_speech.protocol.server_events import ServerEvent
+from speech_to_speech.protocol.server_events.conversation import conversation_item_done
+from speech_to_speech.protocol.server_events.input_audio import (
+    input_audio_buffer_speech_started,
+    input_audio_buffer_speech_stopped,
+    input_audio_transcription_completed,
+    input_audio_transcription_delta,
+    input_audio_transcription_snapshot,
+)
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.overlap import OverlapGate
 from speech_to_speech.realtime.conversation.responses import Responses
@@ -49,7 +58,7 @@ class TurnEvents:
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, config: Callable[[], RuntimeConfig], *,
                  conversation: Conversation, user_input: UserInput, responses: Responses,
                  speculations: SpeculationSlot, overlap: OverlapGate, take_back: TakeBack,
-                 emit: Callable[[Event], None],
+                 emit: Callable[[ServerEvent], None],
                  on_turn_decision: Callable[[TurnDecision], None] | None = None) -> None:
         self._unit = unit
         self._settings = settings
@@ -70,15 +79,13 @@ class TurnEvents:
         self._input.user_speaking = True
         self._take_back.speech_started(item)  # the user went on with the request just answered
         self._overlap.speech_started(item)  # barge-in now, or listen (overlap_policy)
-        self._emit({"type": "input_audio_buffer.speech_started", "audio_start_ms": item.audio_start_ms,
-                    "item_id": item.item_id})
+        self._emit(input_audio_buffer_speech_started(item.audio_start_ms, item.item_id))
 
     def speech_ongoing(self, item: SpeechOngoing) -> None:
         self._overlap.speech_ongoing(item)
 
     def speech_stopped(self, item: SpeechStopped) -> None:
-        self._emit({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": item.audio_end_ms,
-                    "item_id": item.item_id})
+        self._emit(input_audio_buffer_speech_stopped(item.audio_end_ms, item.item_id))
         self._input.user_speaking = False
         self._input.uncommitted_samples = 0
         answer = self._overlap.speech_stopped(item)  # False: a backchannel, or a turn deferred
@@ -113,13 +120,11 @@ class TurnEvents:
     def transcription_delta(self, item: TranscriptionDelta) -> None:
         if item.item_id is None:
             return
-        self._emit({"type": "conversation.item.input_audio_transcription.delta", "item_id": item.item_id,
-                    "content_index": 0, "delta": item.delta})
+        self._emit(input_audio_transcription_delta(item.item_id, item.delta))
 
     def transcription_snapshot(self, item: TranscriptionSnapshot) -> None:
         if self._config().has_extension(SNAPSHOT_EXTENSION):
-            self._emit({"type": SNAPSHOT_EXTENSION, "item_id": item.item_id, "content_index": 0,
-                        "transcript": item.text})
+            self._emit(input_audio_transcription_snapshot(item.item_id, item.text))
         self._prefill(item)
 
     def _prefill(self, item: TranscriptionSnapshot) -> None:
@@ -149,14 +154,8 @@ class TurnEvents:
         user_item["content"][0]["transcript"] = item.transcript
         self._responses.heard_language = item.language or self._responses.heard_language
         if not failed:  # a failed transcription was reported as such (transcription.failed)
-            self._emit({
-                "type": "conversation.item.input_audio_transcription.completed",
-                "item_id": item_id,
-                "content_index": 0,
-                "transcript": item.transcript,
-                "usage": {"type": "duration", "seconds": round(item.audio_seconds, 3)},
-            })
-        self._emit({"type": "conversation.item.done", "item": dict(user_item)})
+            self._emit(input_audio_transcription_completed(item_id, item.transcript, item.audio_seconds))
+        self._emit(conversation_item_done(user_item))
         self._turn_complete(item)
 
     def _turn_complete(self, item: TranscriptionCompleted) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.protocol import GOING_AWAY, NO_STATUS_RECEIVED, NORMAL_CLOSURE
+from speech_to_speech.protocol.server_events.session import session_replaced
 from speech_to_speech.realtime.connection.frames import Frame, to_frame
 from speech_to_speech.realtime.connection.outbound import OutboundQueue
 from speech_to_speech.realtime.connection.transport import Transport
@@ -62,8 +63,7 @@ class Attachment:
     async def hand_over(self, session_id: str) -> None:
         """A newer socket replaced this one: stop pumping, tell this one so, and close it."""
         await cancel_tasks(*self.tasks)
-        replaced = to_frame({"type": "session.replaced", "session_id": session_id,
-                             "attachment_generation": self.generation})
+        replaced = to_frame(session_replaced(session_id, self.generation))
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.transport.send_text(replaced.text), FLUSH_TIMEOUT_S)
         with contextlib.suppress(Exception):

@@ -30,13 +30,13 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.protocol import error_codes, error_types
+from speech_to_speech.protocol.server_events.session import ErrorEvent, error_event
+from speech_to_speech.protocol.server_events.shapes import ErrorDetail
 from speech_to_speech.realtime.sessions.admission import WINDOW_S, ClientAdmission
 from speech_to_speech.realtime.sessions.claim import Entry, UnitLease
-from speech_to_speech.realtime.wire import errors
 from speech_to_speech.units.pool import PipelinePool
 from speech_to_speech.units.unit import PipelineUnit
 
@@ -65,14 +65,14 @@ class Refusal:
         return f"{self.why}; try again in {self.retry_after_s} s"
 
     @property
-    def error(self) -> dict[str, Any]:
-        """The ``error`` object: the standard fields, and ``retry_after_s`` (our extension)."""
-        standard = errors.error_event(self.code, self.message, type=self.type)["error"]
-        return {**standard, "retry_after_s": self.retry_after_s}
+    def event(self) -> ErrorEvent:
+        """The ``error`` event: the standard fields, and ``retry_after_s`` (our extension)."""
+        return error_event(self.code, self.message, type=self.type, retry_after_s=self.retry_after_s)
 
     @property
-    def event(self) -> dict[str, Any]:
-        return {"type": "error", "error": self.error}
+    def error(self) -> ErrorDetail:
+        """The event's ``error`` object, which an HTTP refusal sends alone."""
+        return self.event["error"]
 
     @property
     def headers(self) -> dict[str, str]:

@@ -28,7 +28,8 @@ from typing import Any
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.protocol import INTERNAL_ERROR, NORMAL_CLOSURE, error_codes
-from speech_to_speech.protocol.resume import LAST_CLIENT_EVENT_ID
+from speech_to_speech.protocol.server_events import ServerEvent
+from speech_to_speech.protocol.server_events import session as events
 from speech_to_speech.realtime.connection.frames import Frame, to_frame
 from speech_to_speech.realtime.connection.outbound import OutboundQueue
 from speech_to_speech.realtime.connection.transport import Transport
@@ -52,7 +53,6 @@ from speech_to_speech.realtime.sessions.registry import SessionRegistry
 from speech_to_speech.realtime.sessions.restore import lost_response_done, restore_service
 from speech_to_speech.realtime.sessions.store import SessionLink, SessionStore, StoredSession
 from speech_to_speech.realtime.sessions.store.base import Snapshot
-from speech_to_speech.realtime.wire import errors
 
 log = logging.getLogger(__name__)
 
@@ -113,11 +113,11 @@ class LiveSession:
 
     # ------------------------------------------------------------ output: the one exit
 
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: ServerEvent) -> None:
         """Stamp, serialise and journal ``event``, and queue it for the attached socket (if any)."""
         self._emit(event)
 
-    def _emit(self, event: dict[str, Any]) -> Frame:
+    def _emit(self, event: ServerEvent) -> Frame:
         self._seq += 1
         frame = to_frame(event, self._seq)
         self.journal.append(self._seq, frame)
@@ -139,7 +139,7 @@ class LiveSession:
         """Attach the first socket, say ``session.created`` and start the session's own tasks."""
         token = self.registry.add(self.id, self) if self.registry is not None else None
         attachment = self._attach(transport, ())
-        fields: dict[str, Any] = {"session_id": self.id, "attachment_generation": attachment.generation}
+        fields: events.SessionAttachment = {"session_id": self.id, "attachment_generation": attachment.generation}
         if token is not None:
             fields["resume_token"] = token
             if self.link is not None:
@@ -225,7 +225,7 @@ class LiveSession:
         if not closing.reported and self.service.response is not None:
             self.service.fail_active(closing.error_code, closing.message)  # the error, and the response failed
         elif not closing.reported:
-            self.service.emit(errors.error_event(closing.error_code, closing.message, type=closing.error_type))
+            self.service.emit(events.error_event(closing.error_code, closing.message, type=closing.error_type))
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(attachment.outgoing.join(), FLUSH_TIMEOUT_S)
         with contextlib.suppress(Exception):
@@ -272,9 +272,9 @@ class LiveSession:
             closing = output_overflow(self.settings)
             self.service.fail_active(closing.error_code, closing.message)
             limits = self.settings.limits
-            self.emit({"type": "session.closed", "session_id": self.id, "reason": closing.error_code,
-                       "details": {"max_pending_output_bytes": limits.max_pending_output_bytes_per_session,
-                                   "max_pending_output_events": limits.max_pending_output_events_per_session}})
+            self.emit(events.session_closed(self.id, closing.error_code, {
+                "max_pending_output_bytes": limits.max_pending_output_bytes_per_session,
+                "max_pending_output_events": limits.max_pending_output_events_per_session}))
             if self.registry is not None:
                 self.registry.remove(self.id)  # a session closed for its slow client cannot be resumed
             self.end(closing)
@@ -303,14 +303,12 @@ class LiveSession:
             self.link.token(token)
         old, self.attachment = self.attachment, None  # a resync below is journaled, not queued to the old socket
         replay = self.journal.after(request.last_received_server_event_seq)
-        resumed = to_frame({"type": "session.resumed", "session_id": self.id,
-                            "session": {**self.service.state.session, "capabilities": self.capabilities()},
-                            "attachment_generation": self.generation + 1, "resume_token": token,
-                            LAST_CLIENT_EVENT_ID: self.service.last_client_event_id})
+        session = {**self.service.state.session, "capabilities": self.capabilities()}
+        resumed = to_frame(events.session_resumed(self.id, session, self.generation + 1, token,
+                                                  self.service.last_client_event_id))
         prelude = [resumed]
         if not replay.complete:
-            prelude.append(self._emit({"type": "session.resync_required", "session_id": self.id,
-                                      "reason": "journal_gap"}))
+            prelude.append(self._emit(events.session_resync_required(self.id, "journal_gap")))
         prelude.extend(replay.frames)
         if old is not None:
             old.release("replaced")
@@ -371,7 +369,7 @@ class LiveSession:
         log.info("session %s expired: %s", self.id, reason)
         self._count(reason, -1 if self.detached_at is not None else 0)
         self.detached_at = None
-        self.emit({"type": "session.expired", "session_id": self.id, "reason": reason})
+        self.emit(events.session_expired(self.id, reason))
         self.end(Closing(NORMAL_CLOSURE, reason, reason, reason, reported=True))
 
     def _count(self, event: str, detached_change: int = 0) -> None:
@@ -382,13 +380,13 @@ class LiveSession:
 
     def heartbeat(self) -> None:
         if self.attachment is not None:
-            self.attachment.outgoing.put(to_frame({"type": "session.heartbeat_ack", "session_id": self.id}))
+            self.attachment.outgoing.put(to_frame(events.session_heartbeat_ack(self.id)))
 
     def event_ack(self, seq: int) -> None:
         self.journal.ack(min(seq, self._seq))
 
     def close_by_client(self) -> None:
-        self.emit({"type": "session.closed", "session_id": self.id, "reason": error_codes.CLIENT_CLOSE})
+        self.emit(events.session_closed(self.id, error_codes.CLIENT_CLOSE))
         self.end(Closing(NORMAL_CLOSURE, "client close", error_codes.CLIENT_CLOSE, "client close", reported=True))
 
     def client_event_taken(self) -> None:

@@ -12,9 +12,9 @@ history, as a failed response's does.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from speech_to_speech.protocol import error_codes, error_types
+from speech_to_speech.protocol.server_events.response import ResponseDone, response_done
 from speech_to_speech.realtime.service.realtime_service import RealtimeService
 from speech_to_speech.realtime.sessions.store import StoredSession
 
@@ -38,11 +38,11 @@ def restore_service(service: RealtimeService, stored: StoredSession) -> None:
     conversation.exclude(lost)
 
 
-def lost_response_done(stored: StoredSession, finished_id: str | None = None) -> dict[str, Any] | None:
+def lost_response_done(stored: StoredSession, finished_id: str | None = None) -> ResponseDone | None:
     """The ``response.done`` of the response that was in the making when its server was lost, if one was
     and the client has not heard it end (``finished_id``: the last response it heard end)."""
     if stored.response is None or stored.response.get("id") == finished_id:
         return None
     error = {"type": error_types.SERVER_ERROR, "code": error_codes.SERVER_LOST, "message": SERVER_LOST_MESSAGE}
     body = {**stored.response, "status": "failed", "status_details": {"type": "failed", "error": error}}
-    return {"type": "response.done", "response": body}
+    return response_done(body)

@@ -15,10 +15,10 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.protocol import GOING_AWAY, POLICY_VIOLATION, SERVICE_RESTART, error_codes, error_types
+from speech_to_speech.protocol.server_events.session import ErrorEvent, error_event
 from speech_to_speech.realtime.connection.frames import to_frame
 from speech_to_speech.realtime.connection.transport import Transport
 from speech_to_speech.realtime.metrics import ServerMetrics
@@ -31,7 +31,6 @@ from speech_to_speech.realtime.sessions.guard import Closing
 from speech_to_speech.realtime.sessions.live import LiveSession
 from speech_to_speech.realtime.sessions.registry import SessionRegistry
 from speech_to_speech.realtime.sessions.store import SessionStore
-from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.events import EventLimits, parse_client_event
 
@@ -135,7 +134,7 @@ async def resume_session(
         return
     except TimeoutError:
         message = f"No {RESUME} within {RESUME_HANDSHAKE_TIMEOUT_S:g} s of opening the socket"
-        await refuse(transport, errors.error_event(error_codes.SESSION_RESUME_REQUIRED, message),
+        await refuse(transport, error_event(error_codes.SESSION_RESUME_REQUIRED, message),
                       POLICY_VIOLATION, "no session.resume", metrics)
         return
     try:
@@ -156,7 +155,7 @@ async def resume_session(
     await session.serve(attachment, messages)
 
 
-async def refuse(transport: Transport, error: dict[str, Any], code: int, reason: str,
+async def refuse(transport: Transport, error: ErrorEvent, code: int, reason: str,
                  metrics: ServerMetrics | None) -> None:
     """A connection-level error (no session, so no seq) through the same serialisation, then the close."""
     if metrics is not None:

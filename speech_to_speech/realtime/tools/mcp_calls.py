@@ -26,7 +26,17 @@ from typing import Any
 
 from speech_to_speech import ids
 from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, ResponseDone
-from speech_to_speech.protocol import Event, error_codes
+from speech_to_speech.protocol import error_codes
+from speech_to_speech.protocol.server_events import ServerEvent
+from speech_to_speech.protocol.server_events.conversation import conversation_item_added, conversation_item_done
+from speech_to_speech.protocol.server_events.mcp import (
+    response_mcp_call_arguments_delta,
+    response_mcp_call_arguments_done,
+    response_mcp_call_completed,
+    response_mcp_call_failed,
+    response_mcp_call_in_progress,
+)
+from speech_to_speech.protocol.server_events.response import response_output_item_added, response_output_item_done
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.response import ResponseState
 from speech_to_speech.realtime.conversation.responses import Responses
@@ -67,7 +77,7 @@ class McpCalls:
     """The server-run tool calls of one session (runs on the event loop)."""
 
     def __init__(self, servers: McpServers, responses: Responses, conversation: Conversation,
-                 user_input: UserInput, emit: Callable[[Event], None], *, call_timeout_s: float) -> None:
+                 user_input: UserInput, emit: Callable[[ServerEvent], None], *, call_timeout_s: float) -> None:
         self._servers = servers
         self._responses = responses
         self._conversation = conversation
@@ -108,11 +118,10 @@ class McpCalls:
                                 "arguments": "", "approval_request_id": approval_request_id, "output": None,
                                 "error": None}
         index = self._add_output(response, item)
-        ref = {"response_id": response.id, "item_id": item["id"], "output_index": index}
-        self._emit({"type": "response.mcp_call_arguments.delta", **ref, "delta": arguments})
-        self._emit({"type": "response.mcp_call_arguments.done", **ref, "arguments": arguments})
+        self._emit(response_mcp_call_arguments_delta(response.id, item["id"], index, arguments))
+        self._emit(response_mcp_call_arguments_done(response.id, item["id"], index, arguments))
         item["arguments"] = arguments
-        self._emit({"type": "response.mcp_call.in_progress", "item_id": item["id"], "output_index": index})
+        self._emit(response_mcp_call_in_progress(item["id"], index))
         call = turn.calls[item["id"]] = RunningCall(item, index, spec)
         self._apply(turn, turn.machine.step(cs.CallStarted(item["id"])))
         if turn.machine.calls.get(item["id"]) == "running":
@@ -163,16 +172,15 @@ class McpCalls:
             self._turns.pop(turn.response.id, None)
 
     def _report(self, turn: Turn, call: RunningCall) -> None:
-        kind = "completed" if call.item["error"] is None else "failed"
-        self._emit({"type": f"response.mcp_call.{kind}", "item_id": call.item["id"],
-                    "output_index": call.output_index})
+        outcome = response_mcp_call_completed if call.item["error"] is None else response_mcp_call_failed
+        self._emit(outcome(call.item["id"], call.output_index))
         self._item_done(turn.response, call.item, call.output_index)
 
     def _keep(self, call: RunningCall) -> None:
         """A call the user spoke over came back: its outcome joins the conversation, and is spoken if nothing
         else is being said or heard (else the next answer has it in its history)."""
         if call.item["id"] in self._conversation:
-            self._emit({"type": "conversation.item.done", "item": dict(call.item)})
+            self._emit(conversation_item_done(call.item))
         self._speak_if_idle()
 
     def _stop(self, turn: Turn, call: RunningCall) -> None:
@@ -180,8 +188,7 @@ class McpCalls:
             call.task.cancel()
         call.item["error"] = {"type": "tool_execution_error", "message": "cancelled: the response ended"}
         if turn.response is self._responses.active:  # its last events, inside the response
-            self._emit({"type": "response.mcp_call.failed", "item_id": call.item["id"],
-                        "output_index": call.output_index})
+            self._emit(response_mcp_call_failed(call.item["id"], call.output_index))
             self._item_done(turn.response, call.item, call.output_index)
 
     # ------------------------------------------------------------ the response around it
@@ -255,18 +262,16 @@ class McpCalls:
             self._emit(event)
         index = len(response.output)
         response.output.append(item)
-        self._emit({"type": "response.output_item.added", "response_id": response.id, "output_index": index,
-                    "item": dict(item)})
+        self._emit(response_output_item_added(response.id, index, item))
         if response.in_conversation:
             previous = self._conversation.add(item)
-            self._emit({"type": "conversation.item.added", "previous_item_id": previous, "item": dict(item)})
+            self._emit(conversation_item_added(item, previous))
         return index
 
     def _item_done(self, response: ResponseState, item: dict[str, Any], index: int) -> None:
-        self._emit({"type": "response.output_item.done", "response_id": response.id, "output_index": index,
-                    "item": dict(item)})
+        self._emit(response_output_item_done(response.id, index, item))
         if response.in_conversation:
-            self._emit({"type": "conversation.item.done", "item": dict(item)})
+            self._emit(conversation_item_done(item))
 
     def _speak_if_idle(self) -> None:
         if self._responses.active is None and not self._input.user_speaking and not self._input.pending_transcriptions:

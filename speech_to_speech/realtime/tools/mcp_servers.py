@@ -19,11 +19,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech import ids
-from speech_to_speech.protocol import Event, error_codes, error_types
+from speech_to_speech.protocol import error_codes, error_types
+from speech_to_speech.protocol.server_events import ServerEvent
+from speech_to_speech.protocol.server_events.conversation import conversation_item_added, conversation_item_done
+from speech_to_speech.protocol.server_events.mcp import (
+    mcp_list_tools_completed,
+    mcp_list_tools_failed,
+    mcp_list_tools_in_progress,
+)
+from speech_to_speech.protocol.server_events.session import error_event
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.tools.mcp_connection import ListedTool, McpConnection, McpFailure
 from speech_to_speech.realtime.tools.mcp_policy import allowed, as_function_tool
-from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.mcp_tools import McpServerSpec
 
 log = logging.getLogger(__name__)
@@ -41,7 +48,7 @@ class ListedServer:
 class McpServers:
     """The MCP servers one session has named, each connected and listed once (runs on the event loop)."""
 
-    def __init__(self, conversation: Conversation, emit: Callable[[Event], None], *, list_timeout_s: float,
+    def __init__(self, conversation: Conversation, emit: Callable[[ServerEvent], None], *, list_timeout_s: float,
                  on_listed: Callable[[], None]) -> None:
         self._conversation = conversation
         self._emit = emit
@@ -57,11 +64,11 @@ class McpServers:
                 self._start(spec)
 
     def _start(self, spec: McpServerSpec) -> None:
-        item = {"id": ids.item_id(), "type": "mcp_list_tools", "server_label": spec.label, "tools": []}
+        item: dict[str, Any] = {"id": ids.item_id(), "type": "mcp_list_tools", "server_label": spec.label, "tools": []}
         server = self._servers[spec.key] = ListedServer(spec, McpConnection(spec), item)
         previous = self._conversation.add(item)
-        self._emit({"type": "conversation.item.added", "previous_item_id": previous, "item": dict(item)})
-        self._emit({"type": "mcp_list_tools.in_progress", "item_id": item["id"]})
+        self._emit(conversation_item_added(item, previous))
+        self._emit(mcp_list_tools_in_progress(item["id"]))
         task = asyncio.get_running_loop().create_task(self._list(server), name=f"mcp-list-{spec.label}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -72,16 +79,16 @@ class McpServers:
         except McpFailure as error:
             server.status = "failed"
             log.info("MCP server %r: listing failed: %s", server.spec.label, error)
-            self._emit({"type": "mcp_list_tools.failed", "item_id": server.item["id"]})
-            self._emit(errors.error_event(
+            self._emit(mcp_list_tools_failed(server.item["id"]))
+            self._emit(error_event(
                 error_codes.MCP_LIST_TOOLS_FAILED,
                 f"Listing the tools of MCP server {server.spec.label!r} failed: {error}; it is left out",
                 type=error_types.SERVER_ERROR))
         else:
             server.status = "listed"
             server.item["tools"] = [tool.wire() for tool in server.tools]
-            self._emit({"type": "mcp_list_tools.completed", "item_id": server.item["id"]})
-        self._emit({"type": "conversation.item.done", "item": dict(server.item)})
+            self._emit(mcp_list_tools_completed(server.item["id"]))
+        self._emit(conversation_item_done(server.item))
         self._on_listed()
 
     def ready(self, specs: Iterable[McpServerSpec]) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.session_config import RuntimeConfig
-from speech_to_speech.protocol import Event
+from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.response import ResponseState
 from speech_to_speech.realtime.conversation.responses import Responses
@@ -30,7 +30,7 @@ class SessionTools:
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
                  config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
-                 responses: Responses, emit: Callable[[Event], None]) -> None:
+                 responses: Responses, emit: Callable[[ServerEvent], None]) -> None:
         self._state = state
         self._config = config
         self._responses = responses

@@ -8,11 +8,11 @@ raises and builds them.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 # The codes' old home: importing them from here keeps working for one release.
 from speech_to_speech.protocol import error_types
 from speech_to_speech.protocol.error_codes import *  # noqa: F403
+from speech_to_speech.protocol.server_events.session import ErrorEvent, error_event
 
 
 class RealtimeError(Exception):
@@ -38,28 +38,8 @@ class RealtimeError(Exception):
         self.param = param
         self.event_id = event_id
 
-    def to_event(self) -> dict[str, Any]:
+    def to_event(self) -> ErrorEvent:
         return error_event(self.code, self.message, type=self.type, param=self.param, event_id=self.event_id)
-
-
-def error_event(
-    code: str,
-    message: str,
-    *,
-    type: str = error_types.INVALID_REQUEST_ERROR,
-    param: str | None = None,
-    event_id: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "type": "error",
-        "error": {
-            "type": type,
-            "code": code,
-            "message": message,
-            "param": param,
-            "event_id": event_id,
-        },
-    }
 
 
 # A stage's failures that concern no response or turn reach the client at most this often.
