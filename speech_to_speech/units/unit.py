@@ -156,10 +156,11 @@ class PipelineUnit:
 
     # ------------------------------------------------------------ input
 
-    def push_audio(self, samples_16k: Any) -> None:
-        """Queue 16 kHz float32 audio for the VAD in 512-sample chunks."""
+    def push_audio(self, samples_16k: Any, echoed: bool = False) -> None:
+        """Queue 16 kHz float32 audio for the VAD in 512-sample chunks (``echoed``: heard while the server's
+        echo canceller played the assistant's audio)."""
         for chunk, offset in self.chunker.push(samples_16k):
-            self.queues.vad_input.put(AudioChunk(chunk, offset))
+            self.queues.vad_input.put(AudioChunk(chunk, offset, echoed))
 
     def commit_input(self, item_id: str | None = None) -> None:
         """End the user turn now with everything pushed so far (input_audio_buffer.commit)."""

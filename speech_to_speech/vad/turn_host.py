@@ -82,9 +82,9 @@ class TurnHost:
             return
         if sound == "began":
             self.item_id = ids.item_id()
-            self.user.new_speech(chunk.samples)
+            self.user.new_speech(chunk.samples, chunk.echoed)
         elif sound == "voiced":
-            self.user.heard(chunk.samples)
+            self.user.heard(chunk.samples, chunk.echoed)
             voided = self.controller.speech_resumes()
             if voided:
                 self._emit(SpeculationVoided(self.item_id, voided))

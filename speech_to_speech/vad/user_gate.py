@@ -31,15 +31,16 @@ class UserGate:
         self.level = UserLevel(self.margin_db)
         self.speaker.new_session()
 
-    def new_speech(self, samples: FloatAudio) -> None:
+    def new_speech(self, samples: FloatAudio, echoed: bool = False) -> None:
         """Speech begins with a voiced chunk of ``samples`` (a new list: a turn's, handed to :meth:`learn`, stays
         whole)."""
         self.voiced = [samples]
-        self.speaker.new_speech()
+        self.speaker.new_speech(echoed)
 
-    def heard(self, samples: FloatAudio) -> None:
-        """Another voiced chunk of the current speech."""
+    def heard(self, samples: FloatAudio, echoed: bool = False) -> None:
+        """Another voiced chunk of the current speech (``echoed``: heard while the assistant's audio played)."""
         self.voiced.append(samples)
+        self.speaker.echoed |= echoed
 
     def is_user(self, voiced_ms: int, ended: bool = False) -> bool:
         """Whether the current speech (``voiced_ms`` of voice) is the user's by its level against the session's

@@ -86,3 +86,15 @@ def test_speech_too_short_for_a_print_is_judged_by_what_there_was_at_its_end(clo
     prints.next = OTHER
     check.new_speech()  # the television's short word
     assert not check.sounds_like_user([np.ones(5000, np.float32)], 320, level=-20.0, reference=-20.0, ended=True)
+
+
+def test_a_voice_heard_while_the_assistant_played_says_nothing_of_the_room(clock: list[float]) -> None:
+    check, prints = _enrolled()
+    prints.next = OTHER
+    check.new_speech(echoed=True)  # what the echo canceller left of the answer: not the user's voice
+    assert not check.sounds_like_user([np.ones(8000, np.float32)], 500, level=-26.0, reference=-20.0)
+    prints.next = USER
+    check.new_speech()  # so the user's next words at their level need no print
+    passes = prints.passes
+    assert check.sounds_like_user([np.ones(4000, np.float32)], 250, level=-20.0, reference=-20.0)
+    assert prints.passes == passes

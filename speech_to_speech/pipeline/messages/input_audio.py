@@ -17,6 +17,9 @@ class AudioChunk:
     samples: FloatAudio
     # Position of the first sample in the session's input stream, in samples.
     offset: int = 0
+    # The server's echo canceller was playing the assistant's audio when this was heard: what is left of the
+    # echo may be in it, so a voice heard here that is not the user's says nothing of the room.
+    echoed: bool = False
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,11 @@ class SessionEcho:
     def active(self) -> bool:
         return self._wanted()
 
+    @property
+    def playing(self) -> bool:
+        """Whether the canceller has the assistant's audio playing (reference still to be matched)."""
+        return self._canceller is not None and self.active and self._canceller.pending_reference > 0
+
     def heard(self, samples_16k: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """The microphone's audio as the pipeline should hear it."""
         if not self.active:

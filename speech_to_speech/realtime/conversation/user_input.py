@@ -66,9 +66,10 @@ class UserInput:
             if self._stage_errors.due(refusal.code):
                 self._emit(refusal.to_event())
             return
+        echoed = self._echo.playing
         samples_16k = self._noise.heard(self._echo.heard(samples_16k))
         self.uncommitted_samples += len(samples_16k)
-        self._unit.push_audio(samples_16k)
+        self._unit.push_audio(samples_16k, echoed)
 
     def commit(self) -> str:
         """End the user's turn with the audio sent so far (input_audio_buffer.commit): its item id."""
