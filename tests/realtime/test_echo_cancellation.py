@@ -40,7 +40,9 @@ def question() -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RunningServer]:
-    settings = ServerSettings(llm="scripted", scripted_replies=[ANSWER] * 8, num_pipelines=2, log_level="warning")
+    # The canceller alone: the speaker check would also keep the answer's voice from starting turns.
+    settings = ServerSettings(llm="scripted", scripted_replies=[ANSWER] * 8, num_pipelines=2, log_level="warning",
+                              speaker_check="off")
     with running_server(settings) as running:
         yield running
 
