@@ -204,10 +204,13 @@ async def test_barge_in_on_speech_reports_its_decision_to_a_client_that_chose_it
 
 
 async def test_listen_only_lets_the_user_go_on_with_their_turn_before_the_answer_has_said_anything(
-        make_server: ServerFactory) -> None:
+        make_server: ServerFactory, llm_requests: list[GenerateResponseRequest]) -> None:
     # "What's the weather?" … "in Paris": an add-on before the first word of the answer is no backchannel.
+    # Whether the first answer reached the model before it was cancelled is up to the threads (one still
+    # waiting for its transcript, or still queued, is never asked), so the reply says what it was asked
+    # rather than taking its place in a list of replies.
     server = make_server(scripted_transcripts=["What's the weather?", "In Paris."],
-                         scripted_replies=["Sunny everywhere.", "Sunny in Paris."],
+                         scripted_replies=["Answering: {heard}"],
                          scripted_token_delay_ms=1500.0, scripted_tts_ms_per_char=20.0)
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.wait_for("session.created")
@@ -224,7 +227,9 @@ async def test_listen_only_lets_the_user_go_on_with_their_turn_before_the_answer
         "listen_only", "barge_in", "response_not_started")
     assert decision["metadata"]["response_id"] == first
     assert any(_done(first, "cancelled")(e) for e in events)
-    assert _transcript(events[-1]) == "Sunny in Paris."
+    assert events[-1]["response"]["id"] != first and _transcript(events[-1]) == "Answering: In Paris."
+    # The answer is to the whole turn: what was said before the add-on, then the add-on.
+    assert [m.content for m in llm_requests[-1].messages if m.role == "user"] == ["What's the weather?", "In Paris."]
 
 
 async def test_a_default_session_judges_by_words_barges_in_on_stop_and_is_told_nothing_new(
