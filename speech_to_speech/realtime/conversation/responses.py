@@ -93,6 +93,11 @@ class Responses:
         # The language the STT heard the user's last words in: the reply's, unless the session chose one.
         self.heard_language: str | None = None
 
+    def heard(self, language: str | None) -> None:
+        """The STT heard the user's words in ``language`` (None: it did not say): the reply's, unless the
+        session chose one."""
+        self.heard_language = language or self.heard_language
+
     def history(self, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
         """The LLM's view of the conversation (``heard``: a user turn whose transcript is not in yet)."""
         return self._conversation.history(heard=heard, said=self._playback.history_text)

@@ -56,6 +56,36 @@ class UserInput:
         self.failed_transcriptions: set[str] = set()  # of those, the ones reported failed
         self.user_speaking = False
 
+    @property
+    def turn_open(self) -> bool:
+        """The user's turn is not in yet: they are speaking, or a committed turn waits for its transcript."""
+        return self.user_speaking or bool(self.pending_transcriptions)
+
+    def speech_started(self) -> None:
+        """The VAD heard the user start speaking."""
+        self.user_speaking = True
+
+    def speech_stopped(self) -> None:
+        """The VAD heard the user stop: the audio so far is the VAD's turn (committed by it, not the client)."""
+        self.user_speaking = False
+        self.uncommitted_samples = 0
+
+    def transcribed(self, item_id: str) -> bool:
+        """The turn ``item_id`` has its transcript: it no longer waits. True if its transcription was reported
+        failed (``transcription.failed``) on the way."""
+        self.pending_transcriptions.discard(item_id)
+        failed = item_id in self.failed_transcriptions
+        self.failed_transcriptions.discard(item_id)
+        return failed
+
+    def transcription_failed(self, item_id: str) -> bool:
+        """The STT failed on ``item_id``: True (it is to be reported failed) if it is a turn waiting for its
+        transcript."""
+        if item_id not in self.pending_transcriptions:
+            return False
+        self.failed_transcriptions.add(item_id)
+        return True
+
     def refusal(self, samples: int) -> RealtimeError | None:
         return input_refusal(self._settings, self.uncommitted_samples, self._unit.queues.vad_input.qsize(),
                              samples, manual=self._config().turn_detection is None)

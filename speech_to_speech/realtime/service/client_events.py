@@ -183,7 +183,7 @@ def response_create(target: EventTarget, event: ClientEvent) -> None:
                 error_codes.TOOL_FOLLOWUP_ALREADY_ANSWERED,
                 "A completed answer already included these tool results; no follow-up is needed.",
             )
-        if target.user_input.user_speaking or target.user_input.pending_transcriptions:
+        if target.user_input.turn_open:
             raise RealtimeError(
                 error_codes.TOOL_FOLLOWUP_USER_INPUT_PENDING,
                 "The user's turn is still open; send the follow-up after their item is committed.",

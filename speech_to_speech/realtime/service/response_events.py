@@ -147,9 +147,8 @@ class ResponseEvents:
                                        or response.turn_item_id != item.item_id):
             response = None  # an input-side failure concerns only the response waiting for that turn
         code, message = error_codes.stage_failed(item.stage), f"{item.stage} failed: {item.message}"
-        turn = item.item_id if item.item_id in self._input.pending_transcriptions else None
-        if turn is not None:
-            self._input.failed_transcriptions.add(turn)
+        turn = item.item_id
+        if turn is not None and self._input.transcription_failed(turn):
             self._emit(input_audio_transcription_failed(
                 turn, {"type": error_types.SERVER_ERROR, "code": code, "message": message, "param": None}))
         elif response is None and not self._stage_errors.due(item.stage):

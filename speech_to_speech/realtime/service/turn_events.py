@@ -76,7 +76,7 @@ class TurnEvents:
     # ------------------------------------------------------------ speech
 
     def speech_started(self, item: SpeechStarted) -> None:
-        self._input.user_speaking = True
+        self._input.speech_started()
         self._take_back.speech_started(item)  # the user went on with the request just answered
         self._overlap.speech_started(item)  # barge-in now, or listen (overlap_policy)
         self._emit(input_audio_buffer_speech_started(item.audio_start_ms, item.item_id))
@@ -86,8 +86,7 @@ class TurnEvents:
 
     def speech_stopped(self, item: SpeechStopped) -> None:
         self._emit(input_audio_buffer_speech_stopped(item.audio_end_ms, item.item_id))
-        self._input.user_speaking = False
-        self._input.uncommitted_samples = 0
+        self._input.speech_stopped()
         answer = self._overlap.speech_stopped(item)  # False: a backchannel, or a turn deferred
         if item.item_id is not None and item.item_id not in self._conversation:
             self._input.commit_user_audio(item.item_id)
@@ -144,15 +143,12 @@ class TurnEvents:
         item_id = item.item_id or ids.item_id()
         if item_id not in self._conversation:
             self._input.commit_user_audio(item_id)
-        self._input.pending_transcriptions.discard(item_id)  # first: nothing below may leave the turn pending
-        failed = item_id in self._input.failed_transcriptions
-        self._input.failed_transcriptions.discard(item_id)
-        user_item = self._conversation.get(item_id)
+        failed = self._input.transcribed(item_id)  # first: nothing below may leave the turn pending
+        user_item = self._conversation.transcribed(item_id, item.transcript)
         if user_item is None:  # deleted by the client while it was being transcribed
             self._responses.submit_when_ready()
             return
-        user_item["content"][0]["transcript"] = item.transcript
-        self._responses.heard_language = item.language or self._responses.heard_language
+        self._responses.heard(item.language)
         if not failed:  # a failed transcription was reported as such (transcription.failed)
             self._emit(input_audio_transcription_completed(item_id, item.transcript, item.audio_seconds))
         self._emit(conversation_item_done(user_item))
@@ -200,7 +196,7 @@ class TurnEvents:
                 return
             response_id = ids.response_id()
         speculations.drop()
-        self._responses.heard_language = item.language or self._responses.heard_language
+        self._responses.heard(item.language)
         history = self._responses.history(heard=(item.item_id, item.transcript))
         request = self._responses.request(response_id, self._unit.cancel_scope.generation, {}, history)
         speculations.start(Speculation(item.item_id, item.speculation, request))
