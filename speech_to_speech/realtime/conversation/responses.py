@@ -26,6 +26,7 @@ from speech_to_speech.pipeline.messages.generation import (
     PromptPrefill,
     ResponseStatus,
 )
+from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import TIMINGS_EXTENSION, error_codes, error_types
 from speech_to_speech.protocol.server_events import ServerEvent
@@ -135,7 +136,7 @@ class Responses:
             turn_item_id=turn_item_id,
             options=options,
         )
-        response.marks["created"] = time.monotonic()
+        response.mark("created", time.monotonic())
         self.active = response
         self._emit(response.created())
         if submit:
@@ -168,11 +169,23 @@ class Responses:
             return
         self._speculations.cancel(speculation)
         request = replace(request, generation=self._unit.cancel_scope.generation)
-        response.generation = request.generation
-        response.submitted = True
-        response.input_call_ids = request.input_call_ids
+        response.asked(request.generation, request.input_call_ids)
         self._unit.submit(request)
         self._watch(response)
+
+    def speculate(self, transcript: SpeculativeTranscript, waiting: ResponseState | None) -> None:
+        """Ask the model now what the turn would ask if it ended on ``transcript``'s words (held off the wire
+        until it does: conversation/speculation.py). ``waiting``: the response already open for that turn,
+        which the speculation asks for; else it asks for the response the turn would open."""
+        self._speculations.drop()
+        self.heard(transcript.language)
+        history = self.history(heard=(transcript.item_id, transcript.transcript))
+        request = self.request(waiting.id if waiting is not None else ids.response_id(),
+                               self._unit.cancel_scope.generation, {}, history)
+        self._speculations.start(Speculation(transcript.item_id, transcript.speculation, request))
+        if waiting is not None:
+            waiting.asked(request.generation)
+        self._unit.submit(request)
 
     def read_ahead(self) -> None:
         """Let the LLM read the prompt the next reply will begin with (the instructions, the tools, the
@@ -194,8 +207,7 @@ class Responses:
         if response is not self.active:
             return
         request = self.request(response.id, response.generation, response.options, self.history(), first=False)
-        response.submitted = True
-        response.input_call_ids = tuple(dict.fromkeys(response.input_call_ids + request.input_call_ids))
+        response.asked(response.generation, tuple(dict.fromkeys(response.input_call_ids + request.input_call_ids)))
         self._unit.submit(request)
         self._watch(response)
 
@@ -206,9 +218,7 @@ class Responses:
 
     def _adopt(self, response: ResponseState, speculation: Speculation) -> None:
         """The turn asked what the speculation asked: its (held) output is this response's."""
-        response.generation = speculation.generation
-        response.submitted = True
-        response.input_call_ids = speculation.request.input_call_ids
+        response.asked(speculation.generation, speculation.request.input_call_ids)
         self._watch(response)  # a speculation still reading its prompt leaves the user waiting all the same
         for item in speculation.held:
             self._deliver(item)

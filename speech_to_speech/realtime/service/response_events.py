@@ -79,7 +79,7 @@ class ResponseEvents:
         if response is None or not response.audio:
             return
         message = self._open_message(response)
-        response.marks.setdefault("first_audio_sent", time.monotonic())
+        response.mark("first_audio_sent", time.monotonic(), first=True)
         self._playback.produced(response.id, message.item["id"], item.samples)
         if self._media is not None:
             return  # the track plays it
@@ -110,19 +110,17 @@ class ResponseEvents:
     def usage(self, item: TokenUsage) -> None:
         response = self._responses.current(item)
         if response is not None:
-            response.usage_in += item.input_tokens
-            response.usage_out += item.output_tokens
-            response.usage_cached += item.cached_tokens
+            response.count(item)
 
     def first_token(self, item: LLMFirstToken) -> None:
         response = self._responses.current(item)
         if response is not None:
-            response.marks["llm_first_token"] = item.time
+            response.mark("llm_first_token", item.time)
 
     def first_audio(self, item: TTSFirstAudio) -> None:
         response = self._responses.current(item)
         if response is not None:
-            response.marks["tts_first_audio"] = item.time
+            response.mark("tts_first_audio", item.time)
 
     def response_done(self, item: ResponseDone) -> None:
         # The terminal of the response's own request only: a cancelled request of the same id

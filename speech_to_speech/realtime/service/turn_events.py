@@ -46,7 +46,7 @@ from speech_to_speech.protocol.server_events.input_audio import (
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.overlap import OverlapGate
 from speech_to_speech.realtime.conversation.responses import Responses
-from speech_to_speech.realtime.conversation.speculation import Speculation, SpeculationSlot, same_words
+from speech_to_speech.realtime.conversation.speculation import SpeculationSlot, same_words
 from speech_to_speech.realtime.conversation.take_back import TakeBack
 from speech_to_speech.realtime.conversation.user_input import UserInput
 from speech_to_speech.units.unit import PipelineUnit
@@ -110,9 +110,7 @@ class TurnEvents:
         response = self._responses.active
         if decision is None or decision.item_id != item_id or response is None:
             return
-        response.turn_decision = decision
-        response.marks["turn_asked"] = decision.asked_at
-        response.marks["turn_decided"] = decision.decided_at
+        response.decided(decision)
 
     # ------------------------------------------------------------ transcription
 
@@ -158,9 +156,9 @@ class TurnEvents:
         response = self._responses.active
         if response is not None and response.turn_item_id == item.item_id:
             if item.ended.vad:
-                response.marks["vad_end_of_speech"] = item.ended.vad
-                response.marks["speech_end"] = item.ended.speech
-            response.marks["stt_done"] = item.stt_done_time
+                response.mark("vad_end_of_speech", item.ended.vad)
+                response.mark("speech_end", item.ended.speech)
+            response.mark("stt_done", item.stt_done_time)
         else:
             # No response took this turn's speculation over: it is of no use now.
             self._speculations.drop()
@@ -189,20 +187,11 @@ class TurnEvents:
             # Only the response that waits for this very turn's transcript can use it.
             if response.submitted or response.turn_item_id != item.item_id:
                 return
-            response_id = response.id
         else:
             td = self._config().turn_detection
             if self._input.pending_transcriptions or td is None or not td.create_response:
                 return
-            response_id = ids.response_id()
-        speculations.drop()
-        self._responses.heard(item.language)
-        history = self._responses.history(heard=(item.item_id, item.transcript))
-        request = self._responses.request(response_id, self._unit.cancel_scope.generation, {}, history)
-        speculations.start(Speculation(item.item_id, item.speculation, request))
-        if response is not None:
-            response.generation = request.generation
-        self._unit.submit(request)
+        self._responses.speculate(item, response)
 
     def speculation_voided(self, item: SpeculationVoided) -> None:
         self._speculations.void(item.item_id, item.speculation)
