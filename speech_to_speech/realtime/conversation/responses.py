@@ -8,7 +8,9 @@ speculation that already asked it, and finishes it (``response.done``, with
 its metadata, its audio's tail and the playback figures) when it completes,
 is cancelled or fails. Which pipeline output belongs to it is
 :meth:`Responses.current`. The output of an adopted speculation, held off the
-wire until then, goes to ``deliver``: the translation of pipeline items.
+wire until then, waits in :meth:`Responses.adopted_output` for the caller
+(the service's dispatch) to translate once the call that adopted it returns:
+nothing here calls back up.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ class Responses:
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
                  config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
                  speculations: SpeculationSlot, playback: Playback, audio: WireAudio, echo: SessionEcho,
-                 tool_results: ToolResultLedger, emit: Callable[[ServerEvent], None], deliver: Callable[[Any], None],
+                 tool_results: ToolResultLedger, emit: Callable[[ServerEvent], None],
                  on_finished: Callable[[str, dict[str, float]], None] | None = None) -> None:
         self._unit = unit
         self._settings = settings
@@ -85,7 +87,6 @@ class Responses:
         self._echo = echo
         self._tool_results = tool_results
         self._emit = emit
-        self._deliver = deliver  # a held pipeline item of an adopted speculation, now the response's
         self._on_finished = on_finished
         self.conversation_id = ids.new_id("conv")
         self.active: ResponseState | None = None
@@ -93,6 +94,7 @@ class Responses:
         self.tools: ServerTools | None = None  # MCP servers and preambles (realtime/tools/), once built
         # The language the STT heard the user's last words in: the reply's, unless the session chose one.
         self.heard_language: str | None = None
+        self._adopted: list[Any] = []  # held output of an adopted speculation, now the response's, not yet taken
 
     def heard(self, language: str | None) -> None:
         """The STT heard the user's words in ``language`` (None: it did not say): the reply's, unless the
@@ -220,8 +222,13 @@ class Responses:
         """The turn asked what the speculation asked: its (held) output is this response's."""
         response.asked(speculation.generation, speculation.request.input_call_ids)
         self._watch(response)  # a speculation still reading its prompt leaves the user waiting all the same
-        for item in speculation.held:
-            self._deliver(item)
+        self._adopted.extend(speculation.held)
+
+    def adopted_output(self) -> list[Any]:
+        """The held output of a speculation adopted since the last call (oldest first), taken: the response's
+        now, to be translated as if it had just arrived."""
+        adopted, self._adopted = self._adopted, []
+        return adopted
 
     def request(self, response_id: str, generation: int, options: dict[str, Any],
                 history: tuple[ChatMessage, ...], *, first: bool = True) -> GenerateResponseRequest:

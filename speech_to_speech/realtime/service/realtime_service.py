@@ -124,14 +124,14 @@ class RealtimeService:
         self.user_input = user_input = UserInput(
             unit, settings, config, conversation=conversation, speculations=speculations, audio=audio, echo=echo,
             media=media, emit=emit, stage_errors=stage_errors)
-        # An adopted speculation's held output is translated as if it had just arrived.
         self.responses = responses = Responses(
             unit, settings, state, config, conversation=conversation, user_input=user_input,
             speculations=speculations, playback=playback, audio=audio, echo=echo, tool_results=self.tool_results,
-            emit=emit, deliver=self.dispatch_pipeline_item, on_finished=on_response_finished)
+            emit=emit, on_finished=on_response_finished)
         # The tools the server runs itself (MCP servers) and the preamble while a reply waits.
         self.tools = tools = SessionTools(unit, settings, state, config, conversation=conversation,
-                                          user_input=user_input, responses=responses, emit=emit)
+                                          user_input=user_input, responses=responses, emit=emit,
+                                          on_listed=lambda: self.pipeline_events.dispatch_adopted())
         responses.tools = tools
         # What speech over the assistant does (overlap_policy).
         self.overlap = overlap = OverlapGate(responses, state, config, playback=playback,
@@ -211,6 +211,7 @@ class RealtimeService:
         """Apply one client event (raw, or as :meth:`prepare_client_event` left it); rejections become errors."""
         self.last_activity = time.monotonic()
         taken = apply_event(self._client_events, raw)
+        self.pipeline_events.dispatch_adopted()  # what a response it let go on adopted, once the event is done
         if taken is not None:
             self.last_client_event_id = taken
             if self._session_control is not None:
