@@ -35,7 +35,6 @@ from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.conversation import conversation_item_deleted
 from speech_to_speech.protocol.server_events.session import error_event
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
-from speech_to_speech.realtime.conversation.echo import SessionEcho
 from speech_to_speech.realtime.conversation.history import Conversation, item_text
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.response import ResponseState
@@ -72,7 +71,7 @@ class Responses:
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
                  config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
-                 speculations: SpeculationSlot, playback: Playback, audio: WireAudio, echo: SessionEcho,
+                 speculations: SpeculationSlot, playback: Playback, audio: WireAudio,
                  tool_results: ToolResultLedger, emit: Callable[[ServerEvent], None],
                  on_finished: Callable[[str, dict[str, float]], None] | None = None) -> None:
         self._unit = unit
@@ -84,7 +83,6 @@ class Responses:
         self._speculations = speculations
         self._playback = playback
         self._audio = audio
-        self._echo = echo
         self._tool_results = tool_results
         self._emit = emit
         self._on_finished = on_finished
@@ -319,7 +317,6 @@ class Responses:
     def clear_playback(self, *, requested: bool = False) -> None:
         """Drop unplayed audio from the media track (if any); its items are cut at what was played."""
         self._playback.clear(requested=requested)
-        self._echo.stopped()
 
     def fail(self, code: str, message: str, response: ResponseState | None) -> None:
         """Report a server-side failure and end ``response`` (if still active) with it; the session goes on."""

@@ -32,7 +32,6 @@ from speech_to_speech.protocol.server_events.conversation import (
 )
 from speech_to_speech.protocol.server_events.session import error_event, session_updated
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
-from speech_to_speech.realtime.conversation.echo import SessionEcho
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.playback_ack import acknowledge
@@ -60,7 +59,6 @@ class EventTarget:
     responses: Responses
     updates: SessionUpdates
     playback: Playback
-    echo: SessionEcho
     audio: WireAudio
     tool_results: ToolResultLedger
     event_limits: EventLimits
@@ -139,7 +137,6 @@ def conversation_item_truncate(target: EventTarget, event: ClientEvent) -> None:
         return  # the server took that reply back (conversation.item.deleted crossed this event)
     item_id = _existing_item(target, event)
     target.playback.truncate(item_id, event.data.get("content_index"), event.data.get("audio_end_ms"))
-    target.echo.stopped()  # the client stopped playing there
 
 
 def conversation_item_delete(target: EventTarget, event: ClientEvent) -> None:
@@ -153,10 +150,6 @@ def playback_ack(target: EventTarget, event: ClientEvent) -> None:
     active = response.id if response is not None else None
     acknowledged = acknowledge(target.playback, event.data, active_response=active,
                                session_id=target.state.session.get("id"))
-    if acknowledged["event"]["truncate"]:
-        target.echo.stopped()  # the client stopped playing there
-    else:
-        target.echo.acked(acknowledged["item_id"], acknowledged["event"]["played_ms"])
     target.emit(acknowledged)
 
 

@@ -111,12 +111,14 @@ class RealtimeService:
         # (session.resumed says it: protocol/resume.py).
         self.last_client_event_id: str | None = None
         self._session_control = session_control
-        # What the user heard of each assistant item; with a media track, also what it played.
-        self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy)
         self.audio = audio = WireAudio(lambda: state.input_format, lambda: state.output_format)
         self.echo = echo = SessionEcho(lambda: echo_cancellation_available() and media is None and (
             settings.vad.echo_cancellation == "server" or config().has_extension(ECHO_CANCELLATION_EXTENSION)),
             on_cancelled=on_echo_cancelled)
+        # What the user heard of each assistant item; with a media track, also what it played. The one place
+        # told where the client's speaker is: the echo canceller follows it.
+        self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy,
+                                            listener=echo)
         stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
         self.speculations = speculations = SpeculationSlot(
             unit.cancel_scope, announce=unit.report_reply_ready if unit.detects_turns else None)
@@ -126,7 +128,7 @@ class RealtimeService:
             media=media, emit=emit, stage_errors=stage_errors)
         self.responses = responses = Responses(
             unit, settings, state, config, conversation=conversation, user_input=user_input,
-            speculations=speculations, playback=playback, audio=audio, echo=echo, tool_results=self.tool_results,
+            speculations=speculations, playback=playback, audio=audio, tool_results=self.tool_results,
             emit=emit, on_finished=on_response_finished)
         # The tools the server runs itself (MCP servers) and the preamble while a reply waits.
         self.tools = tools = SessionTools(unit, settings, state, config, conversation=conversation,
@@ -145,7 +147,7 @@ class RealtimeService:
                            emit=emit,
                            on_turn_decision=on_turn_decision)
         output = ResponseEvents(responses, config, conversation=conversation, user_input=user_input,
-                                playback=playback, audio=audio, echo=echo, media=media, overlap=overlap, emit=emit,
+                                playback=playback, audio=audio, media=media, overlap=overlap, emit=emit,
                                 stage_errors=stage_errors, tools=tools)
         def pause_words(words: SpeculativeTranscript) -> None:
             unit.report_words(words)
@@ -158,7 +160,7 @@ class RealtimeService:
                                               overlap_judge=judge)
         self._client_events = EventTarget(
             state=state, conversation=conversation, user_input=user_input, responses=responses,
-            updates=self.updates, playback=playback, echo=echo, audio=audio, tool_results=self.tool_results,
+            updates=self.updates, playback=playback, audio=audio, tool_results=self.tool_results,
             event_limits=self.event_limits, audio_in_events=self.audio_in_events, session_control=session_control,
             emit=emit, tools=tools)
 

@@ -6,7 +6,7 @@ and first-audio marks, the request's terminal) and stage failures, checks
 each belongs to the active response and is not stale (``Responses.current``),
 and sends its events: the message or function call it opens, its deltas, and
 the response's end. Audio is encoded for the wire (or left to the media
-track), counted by the playback ledger and remembered for echo cancellation.
+track) and counted by the playback ledger, which tells the echo canceller.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.input_audio import input_audio_transcription_failed
 from speech_to_speech.realtime.connection.transport import MediaTrack
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
-from speech_to_speech.realtime.conversation.echo import SessionEcho
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.overlap import OverlapGate
 from speech_to_speech.realtime.conversation.playback import Playback
@@ -41,7 +40,7 @@ class ResponseEvents:
     """The response-side pipeline items of one session, each turned into its events (runs on the event loop)."""
 
     def __init__(self, responses: Responses, config: Callable[[], RuntimeConfig], *, conversation: Conversation,
-                 user_input: UserInput, playback: Playback, audio: WireAudio, echo: SessionEcho,
+                 user_input: UserInput, playback: Playback, audio: WireAudio,
                  media: MediaTrack | None, overlap: OverlapGate, emit: Callable[[ServerEvent], None],
                  stage_errors: errors.Throttle, tools: SessionTools | None = None) -> None:
         self._responses = responses
@@ -50,7 +49,6 @@ class ResponseEvents:
         self._input = user_input
         self._playback = playback
         self._audio = audio
-        self._echo = echo
         self._media = media
         self._overlap = overlap
         self._emit = emit
@@ -80,10 +78,9 @@ class ResponseEvents:
             return
         message = self._open_message(response)
         response.mark("first_audio_sent", time.monotonic(), first=True)
-        self._playback.produced(response.id, message.item["id"], item.samples)
+        self._playback.produced(response.id, message.item["id"], item.samples)  # told to the echo canceller too
         if self._media is not None:
             return  # the track plays it
-        self._echo.sent(item.samples, message.item["id"])
         self._emit(response.audio_delta(message, self._audio.encode_output(item.samples),
                                         self._playback.delta_metadata(response.id, message.item["id"])))
 
