@@ -128,6 +128,11 @@ class Playback:
     def conversation(self) -> Conversation:
         return self._conversation
 
+    @property
+    def on_track(self) -> bool:
+        """The server's media track plays the audio (WebRTC); else the client plays what the events carry."""
+        return self._media is not None
+
     # ------------------------------------------------------------ pipeline side
 
     def _entry(self, response_id: str, item_id: str) -> ItemAudio:

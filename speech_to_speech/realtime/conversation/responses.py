@@ -72,7 +72,7 @@ class Responses:
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
                  config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
                  speculations: SpeculationSlot, playback: Playback, audio: WireAudio,
-                 tool_results: ToolResultLedger, emit: Callable[[ServerEvent], None],
+                 emit: Callable[[ServerEvent], None],
                  on_finished: Callable[[str, dict[str, float]], None] | None = None) -> None:
         self._unit = unit
         self._settings = settings
@@ -83,7 +83,8 @@ class Responses:
         self._speculations = speculations
         self._playback = playback
         self._audio = audio
-        self._tool_results = tool_results
+        # Tool call ids that completed answers took in (the duplicate follow-up extension).
+        self._tool_results = ToolResultLedger()
         self._emit = emit
         self._on_finished = on_finished
         self.conversation_id = ids.new_id("conv")
@@ -98,6 +99,10 @@ class Responses:
         """The STT heard the user's words in ``language`` (None: it did not say): the reply's, unless the
         session chose one."""
         self.heard_language = language or self.heard_language
+
+    def answered_already(self, call_ids: list[str]) -> bool:
+        """A completed answer already took in every one of these tool results (a follow-up is a duplicate)."""
+        return self._tool_results.all_answered(call_ids)
 
     def history(self, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
         """The LLM's view of the conversation (``heard``: a user turn whose transcript is not in yet)."""
@@ -200,6 +205,14 @@ class Responses:
         request = self.request("prefill", self._unit.cancel_scope.generation, {}, self.history())
         if request.tools:  # without, the prompt is short, and reading it would only evict a longer one
             self._unit.submit(PromptPrefill(request))
+
+    def read_ahead_heard(self, item_id: str | None, words: str) -> None:
+        """Let the LLM read the request the turn ``item_id`` would make on the ``words`` heard so far, while the
+        user goes on: at the pause only the last words are left to read (--prefill_during_speech)."""
+        if not self._settings.turns.prefill_during_speech:
+            return
+        history = self.history(heard=(item_id, words))
+        self._unit.submit(PromptPrefill(self.request("prefill", self._unit.cancel_scope.generation, {}, history)))
 
     def follow_up(self, response: ResponseState) -> None:
         """Ask the model again for ``response`` (after its tool calls): the same id and generation, so its

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from speech_to_speech import ids
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import error_codes
@@ -85,6 +86,11 @@ class UserInput:
             return False
         self.failed_transcriptions.add(item_id)
         return True
+
+    def decode(self, audio: str) -> FloatAudio:
+        """A base64 append in the session's input format, as 16 kHz float32; raises codecs.AudioDecodeError.
+        Touches only the input decoder, so it may run off the event loop (one append at a time)."""
+        return self._audio.decode_input(audio)
 
     def refusal(self, samples: int) -> RealtimeError | None:
         return input_refusal(self._settings, self.uncommitted_samples, self._unit.queues.vad_input.qsize(),

@@ -31,7 +31,6 @@ from speech_to_speech.protocol.server_events.conversation import (
     conversation_item_retrieved,
 )
 from speech_to_speech.protocol.server_events.session import error_event, session_updated
-from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.playback_ack import acknowledge
@@ -44,7 +43,6 @@ from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.events import ClientEvent, EventLimits, parse_client_event
 from speech_to_speech.realtime.wire.items import client_item, response_options
 from speech_to_speech.realtime.wire.session import SessionState
-from speech_to_speech.realtime.wire.tool_results import ToolResultLedger
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +57,6 @@ class EventTarget:
     responses: Responses
     updates: SessionUpdates
     playback: Playback
-    audio: WireAudio
-    tool_results: ToolResultLedger
     event_limits: EventLimits
     audio_in_events: bool  # False: audio arrives on a media track (WebRTC)
     session_control: SessionControl | None  # the live session around it (heartbeat, event_ack, close)
@@ -86,7 +82,7 @@ def decode_append(target: EventTarget, event: ClientEvent) -> FloatAudio:
     if not isinstance(audio, str):
         raise RealtimeError(error_codes.INVALID_REQUEST, "'audio' must be a base64 string", param="audio")
     try:
-        return target.audio.decode_input(audio)
+        return target.user_input.decode(audio)
     except codecs.AudioDecodeError as error:
         raise RealtimeError(error_codes.INVALID_REQUEST, str(error), param="audio") from None
 
@@ -171,7 +167,7 @@ def response_create(target: EventTarget, event: ClientEvent) -> None:
                                target.state.voices, target.state.local_mcp)
     followup = followup_call_ids(options.get("metadata"))
     if followup:
-        if target.tool_results.all_answered(followup):
+        if target.responses.answered_already(followup):
             raise RealtimeError(
                 error_codes.TOOL_FOLLOWUP_ALREADY_ANSWERED,
                 "A completed answer already included these tool results; no follow-up is needed.",

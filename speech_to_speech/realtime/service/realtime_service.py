@@ -53,7 +53,6 @@ from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.events import ClientEvent, EventLimits
 from speech_to_speech.realtime.wire.session import OVERLAP_DEFAULTS, SessionState
-from speech_to_speech.realtime.wire.tool_results import ToolResultLedger
 from speech_to_speech.realtime.wire.voices import VoiceCatalog
 from speech_to_speech.units.unit import PipelineUnit
 
@@ -122,13 +121,12 @@ class RealtimeService:
         stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
         self.speculations = speculations = SpeculationSlot(
             unit.cancel_scope, announce=unit.report_reply_ready if unit.detects_turns else None)
-        self.tool_results = ToolResultLedger()
         self.user_input = user_input = UserInput(
             unit, settings, config, conversation=conversation, speculations=speculations, audio=audio, echo=echo,
             media=media, emit=emit, stage_errors=stage_errors)
         self.responses = responses = Responses(
             unit, settings, state, config, conversation=conversation, user_input=user_input,
-            speculations=speculations, playback=playback, audio=audio, tool_results=self.tool_results,
+            speculations=speculations, playback=playback, audio=audio,
             emit=emit, on_finished=on_response_finished)
         # The tools the server runs itself (MCP servers) and the preamble while a reply waits.
         self.tools = tools = SessionTools(unit, settings, state, config, conversation=conversation,
@@ -141,13 +139,13 @@ class RealtimeService:
                                              going_on_ms=settings.turns.take_back_within_ms)
         self.updates = SessionUpdates(unit, state, responses=responses, speculations=speculations,
                                       validate_language=validate_language)
-        turns = TurnEvents(unit, settings, config, conversation=conversation, user_input=user_input,
+        turns = TurnEvents(unit, config, conversation=conversation, user_input=user_input,
                            responses=responses, speculations=speculations, overlap=overlap,
                            take_back=TakeBack(responses, settings.turns.take_back_within_ms, on_reply_taken_back),
                            emit=emit,
                            on_turn_decision=on_turn_decision)
         output = ResponseEvents(responses, config, conversation=conversation, user_input=user_input,
-                                playback=playback, audio=audio, media=media, overlap=overlap, emit=emit,
+                                playback=playback, audio=audio, overlap=overlap, emit=emit,
                                 stage_errors=stage_errors, tools=tools)
         def pause_words(words: SpeculativeTranscript) -> None:
             unit.report_words(words)
@@ -160,7 +158,7 @@ class RealtimeService:
                                               overlap_judge=judge)
         self._client_events = EventTarget(
             state=state, conversation=conversation, user_input=user_input, responses=responses,
-            updates=self.updates, playback=playback, audio=audio, tool_results=self.tool_results,
+            updates=self.updates, playback=playback,
             event_limits=self.event_limits, audio_in_events=self.audio_in_events, session_control=session_control,
             emit=emit, tools=tools)
 

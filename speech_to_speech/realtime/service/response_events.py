@@ -22,7 +22,6 @@ from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import VISEMES_EXTENSION, error_codes, error_types
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.input_audio import input_audio_transcription_failed
-from speech_to_speech.realtime.connection.transport import MediaTrack
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.overlap import OverlapGate
@@ -41,7 +40,7 @@ class ResponseEvents:
 
     def __init__(self, responses: Responses, config: Callable[[], RuntimeConfig], *, conversation: Conversation,
                  user_input: UserInput, playback: Playback, audio: WireAudio,
-                 media: MediaTrack | None, overlap: OverlapGate, emit: Callable[[ServerEvent], None],
+                 overlap: OverlapGate, emit: Callable[[ServerEvent], None],
                  stage_errors: errors.Throttle, tools: SessionTools | None = None) -> None:
         self._responses = responses
         self._config = config
@@ -49,7 +48,6 @@ class ResponseEvents:
         self._input = user_input
         self._playback = playback
         self._audio = audio
-        self._media = media
         self._overlap = overlap
         self._emit = emit
         self._stage_errors = stage_errors
@@ -79,7 +77,7 @@ class ResponseEvents:
         message = self._open_message(response)
         response.mark("first_audio_sent", time.monotonic(), first=True)
         self._playback.produced(response.id, message.item["id"], item.samples)  # told to the echo canceller too
-        if self._media is not None:
+        if self._playback.on_track:
             return  # the track plays it
         self._emit(response.audio_delta(message, self._audio.encode_output(item.samples),
                                         self._playback.delta_metadata(response.id, message.item["id"])))

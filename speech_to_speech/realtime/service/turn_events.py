@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from speech_to_speech import ids
-from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages.generation import PromptPrefill
 from speech_to_speech.pipeline.messages.input_audio import (
     SpeculationVoided,
     SpeechOngoing,
@@ -55,13 +53,12 @@ from speech_to_speech.units.unit import PipelineUnit
 class TurnEvents:
     """The user-side pipeline items of one session, each turned into its events (runs on the event loop)."""
 
-    def __init__(self, unit: PipelineUnit, settings: ServerSettings, config: Callable[[], RuntimeConfig], *,
+    def __init__(self, unit: PipelineUnit, config: Callable[[], RuntimeConfig], *,
                  conversation: Conversation, user_input: UserInput, responses: Responses,
                  speculations: SpeculationSlot, overlap: OverlapGate, take_back: TakeBack,
                  emit: Callable[[ServerEvent], None],
                  on_turn_decision: Callable[[TurnDecision], None] | None = None) -> None:
         self._unit = unit
-        self._settings = settings
         self._config = config
         self._conversation = conversation
         self._input = user_input
@@ -125,17 +122,15 @@ class TurnEvents:
         self._prefill(item)
 
     def _prefill(self, item: TranscriptionSnapshot) -> None:
-        """Let the LLM read ahead the request the turn would make on the words heard so far, while the user
-        goes on: at the pause only the last words are left to read. Nothing else may be in the making."""
+        """The LLM reads ahead the request the turn would make on the words heard so far, when the turn would
+        get an automatic reply. Nothing else may be in the making."""
         td = self._config().turn_detection
-        if (not self._settings.turns.prefill_during_speech or not item.text.strip() or td is None
+        if (not item.text.strip() or td is None
                 or not td.create_response or self._responses.active is not None
                 or self._speculations.current is not None
                 or self._input.pending_transcriptions or self._overlap.listening(item.item_id)):
             return
-        history = self._responses.history(heard=(item.item_id, item.text))
-        self._unit.submit(PromptPrefill(self._responses.request("prefill", self._unit.cancel_scope.generation, {},
-                                                                history)))
+        self._responses.read_ahead_heard(item.item_id, item.text)
 
     def transcription_completed(self, item: TranscriptionCompleted) -> None:
         item_id = item.item_id or ids.item_id()
