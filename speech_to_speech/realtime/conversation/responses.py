@@ -92,13 +92,13 @@ class Responses:
         self.last: ResponseState | None = None  # the last to finish, unless it failed
         self.tools: ServerTools | None = None  # MCP servers and preambles (realtime/tools/), once built
         # The language the STT heard the user's last words in: the reply's, unless the session chose one.
-        self.heard_language: str | None = None
+        self._heard_language: str | None = None
         self._adopted: list[Any] = []  # held output of an adopted speculation, now the response's, not yet taken
 
     def heard(self, language: str | None) -> None:
         """The STT heard the user's words in ``language`` (None: it did not say): the reply's, unless the
         session chose one."""
-        self.heard_language = language or self.heard_language
+        self._heard_language = language or self._heard_language
 
     def answered_already(self, call_ids: list[str]) -> bool:
         """A completed answer already took in every one of these tool results (a follow-up is a duplicate)."""
@@ -263,7 +263,7 @@ class Responses:
             reasoning_effort=options.get("reasoning_effort", config.reasoning_effort),
             max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
             voice=options.get("voice") or config.voice,
-            language=config.language if base_language(config.language) else self.heard_language,
+            language=config.language if base_language(config.language) else self._heard_language,
             input_call_ids=self._conversation.input_call_ids(history),
             output_modalities=tuple(options.get("output_modalities") or config.output_modalities),
             metadata=options.get("metadata"),
@@ -291,7 +291,7 @@ class Responses:
         response.metadata = finished_metadata(response, timings=self._config().has_extension(TIMINGS_EXTENSION),
                                               answered_tool_results=answered,
                                               playback=self._playback.settle(response.id, status),
-                                              heard_language=self.heard_language)
+                                              heard_language=self._heard_language)
         self._end_output_audio(response, status)
         for event in response.finish(status, reason, error):
             self._emit(event)

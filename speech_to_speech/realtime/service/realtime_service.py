@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any, cast
 
 import numpy as np
@@ -176,7 +177,7 @@ class RealtimeService:
         return self.responses.active
 
     @property
-    def pending_transcriptions(self) -> set[str]:
+    def pending_transcriptions(self) -> AbstractSet[str]:
         """Committed user turns whose transcript is not in yet."""
         return self.user_input.pending_transcriptions
 
