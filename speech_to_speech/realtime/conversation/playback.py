@@ -17,11 +17,8 @@ conversation/playback_ack.py); with ``playback_commit_policy: ack_only`` an answ
 the history only as far as the client committed it, or, over WebRTC, as far
 as the server's track played it out.
 
-It is the one place told where the client's speaker is: what was sent to play,
-how far the client says it played, and that it stopped (a cut, a truncate, a
-truncating ack). Whatever else follows the speaker (the echo canceller,
-conversation/echo.py) listens to it (:class:`SpeakerListener`) instead of
-being told the same by each producer.
+It is the one place told where the client's speaker is (sent, played, stopped);
+the echo canceller (conversation/echo.py) listens to it: :class:`SpeakerListener`.
 
 Everything here runs on the event loop (the track reports from its ``recv``).
 """
