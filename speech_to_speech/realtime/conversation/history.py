@@ -79,6 +79,13 @@ class Conversation:
     def get(self, item_id: str) -> dict[str, Any] | None:
         return self._items.get(item_id)
 
+    def transcribed(self, item_id: str, transcript: str) -> dict[str, Any] | None:
+        """The user turn ``item_id`` has its ``transcript``: the item, or None if it was deleted meanwhile."""
+        item = self._items.get(item_id)
+        if item is not None:
+            item["content"][0]["transcript"] = transcript
+        return item
+
     def snapshot(self, item_id: str) -> dict[str, Any]:
         return copy.deepcopy(self._items[item_id])
 

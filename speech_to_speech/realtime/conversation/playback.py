@@ -17,6 +17,9 @@ conversation/playback_ack.py); with ``playback_commit_policy: ack_only`` an answ
 the history only as far as the client committed it, or, over WebRTC, as far
 as the server's track played it out.
 
+It is the one place told where the client's speaker is (sent, played, stopped);
+the echo canceller (conversation/echo.py) listens to it: :class:`SpeakerListener`.
+
 Everything here runs on the event loop (the track reports from its ``recv``).
 """
 
@@ -25,7 +28,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.protocol import error_codes
@@ -48,6 +51,16 @@ from speech_to_speech.realtime.wire.errors import RealtimeError
 # Every sample count below is at TTS_RATE (24 kHz), the pipeline's output rate.
 # Responses the ledger still answers acks for, beyond those with items in the conversation.
 MAX_KNOWN_RESPONSES = 64
+
+
+class SpeakerListener(Protocol):
+    """Follows the client's speaker beside the ledger (the echo canceller)."""
+
+    def sent(self, samples: Any, item_id: str) -> None: ...  # a chunk of the item sent for the client to play
+
+    def acked(self, item_id: str | None, played_ms: int) -> None: ...  # the client says it played this far
+
+    def stopped(self) -> None: ...  # the client stopped playing what it was sent
 
 
 def samples_to_ms(samples: int) -> int:
@@ -89,8 +102,10 @@ class Playback:
     """One session's ledger of assistant audio; with a media track, also the track's play-out events."""
 
     def __init__(self, conversation: Conversation, emit: Callable[[ServerEvent], None],
-                 media: MediaTrack | None = None, policy: Callable[[], str] = lambda: COMMIT_ALL_ON_DONE) -> None:
+                 media: MediaTrack | None = None, policy: Callable[[], str] = lambda: COMMIT_ALL_ON_DONE,
+                 listener: SpeakerListener | None = None) -> None:
         self._conversation = conversation
+        self._listener = listener
         self._emit = emit
         self._media = media
         self._policy = policy
@@ -109,6 +124,11 @@ class Playback:
     @property
     def conversation(self) -> Conversation:
         return self._conversation
+
+    @property
+    def on_track(self) -> bool:
+        """The server's media track plays the audio (WebRTC); else the client plays what the events carry."""
+        return self._media is not None
 
     # ------------------------------------------------------------ pipeline side
 
@@ -144,6 +164,8 @@ class Playback:
     def produced(self, response_id: str, item_id: str, samples: Any) -> None:
         """``samples`` (24 kHz PCM16) of an item's audio: counted, and played on the track if there is one."""
         count = len(samples)
+        if self._media is None and self._listener is not None:
+            self._listener.sent(samples, item_id)  # the client plays it from now on, after what came before
         if not count:
             return
         entry = self._entry(response_id, item_id)
@@ -220,18 +242,25 @@ class Playback:
         self._emit(output_audio_buffer_stopped(response_id))
 
     def clear(self, *, requested: bool = False) -> None:
-        """Drop what the track has not played; cut each item it belonged to at what was played.
+        """Playback stops: drop what the track has not played; cut each item it belonged to at what was played.
 
         Sends ``output_audio_buffer.cleared`` when there was audio (or always when
         the client ``requested`` it and any response has played on the track).
         """
-        if self._media is None:
-            return
+        if self._media is not None:
+            self._clear_track(self._media, requested)
+        self._stopped_playing()
+
+    def _stopped_playing(self) -> None:
+        if self._listener is not None:
+            self._listener.stopped()
+
+    def _clear_track(self, media: MediaTrack, requested: bool) -> None:
         unplayed = [item_id for item_id, _ in self._queue]
         for item_id, count in self._queue:
             self._items[item_id].dropped += count
         affected = self._playing or (self._items[unplayed[0]].response_id if unplayed else None)
-        self._media.clear()
+        media.clear()
         self._queue.clear()
         self._playing = None
         self._ended.clear()
@@ -263,6 +292,7 @@ class Playback:
                                 f"Audio content of {duration_ms(produced)}ms is already shorter than {audio_end_ms}ms",
                                 param="audio_end_ms")
         self.cut(item_id, min(produced, ms_to_samples(audio_end_ms)), audio_end_ms)
+        self._stopped_playing()  # the client stopped playing there
 
     def cut(self, item_id: str, samples: int, audio_end_ms: int | None = None) -> None:
         """Cut the item's audio at ``samples`` and its transcript where that audio ends (by its marks)."""
@@ -296,13 +326,19 @@ class Playback:
     def item(self, item_id: str) -> ItemAudio | None:
         return self._items.get(item_id)
 
-    def acknowledged(self, item_id: str, played_ms: int, committed_ms: int, truncate: bool) -> None:
-        """Record a checked ``playback.ack`` (playback_ack.py) of the item; a truncating one cuts it there."""
-        entry = self._items[item_id]
-        if truncate:  # even at the end of its audio: a cancelled clause's text may run past it
-            self.cut(item_id, _samples_at(entry, played_ms), played_ms)
-        entry.played_ms = played_ms
-        entry.committed_ms = min(committed_ms, played_ms)
+    def acknowledged(self, item_id: str | None, played_ms: int, committed_ms: int, truncate: bool) -> None:
+        """Record a checked ``playback.ack`` (playback_ack.py) of the item (None: its response has no audio
+        yet); a truncating one cuts it there, and the client stopped playing."""
+        entry = self._items.get(item_id) if item_id is not None else None
+        if entry is not None and item_id is not None:
+            if truncate:  # even at the end of its audio: a cancelled clause's text may run past it
+                self.cut(item_id, _samples_at(entry, played_ms), played_ms)
+            entry.played_ms = played_ms
+            entry.committed_ms = min(committed_ms, played_ms)
+        if truncate:
+            self._stopped_playing()
+        elif self._listener is not None:
+            self._listener.acked(item_id, played_ms)
 
     def figures(self, response_id: str) -> PlaybackFigures:
         """The response's ``playback``: audio generated, sent (not dropped unplayed), played, committed; in ms."""

@@ -79,8 +79,7 @@ def acknowledge(playback: Playback, data: dict[str, Any], *, active_response: st
                             "this item has", param="played_ms")
     if entry is not None and not truncate:
         _forward_only(entry, played, committed)
-    if entry is not None and item_id is not None:
-        playback.acknowledged(item_id, played, committed, truncate)
+    playback.acknowledged(item_id, played, committed, truncate)
     return _acknowledged(playback, response_id, item_id, entry, truncate, session_id)
 
 

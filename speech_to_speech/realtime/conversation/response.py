@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech import ids
-from speech_to_speech.pipeline.messages.generation import ResponseStatus
+from speech_to_speech.pipeline.messages.generation import ResponseStatus, TokenUsage
 from speech_to_speech.pipeline.messages.speech_output import AudioVisemes
 from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.protocol import error_codes, error_types
@@ -85,6 +85,36 @@ class ResponseState:
     @property
     def audio(self) -> bool:
         return "audio" in self.modalities
+
+    # ------------------------------------------------------------ what happens to it
+
+    def asked(self, generation: int, input_call_ids: tuple[str, ...] | None = None) -> None:
+        """The model was asked for this response in ``generation``, the key of the cancellation rule (output of
+        any other generation is not this response's). ``input_call_ids``: the tool results its own request
+        carried; None when it was a speculation that asked ahead of the turn, which the response may adopt."""
+        self.generation = generation
+        if input_call_ids is not None:
+            self.submitted = True
+            self.input_call_ids = input_call_ids
+
+    def mark(self, stage: str, at: float, *, first: bool = False) -> None:
+        """When ``stage`` happened (monotonic; the timings extension); ``first``: keep the first time only."""
+        if first:
+            self.marks.setdefault(stage, at)
+        else:
+            self.marks[stage] = at
+
+    def decided(self, decision: TurnDecision) -> None:
+        """The turn detector ended the turn this response answers: how, and when it was asked and decided."""
+        self.turn_decision = decision
+        self.mark("turn_asked", decision.asked_at)
+        self.mark("turn_decided", decision.decided_at)
+
+    def count(self, usage: TokenUsage) -> None:
+        """Tokens the model read and wrote for this response (its requests add up)."""
+        self.usage_in += usage.input_tokens
+        self.usage_out += usage.output_tokens
+        self.usage_cached += usage.cached_tokens
 
     # ------------------------------------------------------------ response object
 

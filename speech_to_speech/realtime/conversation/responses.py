@@ -8,7 +8,9 @@ speculation that already asked it, and finishes it (``response.done``, with
 its metadata, its audio's tail and the playback figures) when it completes,
 is cancelled or fails. Which pipeline output belongs to it is
 :meth:`Responses.current`. The output of an adopted speculation, held off the
-wire until then, goes to ``deliver``: the translation of pipeline items.
+wire until then, waits in :meth:`Responses.adopted_output` for the caller
+(the service's dispatch) to translate once the call that adopted it returns:
+nothing here calls back up.
 """
 
 from __future__ import annotations
@@ -26,13 +28,13 @@ from speech_to_speech.pipeline.messages.generation import (
     PromptPrefill,
     ResponseStatus,
 )
+from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import TIMINGS_EXTENSION, error_codes, error_types
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.conversation import conversation_item_deleted
 from speech_to_speech.protocol.server_events.session import error_event
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
-from speech_to_speech.realtime.conversation.echo import SessionEcho
 from speech_to_speech.realtime.conversation.history import Conversation, item_text
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.response import ResponseState
@@ -69,8 +71,8 @@ class Responses:
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
                  config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
-                 speculations: SpeculationSlot, playback: Playback, audio: WireAudio, echo: SessionEcho,
-                 tool_results: ToolResultLedger, emit: Callable[[ServerEvent], None], deliver: Callable[[Any], None],
+                 speculations: SpeculationSlot, playback: Playback, audio: WireAudio,
+                 emit: Callable[[ServerEvent], None],
                  on_finished: Callable[[str, dict[str, float]], None] | None = None) -> None:
         self._unit = unit
         self._settings = settings
@@ -81,17 +83,26 @@ class Responses:
         self._speculations = speculations
         self._playback = playback
         self._audio = audio
-        self._echo = echo
-        self._tool_results = tool_results
+        # Tool call ids that completed answers took in (the duplicate follow-up extension).
+        self._tool_results = ToolResultLedger()
         self._emit = emit
-        self._deliver = deliver  # a held pipeline item of an adopted speculation, now the response's
         self._on_finished = on_finished
         self.conversation_id = ids.new_id("conv")
         self.active: ResponseState | None = None
         self.last: ResponseState | None = None  # the last to finish, unless it failed
         self.tools: ServerTools | None = None  # MCP servers and preambles (realtime/tools/), once built
         # The language the STT heard the user's last words in: the reply's, unless the session chose one.
-        self.heard_language: str | None = None
+        self._heard_language: str | None = None
+        self._adopted: list[Any] = []  # held output of an adopted speculation, now the response's, not yet taken
+
+    def heard(self, language: str | None) -> None:
+        """The STT heard the user's words in ``language`` (None: it did not say): the reply's, unless the
+        session chose one."""
+        self._heard_language = language or self._heard_language
+
+    def answered_already(self, call_ids: list[str]) -> bool:
+        """A completed answer already took in every one of these tool results (a follow-up is a duplicate)."""
+        return self._tool_results.all_answered(call_ids)
 
     def history(self, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
         """The LLM's view of the conversation (``heard``: a user turn whose transcript is not in yet)."""
@@ -130,7 +141,7 @@ class Responses:
             turn_item_id=turn_item_id,
             options=options,
         )
-        response.marks["created"] = time.monotonic()
+        response.mark("created", time.monotonic())
         self.active = response
         self._emit(response.created())
         if submit:
@@ -163,11 +174,23 @@ class Responses:
             return
         self._speculations.cancel(speculation)
         request = replace(request, generation=self._unit.cancel_scope.generation)
-        response.generation = request.generation
-        response.submitted = True
-        response.input_call_ids = request.input_call_ids
+        response.asked(request.generation, request.input_call_ids)
         self._unit.submit(request)
         self._watch(response)
+
+    def speculate(self, transcript: SpeculativeTranscript, waiting: ResponseState | None) -> None:
+        """Ask the model now what the turn would ask if it ended on ``transcript``'s words (held off the wire
+        until it does: conversation/speculation.py). ``waiting``: the response already open for that turn,
+        which the speculation asks for; else it asks for the response the turn would open."""
+        self._speculations.drop()
+        self.heard(transcript.language)
+        history = self.history(heard=(transcript.item_id, transcript.transcript))
+        request = self.request(waiting.id if waiting is not None else ids.response_id(),
+                               self._unit.cancel_scope.generation, {}, history)
+        self._speculations.start(Speculation(transcript.item_id, transcript.speculation, request))
+        if waiting is not None:
+            waiting.asked(request.generation)
+        self._unit.submit(request)
 
     def read_ahead(self) -> None:
         """Let the LLM read the prompt the next reply will begin with (the instructions, the tools, the
@@ -183,14 +206,21 @@ class Responses:
         if request.tools:  # without, the prompt is short, and reading it would only evict a longer one
             self._unit.submit(PromptPrefill(request))
 
+    def read_ahead_heard(self, item_id: str | None, words: str) -> None:
+        """Let the LLM read the request the turn ``item_id`` would make on the ``words`` heard so far, while the
+        user goes on: at the pause only the last words are left to read (--prefill_during_speech)."""
+        if not self._settings.turns.prefill_during_speech:
+            return
+        history = self.history(heard=(item_id, words))
+        self._unit.submit(PromptPrefill(self.request("prefill", self._unit.cancel_scope.generation, {}, history)))
+
     def follow_up(self, response: ResponseState) -> None:
         """Ask the model again for ``response`` (after its tool calls): the same id and generation, so its
         output joins the response; the history now holds the calls' results."""
         if response is not self.active:
             return
         request = self.request(response.id, response.generation, response.options, self.history(), first=False)
-        response.submitted = True
-        response.input_call_ids = tuple(dict.fromkeys(response.input_call_ids + request.input_call_ids))
+        response.asked(response.generation, tuple(dict.fromkeys(response.input_call_ids + request.input_call_ids)))
         self._unit.submit(request)
         self._watch(response)
 
@@ -201,12 +231,15 @@ class Responses:
 
     def _adopt(self, response: ResponseState, speculation: Speculation) -> None:
         """The turn asked what the speculation asked: its (held) output is this response's."""
-        response.generation = speculation.generation
-        response.submitted = True
-        response.input_call_ids = speculation.request.input_call_ids
+        response.asked(speculation.generation, speculation.request.input_call_ids)
         self._watch(response)  # a speculation still reading its prompt leaves the user waiting all the same
-        for item in speculation.held:
-            self._deliver(item)
+        self._adopted.extend(speculation.held)
+
+    def adopted_output(self) -> list[Any]:
+        """The held output of a speculation adopted since the last call (oldest first), taken: the response's
+        now, to be translated as if it had just arrived."""
+        adopted, self._adopted = self._adopted, []
+        return adopted
 
     def request(self, response_id: str, generation: int, options: dict[str, Any],
                 history: tuple[ChatMessage, ...], *, first: bool = True) -> GenerateResponseRequest:
@@ -230,7 +263,7 @@ class Responses:
             reasoning_effort=options.get("reasoning_effort", config.reasoning_effort),
             max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
             voice=options.get("voice") or config.voice,
-            language=config.language if base_language(config.language) else self.heard_language,
+            language=config.language if base_language(config.language) else self._heard_language,
             input_call_ids=self._conversation.input_call_ids(history),
             output_modalities=tuple(options.get("output_modalities") or config.output_modalities),
             metadata=options.get("metadata"),
@@ -258,7 +291,7 @@ class Responses:
         response.metadata = finished_metadata(response, timings=self._config().has_extension(TIMINGS_EXTENSION),
                                               answered_tool_results=answered,
                                               playback=self._playback.settle(response.id, status),
-                                              heard_language=self.heard_language)
+                                              heard_language=self._heard_language)
         self._end_output_audio(response, status)
         for event in response.finish(status, reason, error):
             self._emit(event)
@@ -297,7 +330,6 @@ class Responses:
     def clear_playback(self, *, requested: bool = False) -> None:
         """Drop unplayed audio from the media track (if any); its items are cut at what was played."""
         self._playback.clear(requested=requested)
-        self._echo.stopped()
 
     def fail(self, code: str, message: str, response: ResponseState | None) -> None:
         """Report a server-side failure and end ``response`` (if still active) with it; the session goes on."""

@@ -12,10 +12,12 @@ owns it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
 from speech_to_speech import ids
+from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import error_codes
@@ -51,13 +53,54 @@ class UserInput:
         self._media = media
         self._emit = emit
         self._stage_errors = stage_errors  # a media track's refusals are reported now and then, not each time
-        self.uncommitted_samples = 0
-        self.pending_transcriptions: set[str] = set()  # committed turns whose transcript is not in yet
-        self.failed_transcriptions: set[str] = set()  # of those, the ones reported failed
-        self.user_speaking = False
+        # Changed only by the methods below (the VAD's and the STT's items reach them through TurnEvents).
+        self._uncommitted_samples = 0
+        self._pending: set[str] = set()  # committed turns whose transcript is not in yet
+        self._failed: set[str] = set()  # of those, the ones reported failed
+        self._speaking = False
+
+    @property
+    def pending_transcriptions(self) -> AbstractSet[str]:
+        """Committed user turns whose transcript is not in yet."""
+        return self._pending
+
+    @property
+    def turn_open(self) -> bool:
+        """The user's turn is not in yet: they are speaking, or a committed turn waits for its transcript."""
+        return self._speaking or bool(self._pending)
+
+    def speech_started(self) -> None:
+        """The VAD heard the user start speaking."""
+        self._speaking = True
+
+    def speech_stopped(self) -> None:
+        """The VAD heard the user stop: the audio so far is the VAD's turn (committed by it, not the client)."""
+        self._speaking = False
+        self._uncommitted_samples = 0
+
+    def transcribed(self, item_id: str) -> bool:
+        """The turn ``item_id`` has its transcript: it no longer waits. True if its transcription was reported
+        failed (``transcription.failed``) on the way."""
+        self._pending.discard(item_id)
+        failed = item_id in self._failed
+        self._failed.discard(item_id)
+        return failed
+
+    def transcription_failed(self, item_id: str) -> bool:
+        """The STT failed on ``item_id``: True (it is to be reported failed) if it is a turn waiting for its
+        transcript."""
+        if item_id not in self._pending:
+            return False
+        self._failed.add(item_id)
+        return True
+
+    def decode(self, audio: str) -> FloatAudio:
+        """A base64 append in the session's input format, as 16 kHz float32; raises codecs.AudioDecodeError.
+        Touches only the input decoder, so it may run off the event loop (one append at a time)."""
+        return self._audio.decode_input(audio)
 
     def refusal(self, samples: int) -> RealtimeError | None:
-        return input_refusal(self._settings, self.uncommitted_samples, self._unit.queues.vad_input.qsize(),
+        return input_refusal(self._settings, self._uncommitted_samples, self._unit.queues.vad_input.qsize(),
                              samples, manual=self._config().turn_detection is None)
 
     def push(self, samples_16k: np.ndarray) -> None:
@@ -68,14 +111,14 @@ class UserInput:
             return
         echoed = self._echo.playing
         samples_16k = self._noise.heard(self._echo.heard(samples_16k))
-        self.uncommitted_samples += len(samples_16k)
+        self._uncommitted_samples += len(samples_16k)
         self._unit.push_audio(samples_16k, echoed)
 
     def commit(self) -> str:
         """End the user's turn with the audio sent so far (input_audio_buffer.commit): its item id."""
-        if self.uncommitted_samples == 0:
+        if self._uncommitted_samples == 0:
             raise RealtimeError(error_codes.COMMIT_EMPTY, "The input audio buffer is empty: nothing to commit")
-        self.uncommitted_samples = 0
+        self._uncommitted_samples = 0
         self._speculations.drop()
         self._unit.push_audio(self._audio.flush_input())  # the commit's audio, not the next turn's
         item_id = ids.item_id()
@@ -85,7 +128,7 @@ class UserInput:
 
     def clear(self) -> None:
         """Drop the audio sent since the last turn (input_audio_buffer.clear)."""
-        self.uncommitted_samples = 0
+        self._uncommitted_samples = 0
         self._speculations.drop()
         self._audio.reset_input()  # what it held belongs to the cleared audio
         self._unit.clear_input()
@@ -103,6 +146,6 @@ class UserInput:
             "content": [{"type": "input_audio", "transcript": None}],
         }
         self._conversation.add(user_item)
-        self.pending_transcriptions.add(item_id)
+        self._pending.add(item_id)
         self._emit(input_audio_buffer_committed(previous, item_id))
         self._emit(conversation_item_added(user_item, previous))

@@ -31,8 +31,6 @@ from speech_to_speech.protocol.server_events.conversation import (
     conversation_item_retrieved,
 )
 from speech_to_speech.protocol.server_events.session import error_event, session_updated
-from speech_to_speech.realtime.connection.wire_audio import WireAudio
-from speech_to_speech.realtime.conversation.echo import SessionEcho
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.playback_ack import acknowledge
@@ -45,7 +43,6 @@ from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.events import ClientEvent, EventLimits, parse_client_event
 from speech_to_speech.realtime.wire.items import client_item, response_options
 from speech_to_speech.realtime.wire.session import SessionState
-from speech_to_speech.realtime.wire.tool_results import ToolResultLedger
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +57,6 @@ class EventTarget:
     responses: Responses
     updates: SessionUpdates
     playback: Playback
-    echo: SessionEcho
-    audio: WireAudio
-    tool_results: ToolResultLedger
     event_limits: EventLimits
     audio_in_events: bool  # False: audio arrives on a media track (WebRTC)
     session_control: SessionControl | None  # the live session around it (heartbeat, event_ack, close)
@@ -88,7 +82,7 @@ def decode_append(target: EventTarget, event: ClientEvent) -> FloatAudio:
     if not isinstance(audio, str):
         raise RealtimeError(error_codes.INVALID_REQUEST, "'audio' must be a base64 string", param="audio")
     try:
-        return target.audio.decode_input(audio)
+        return target.user_input.decode(audio)
     except codecs.AudioDecodeError as error:
         raise RealtimeError(error_codes.INVALID_REQUEST, str(error), param="audio") from None
 
@@ -139,7 +133,6 @@ def conversation_item_truncate(target: EventTarget, event: ClientEvent) -> None:
         return  # the server took that reply back (conversation.item.deleted crossed this event)
     item_id = _existing_item(target, event)
     target.playback.truncate(item_id, event.data.get("content_index"), event.data.get("audio_end_ms"))
-    target.echo.stopped()  # the client stopped playing there
 
 
 def conversation_item_delete(target: EventTarget, event: ClientEvent) -> None:
@@ -153,10 +146,6 @@ def playback_ack(target: EventTarget, event: ClientEvent) -> None:
     active = response.id if response is not None else None
     acknowledged = acknowledge(target.playback, event.data, active_response=active,
                                session_id=target.state.session.get("id"))
-    if acknowledged["event"]["truncate"]:
-        target.echo.stopped()  # the client stopped playing there
-    else:
-        target.echo.acked(acknowledged["item_id"], acknowledged["event"]["played_ms"])
     target.emit(acknowledged)
 
 
@@ -178,12 +167,12 @@ def response_create(target: EventTarget, event: ClientEvent) -> None:
                                target.state.voices, target.state.local_mcp)
     followup = followup_call_ids(options.get("metadata"))
     if followup:
-        if target.tool_results.all_answered(followup):
+        if target.responses.answered_already(followup):
             raise RealtimeError(
                 error_codes.TOOL_FOLLOWUP_ALREADY_ANSWERED,
                 "A completed answer already included these tool results; no follow-up is needed.",
             )
-        if target.user_input.user_speaking or target.user_input.pending_transcriptions:
+        if target.user_input.turn_open:
             raise RealtimeError(
                 error_codes.TOOL_FOLLOWUP_USER_INPUT_PENDING,
                 "The user's turn is still open; send the follow-up after their item is committed.",

@@ -6,8 +6,10 @@ produced. A running speculation's output is held off the wire first
 until its words decide (conversation/overlap_judge.py); anything else goes to the user-side translator
 (:class:`~speech_to_speech.realtime.service.turn_events.TurnEvents`) or the
 response-side one (:class:`~speech_to_speech.realtime.service.response_events.ResponseEvents`)
-by its type. A failure while translating fails the active response, never
-the session. It keeps the clock of the pipeline's last output, which the
+by its type. An item whose translation adopts a speculation (the turn's
+transcript is in) is followed by that speculation's held output, taken from
+the responses once the translation returns. A failure while translating fails
+the active response, never the session. It keeps the clock of the pipeline's last output, which the
 stalled-response guard reads (sessions/guard.py).
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -76,12 +79,23 @@ class PipelineEvents:
 
     def dispatch(self, item: Any) -> None:
         """Turn one pipeline item into events; a failure here fails the response, never the session."""
-        if self._speculations.hold(item):
-            return
-        self.last_output = time.monotonic()
-        # Speech over the answer waits for its words (adaptive overlap policy); a barge-in releases it all.
-        for each in self._overlap_judge.take(item):
-            self._translate(each)
+        self._dispatch(deque([item]))
+
+    def dispatch_adopted(self) -> None:
+        """Translate the held output of a speculation adopted outside a pipeline item (its response's MCP
+        servers got listed, a client event)."""
+        self._dispatch(deque(self._responses.adopted_output()))
+
+    def _dispatch(self, arrived: deque[Any]) -> None:
+        while arrived:
+            item = arrived.popleft()
+            if self._speculations.hold(item):
+                continue
+            self.last_output = time.monotonic()
+            # Speech over the answer waits for its words (adaptive overlap policy); a barge-in releases it all.
+            for each in self._overlap_judge.take(item):
+                self._translate(each)
+                arrived.extend(self._responses.adopted_output())
 
     def _translate(self, item: Any) -> None:
         handler = self._handlers.get(type(item))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any, cast
 
 import numpy as np
@@ -53,7 +54,6 @@ from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.events import ClientEvent, EventLimits
 from speech_to_speech.realtime.wire.session import OVERLAP_DEFAULTS, SessionState
-from speech_to_speech.realtime.wire.tool_results import ToolResultLedger
 from speech_to_speech.realtime.wire.voices import VoiceCatalog
 from speech_to_speech.units.unit import PipelineUnit
 
@@ -111,27 +111,28 @@ class RealtimeService:
         # (session.resumed says it: protocol/resume.py).
         self.last_client_event_id: str | None = None
         self._session_control = session_control
-        # What the user heard of each assistant item; with a media track, also what it played.
-        self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy)
         self.audio = audio = WireAudio(lambda: state.input_format, lambda: state.output_format)
         self.echo = echo = SessionEcho(lambda: echo_cancellation_available() and media is None and (
             settings.vad.echo_cancellation == "server" or config().has_extension(ECHO_CANCELLATION_EXTENSION)),
             on_cancelled=on_echo_cancelled)
+        # What the user heard of each assistant item; with a media track, also what it played. The one place
+        # told where the client's speaker is: the echo canceller follows it.
+        self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy,
+                                            listener=echo)
         stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
         self.speculations = speculations = SpeculationSlot(
             unit.cancel_scope, announce=unit.report_reply_ready if unit.detects_turns else None)
-        self.tool_results = ToolResultLedger()
         self.user_input = user_input = UserInput(
             unit, settings, config, conversation=conversation, speculations=speculations, audio=audio, echo=echo,
             media=media, emit=emit, stage_errors=stage_errors)
-        # An adopted speculation's held output is translated as if it had just arrived.
         self.responses = responses = Responses(
             unit, settings, state, config, conversation=conversation, user_input=user_input,
-            speculations=speculations, playback=playback, audio=audio, echo=echo, tool_results=self.tool_results,
-            emit=emit, deliver=self.dispatch_pipeline_item, on_finished=on_response_finished)
+            speculations=speculations, playback=playback, audio=audio,
+            emit=emit, on_finished=on_response_finished)
         # The tools the server runs itself (MCP servers) and the preamble while a reply waits.
         self.tools = tools = SessionTools(unit, settings, state, config, conversation=conversation,
-                                          user_input=user_input, responses=responses, emit=emit)
+                                          user_input=user_input, responses=responses, emit=emit,
+                                          on_listed=lambda: self.pipeline_events.dispatch_adopted())
         responses.tools = tools
         # What speech over the assistant does (overlap_policy).
         self.overlap = overlap = OverlapGate(responses, state, config, playback=playback,
@@ -139,13 +140,13 @@ class RealtimeService:
                                              going_on_ms=settings.turns.take_back_within_ms)
         self.updates = SessionUpdates(unit, state, responses=responses, speculations=speculations,
                                       validate_language=validate_language)
-        turns = TurnEvents(unit, settings, config, conversation=conversation, user_input=user_input,
+        turns = TurnEvents(unit, config, conversation=conversation, user_input=user_input,
                            responses=responses, speculations=speculations, overlap=overlap,
                            take_back=TakeBack(responses, settings.turns.take_back_within_ms, on_reply_taken_back),
                            emit=emit,
                            on_turn_decision=on_turn_decision)
         output = ResponseEvents(responses, config, conversation=conversation, user_input=user_input,
-                                playback=playback, audio=audio, echo=echo, media=media, overlap=overlap, emit=emit,
+                                playback=playback, audio=audio, overlap=overlap, emit=emit,
                                 stage_errors=stage_errors, tools=tools)
         def pause_words(words: SpeculativeTranscript) -> None:
             unit.report_words(words)
@@ -158,7 +159,7 @@ class RealtimeService:
                                               overlap_judge=judge)
         self._client_events = EventTarget(
             state=state, conversation=conversation, user_input=user_input, responses=responses,
-            updates=self.updates, playback=playback, echo=echo, audio=audio, tool_results=self.tool_results,
+            updates=self.updates, playback=playback,
             event_limits=self.event_limits, audio_in_events=self.audio_in_events, session_control=session_control,
             emit=emit, tools=tools)
 
@@ -176,7 +177,7 @@ class RealtimeService:
         return self.responses.active
 
     @property
-    def pending_transcriptions(self) -> set[str]:
+    def pending_transcriptions(self) -> AbstractSet[str]:
         """Committed user turns whose transcript is not in yet."""
         return self.user_input.pending_transcriptions
 
@@ -211,6 +212,7 @@ class RealtimeService:
         """Apply one client event (raw, or as :meth:`prepare_client_event` left it); rejections become errors."""
         self.last_activity = time.monotonic()
         taken = apply_event(self._client_events, raw)
+        self.pipeline_events.dispatch_adopted()  # what a response it let go on adopted, once the event is done
         if taken is not None:
             self.last_client_event_id = taken
             if self._session_control is not None:

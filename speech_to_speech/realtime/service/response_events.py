@@ -6,7 +6,7 @@ and first-audio marks, the request's terminal) and stage failures, checks
 each belongs to the active response and is not stale (``Responses.current``),
 and sends its events: the message or function call it opens, its deltas, and
 the response's end. Audio is encoded for the wire (or left to the media
-track), counted by the playback ledger and remembered for echo cancellation.
+track) and counted by the playback ledger, which tells the echo canceller.
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import VISEMES_EXTENSION, error_codes, error_types
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.input_audio import input_audio_transcription_failed
-from speech_to_speech.realtime.connection.transport import MediaTrack
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
-from speech_to_speech.realtime.conversation.echo import SessionEcho
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.overlap import OverlapGate
 from speech_to_speech.realtime.conversation.playback import Playback
@@ -41,8 +39,8 @@ class ResponseEvents:
     """The response-side pipeline items of one session, each turned into its events (runs on the event loop)."""
 
     def __init__(self, responses: Responses, config: Callable[[], RuntimeConfig], *, conversation: Conversation,
-                 user_input: UserInput, playback: Playback, audio: WireAudio, echo: SessionEcho,
-                 media: MediaTrack | None, overlap: OverlapGate, emit: Callable[[ServerEvent], None],
+                 user_input: UserInput, playback: Playback, audio: WireAudio,
+                 overlap: OverlapGate, emit: Callable[[ServerEvent], None],
                  stage_errors: errors.Throttle, tools: SessionTools | None = None) -> None:
         self._responses = responses
         self._config = config
@@ -50,8 +48,6 @@ class ResponseEvents:
         self._input = user_input
         self._playback = playback
         self._audio = audio
-        self._echo = echo
-        self._media = media
         self._overlap = overlap
         self._emit = emit
         self._stage_errors = stage_errors
@@ -79,11 +75,10 @@ class ResponseEvents:
         if response is None or not response.audio:
             return
         message = self._open_message(response)
-        response.marks.setdefault("first_audio_sent", time.monotonic())
-        self._playback.produced(response.id, message.item["id"], item.samples)
-        if self._media is not None:
+        response.mark("first_audio_sent", time.monotonic(), first=True)
+        self._playback.produced(response.id, message.item["id"], item.samples)  # told to the echo canceller too
+        if self._playback.on_track:
             return  # the track plays it
-        self._echo.sent(item.samples, message.item["id"])
         self._emit(response.audio_delta(message, self._audio.encode_output(item.samples),
                                         self._playback.delta_metadata(response.id, message.item["id"])))
 
@@ -110,19 +105,17 @@ class ResponseEvents:
     def usage(self, item: TokenUsage) -> None:
         response = self._responses.current(item)
         if response is not None:
-            response.usage_in += item.input_tokens
-            response.usage_out += item.output_tokens
-            response.usage_cached += item.cached_tokens
+            response.count(item)
 
     def first_token(self, item: LLMFirstToken) -> None:
         response = self._responses.current(item)
         if response is not None:
-            response.marks["llm_first_token"] = item.time
+            response.mark("llm_first_token", item.time)
 
     def first_audio(self, item: TTSFirstAudio) -> None:
         response = self._responses.current(item)
         if response is not None:
-            response.marks["tts_first_audio"] = item.time
+            response.mark("tts_first_audio", item.time)
 
     def response_done(self, item: ResponseDone) -> None:
         # The terminal of the response's own request only: a cancelled request of the same id
@@ -147,9 +140,8 @@ class ResponseEvents:
                                        or response.turn_item_id != item.item_id):
             response = None  # an input-side failure concerns only the response waiting for that turn
         code, message = error_codes.stage_failed(item.stage), f"{item.stage} failed: {item.message}"
-        turn = item.item_id if item.item_id in self._input.pending_transcriptions else None
-        if turn is not None:
-            self._input.failed_transcriptions.add(turn)
+        turn = item.item_id
+        if turn is not None and self._input.transcription_failed(turn):
             self._emit(input_audio_transcription_failed(
                 turn, {"type": error_types.SERVER_ERROR, "code": code, "message": message, "param": None}))
         elif response is None and not self._stage_errors.due(item.stage):

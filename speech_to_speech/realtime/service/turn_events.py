@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from speech_to_speech import ids
-from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages.generation import PromptPrefill
 from speech_to_speech.pipeline.messages.input_audio import (
     SpeculationVoided,
     SpeechOngoing,
@@ -46,7 +44,7 @@ from speech_to_speech.protocol.server_events.input_audio import (
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.overlap import OverlapGate
 from speech_to_speech.realtime.conversation.responses import Responses
-from speech_to_speech.realtime.conversation.speculation import Speculation, SpeculationSlot, same_words
+from speech_to_speech.realtime.conversation.speculation import SpeculationSlot, same_words
 from speech_to_speech.realtime.conversation.take_back import TakeBack
 from speech_to_speech.realtime.conversation.user_input import UserInput
 from speech_to_speech.units.unit import PipelineUnit
@@ -55,13 +53,12 @@ from speech_to_speech.units.unit import PipelineUnit
 class TurnEvents:
     """The user-side pipeline items of one session, each turned into its events (runs on the event loop)."""
 
-    def __init__(self, unit: PipelineUnit, settings: ServerSettings, config: Callable[[], RuntimeConfig], *,
+    def __init__(self, unit: PipelineUnit, config: Callable[[], RuntimeConfig], *,
                  conversation: Conversation, user_input: UserInput, responses: Responses,
                  speculations: SpeculationSlot, overlap: OverlapGate, take_back: TakeBack,
                  emit: Callable[[ServerEvent], None],
                  on_turn_decision: Callable[[TurnDecision], None] | None = None) -> None:
         self._unit = unit
-        self._settings = settings
         self._config = config
         self._conversation = conversation
         self._input = user_input
@@ -76,7 +73,7 @@ class TurnEvents:
     # ------------------------------------------------------------ speech
 
     def speech_started(self, item: SpeechStarted) -> None:
-        self._input.user_speaking = True
+        self._input.speech_started()
         self._take_back.speech_started(item)  # the user went on with the request just answered
         self._overlap.speech_started(item)  # barge-in now, or listen (overlap_policy)
         self._emit(input_audio_buffer_speech_started(item.audio_start_ms, item.item_id))
@@ -86,8 +83,7 @@ class TurnEvents:
 
     def speech_stopped(self, item: SpeechStopped) -> None:
         self._emit(input_audio_buffer_speech_stopped(item.audio_end_ms, item.item_id))
-        self._input.user_speaking = False
-        self._input.uncommitted_samples = 0
+        self._input.speech_stopped()
         answer = self._overlap.speech_stopped(item)  # False: a backchannel, or a turn deferred
         if item.item_id is not None and item.item_id not in self._conversation:
             self._input.commit_user_audio(item.item_id)
@@ -111,9 +107,7 @@ class TurnEvents:
         response = self._responses.active
         if decision is None or decision.item_id != item_id or response is None:
             return
-        response.turn_decision = decision
-        response.marks["turn_asked"] = decision.asked_at
-        response.marks["turn_decided"] = decision.decided_at
+        response.decided(decision)
 
     # ------------------------------------------------------------ transcription
 
@@ -128,31 +122,26 @@ class TurnEvents:
         self._prefill(item)
 
     def _prefill(self, item: TranscriptionSnapshot) -> None:
-        """Let the LLM read ahead the request the turn would make on the words heard so far, while the user
-        goes on: at the pause only the last words are left to read. Nothing else may be in the making."""
+        """The LLM reads ahead the request the turn would make on the words heard so far, when the turn would
+        get an automatic reply. Nothing else may be in the making."""
         td = self._config().turn_detection
-        if (not self._settings.turns.prefill_during_speech or not item.text.strip() or td is None
+        if (not item.text.strip() or td is None
                 or not td.create_response or self._responses.active is not None
                 or self._speculations.current is not None
                 or self._input.pending_transcriptions or self._overlap.listening(item.item_id)):
             return
-        history = self._responses.history(heard=(item.item_id, item.text))
-        self._unit.submit(PromptPrefill(self._responses.request("prefill", self._unit.cancel_scope.generation, {},
-                                                                history)))
+        self._responses.read_ahead_heard(item.item_id, item.text)
 
     def transcription_completed(self, item: TranscriptionCompleted) -> None:
         item_id = item.item_id or ids.item_id()
         if item_id not in self._conversation:
             self._input.commit_user_audio(item_id)
-        self._input.pending_transcriptions.discard(item_id)  # first: nothing below may leave the turn pending
-        failed = item_id in self._input.failed_transcriptions
-        self._input.failed_transcriptions.discard(item_id)
-        user_item = self._conversation.get(item_id)
+        failed = self._input.transcribed(item_id)  # first: nothing below may leave the turn pending
+        user_item = self._conversation.transcribed(item_id, item.transcript)
         if user_item is None:  # deleted by the client while it was being transcribed
             self._responses.submit_when_ready()
             return
-        user_item["content"][0]["transcript"] = item.transcript
-        self._responses.heard_language = item.language or self._responses.heard_language
+        self._responses.heard(item.language)
         if not failed:  # a failed transcription was reported as such (transcription.failed)
             self._emit(input_audio_transcription_completed(item_id, item.transcript, item.audio_seconds))
         self._emit(conversation_item_done(user_item))
@@ -162,9 +151,9 @@ class TurnEvents:
         response = self._responses.active
         if response is not None and response.turn_item_id == item.item_id:
             if item.ended.vad:
-                response.marks["vad_end_of_speech"] = item.ended.vad
-                response.marks["speech_end"] = item.ended.speech
-            response.marks["stt_done"] = item.stt_done_time
+                response.mark("vad_end_of_speech", item.ended.vad)
+                response.mark("speech_end", item.ended.speech)
+            response.mark("stt_done", item.stt_done_time)
         else:
             # No response took this turn's speculation over: it is of no use now.
             self._speculations.drop()
@@ -193,20 +182,11 @@ class TurnEvents:
             # Only the response that waits for this very turn's transcript can use it.
             if response.submitted or response.turn_item_id != item.item_id:
                 return
-            response_id = response.id
         else:
             td = self._config().turn_detection
             if self._input.pending_transcriptions or td is None or not td.create_response:
                 return
-            response_id = ids.response_id()
-        speculations.drop()
-        self._responses.heard_language = item.language or self._responses.heard_language
-        history = self._responses.history(heard=(item.item_id, item.transcript))
-        request = self._responses.request(response_id, self._unit.cancel_scope.generation, {}, history)
-        speculations.start(Speculation(item.item_id, item.speculation, request))
-        if response is not None:
-            response.generation = request.generation
-        self._unit.submit(request)
+        self._responses.speculate(item, response)
 
     def speculation_voided(self, item: SpeculationVoided) -> None:
         self._speculations.void(item.item_id, item.speculation)

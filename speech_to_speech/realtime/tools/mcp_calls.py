@@ -274,7 +274,7 @@ class McpCalls:
             self._emit(conversation_item_done(item))
 
     def _speak_if_idle(self) -> None:
-        if self._responses.active is None and not self._input.user_speaking and not self._input.pending_transcriptions:
+        if self._responses.active is None and not self._input.turn_open:
             self._responses.start({})
 
     async def aclose(self) -> None:

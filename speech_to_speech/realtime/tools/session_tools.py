@@ -30,10 +30,13 @@ class SessionTools:
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
                  config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
-                 responses: Responses, emit: Callable[[ServerEvent], None]) -> None:
+                 responses: Responses, emit: Callable[[ServerEvent], None],
+                 on_listed: Callable[[], None] = lambda: None) -> None:
+        """``on_listed``: told after a listing let a waiting response go on (what it adopted is translated)."""
         self._state = state
         self._config = config
         self._responses = responses
+        self._on_listed = on_listed
         self.servers = McpServers(conversation, emit, list_timeout_s=settings.tools.mcp_list_timeout_s,
                                   on_listed=self._listed)
         self.calls = McpCalls(self.servers, responses, conversation, user_input, emit,
@@ -54,6 +57,7 @@ class SessionTools:
     def _listed(self) -> None:
         self._responses.submit_when_ready()  # a response waiting for these tools goes on
         self._responses.read_ahead()  # or, with none, the prompt they make is read ahead
+        self._on_listed()
 
     # ------------------------------------------------------------ ServerTools
 
