@@ -78,6 +78,7 @@ class TurnHost:
     def hear(self, chunk: AudioChunk, probability: float, listening: Listening) -> Iterator[Utterance]:
         """The next chunk of audio and its speech probability."""
         sound = self.speech.hear(chunk, probability, listening.threshold, listening.pad_ms)
+        self.user.chunk_heard()
         if sound == "quiet":
             return
         if sound == "began":
