@@ -36,7 +36,7 @@ class SpeakerCheck:
         self.user = UserVoice()
         self._due_ms = PRINT_MS  # the voiced ms at which the current speech's print is (next) taken
         self._other_voice_at = -math.inf  # when (time.monotonic) a voice not the user's was last heard
-        self.echoed = False  # the current speech was heard while the assistant's audio played
+        self._echoed = False  # the current speech was heard while the assistant's audio played
 
     def new_session(self) -> None:
         self.user = UserVoice()
@@ -50,7 +50,11 @@ class SpeakerCheck:
         self._due_ms = PRINT_MS
         # Heard while the assistant's audio played through the server's echo canceller: a voice not the
         # user's may be the echo's remains, not the room (and the user's own words over it print mixed).
-        self.echoed = echoed
+        self._echoed = echoed
+
+    def heard(self, echoed: bool) -> None:
+        """Another voiced chunk of the current speech (``echoed``: heard while the assistant's audio played)."""
+        self._echoed |= echoed
 
     def sounds_like_user(self, voiced: list[FloatAudio], voiced_ms: int, level: float,
                          reference: float | None, ended: bool = False) -> bool:
@@ -68,7 +72,7 @@ class SpeakerCheck:
         self._due_ms = voiced_ms + PRINT_MS
         voice = self.embedder.voice_print(np.concatenate(voiced)[-PRINT_SAMPLES:])
         accepted = self.user.accepts(voice)
-        if not accepted and not self.echoed:
+        if not accepted and not self._echoed:
             self._other_voice_at = time.monotonic()
         logger.debug("speaker check: %s at %.1f dB (user %.1f dB), %d ms of voice, similarity %.2f",
                      "the user" if accepted else "not the user", level, reference or 0.0, voiced_ms,
@@ -87,7 +91,7 @@ class SpeakerCheck:
         theirs = self.user.accepts(voice)
         if theirs:
             self.user.enroll(voice, len(samples) / PIPELINE_RATE)
-        elif not self.echoed:
+        elif not self._echoed:
             self._other_voice_at = time.monotonic()
         logger.debug("speaker check: a turn of %s (similarity %.2f)", "the user" if theirs else "another voice",
                      self.user.similarity(voice))

@@ -49,7 +49,7 @@ class UserGate:
     def heard(self, samples: FloatAudio, echoed: bool = False) -> None:
         """Another voiced chunk of the current speech (``echoed``: heard while the assistant's audio played)."""
         self.voiced.append(samples)
-        self.speaker.echoed |= echoed
+        self.speaker.heard(echoed)
 
     def is_user(self, voiced_ms: int, ended: bool = False) -> bool:
         """Whether the current speech (``voiced_ms`` of voice) is the user's by its level against the session's
