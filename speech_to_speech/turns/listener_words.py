@@ -34,8 +34,16 @@ LISTENER_PHRASES: frozenset[tuple[str, ...]] = frozenset(tuple(p.split()) for p 
     "gotcha", "i see", "got it", "of course", "i know", "sounds good", "makes sense", "that's right",
     "that's true", "fair enough", "thank you", "thanks", "interesting", "really", "uh", "um", "er", "erm",
     "i hear you", "i get it", "i understand", "i agree", "i guess", "i bet", "me too", "you bet",
+    # Assessments and exclamations: how a listener reacts to what is told.
+    "funny", "lovely", "amazing", "awesome", "perfect", "fine", "fantastic", "wonderful", "brilliant", "neat",
+    "sweet", "fascinating", "incredible", "excellent", "beautiful", "impressive", "oh my", "my god",
+    "oh my god", "my gosh", "oh my gosh", "my goodness", "oh boy", "oh dear", "oh man", "geez", "jeez",
     "hm", "you",  # Whisper's word for a breath or a click it cannot place
 ))
+# Words that open a listener's assessment as well as a bid ("How nice." / "How does it end?", "I'm sure." /
+# "I'm lost."): followed by listener words they are a remark. Whisper also writes a hum before a word as
+# "I'm" ("Hmm, okay." heard as "I'm okay.", "Mhm, sure." as "I'm sure."; bench room, fourth held-out set).
+LEAD_INS = frozenset({"i'm", "how", "so", "that's", "it's", "sounds", "very", "pretty"})
 _STARTS = frozenset(phrase[:n] for phrase in LISTENER_PHRASES for n in range(1, len(phrase)))
 # Hums and laughs, however many letters: "mmm", "mhm", "hmmm", "mm-hmm" written as one word; "haha", "heh".
 _HUM = re.compile(r"^(?:u?h?m+h?m*|h+m+|m+h+m+)$")
@@ -123,10 +131,20 @@ def reread(remark: tuple[str, ...] | None, text: str, heard: Heard) -> Heard:
     return heard if words[:len(remark)] == remark else Heard.UNSURE
 
 
+def _once_each(words: tuple[str, ...]) -> tuple[str, ...]:
+    """``words`` with a word said again at once counted once: on a short stretch Whisper loops on one word
+    ("left left left left" for a hummed "Mm."), and a loop is one word heard."""
+    return tuple(w for i, w in enumerate(words) if i == 0 or words[i - 1] != w)
+
+
+def _starts_phrase(words: tuple[str, ...]) -> bool:
+    return any(words[:n] in LISTENER_PHRASES for n in (3, 2, 1))
+
+
 def _heard_as(text: str, avg_logprob: float | None) -> Heard:
     # A laugh is no word; a hum ("mhm", "hmmm") is a listener's, however Whisper spells it.
-    words = tuple("hm" if _HUM.match(w) else w for w in words_of(text)
-                  if not _LAUGH.match(w) and ((w,) in LISTENER_PHRASES or not _BABBLE.match(w)))
+    words = _once_each(tuple("hm" if _HUM.match(w) else w for w in words_of(text)
+                             if not _LAUGH.match(w) and ((w,) in LISTENER_PHRASES or not _BABBLE.match(w))))
     if not words:
         return Heard.NOTHING
     if len(words) > MAX_REMARK_WORDS:
@@ -135,6 +153,10 @@ def _heard_as(text: str, avg_logprob: float | None) -> Heard:
     while at < len(words):
         # The longest listener phrase that starts here (phrases are at most three words).
         step = next((n for n in (3, 2, 1) if words[at:at + n] in LISTENER_PHRASES), 0)
+        if step == 0 and words[at] in LEAD_INS:
+            if at + 1 == len(words):
+                return Heard.LISTENER_SO_FAR  # "I'm", "How": the next word says which
+            step = 1 if _starts_phrase(words[at + 1:]) else 0
         if step == 0:
             if words[at:] in _STARTS:
                 return Heard.LISTENER_SO_FAR

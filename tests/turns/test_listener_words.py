@@ -43,7 +43,7 @@ def test_anything_else_takes_the_turn(text: str) -> None:
     assert heard_as(text) is Heard.TURN
 
 
-@pytest.mark.parametrize("text", ["I", "Got", "Of", "Yeah, I", "Sounds", "Thank"])
+@pytest.mark.parametrize("text", ["I", "Got", "Of", "Yeah, I", "Sounds", "Thank", "I'm", "How", "Oh, how"])
 def test_the_start_of_a_listener_phrase_is_not_decided_yet(text: str) -> None:
     assert heard_as(text) is Heard.LISTENER_SO_FAR
 
@@ -63,6 +63,23 @@ def test_words_the_stt_nearly_read_as_a_listener_s_are_not_yet_a_turn() -> None:
     assert heard_as("Come on there.", -0.44, (("Come on there.", -0.44), ("Cool.", -1.5))) is Heard.TURN
     assert heard_as("Come on there.", None, readings) is Heard.TURN  # unknown confidence: taken at its word
     assert heard_as("Stop.", -0.2, (("Stop.", -0.2), ("Stop!", -0.5), ("Stop?", -0.7))) is Heard.TURN
+
+
+@pytest.mark.parametrize("text", ["I'm sure.", "I'm okay.", "How funny!", "How interesting.", "So cool.",
+                                  "That's amazing.", "Oh my.", "Oh my god.", "Sounds great.", "Okay. Okay. Okay."])
+def test_a_listener_s_assessment_is_a_remark(text: str) -> None:
+    assert heard_as(text) is Heard.LISTENER
+
+
+@pytest.mark.parametrize("text", ["I'm lost.", "I'm sorry, what?", "How come?", "How does it end?", "So what?",
+                                  "That's wrong.", "I'm sure, but why?", "How nice, stop."])
+def test_a_lead_in_followed_by_a_bid_s_words_takes_the_turn(text: str) -> None:
+    assert heard_as(text) is Heard.TURN
+
+
+@pytest.mark.parametrize("text", ["left left left left left left left left", "O O O O O O O O O"])
+def test_a_loop_on_one_word_is_one_word(text: str) -> None:
+    assert heard_as(text) is Heard.UNSURE  # "Mm." heard as a loop: the utterance's end decides
 
 
 @pytest.mark.parametrize("text", ["Come on.", "Climb.", "Oh, well.", "Rate rate", "Nice day.", "Short. Short. Short.",
@@ -108,7 +125,9 @@ def test_a_final_pass_that_reads_a_remark_anew_leaves_it_a_remark() -> None:
 @given(st.lists(st.sampled_from(PHRASES), min_size=1, max_size=3), st.sampled_from([",", ".", "!", "?", ""]))
 def test_any_short_run_of_listener_phrases_is_a_remark_however_punctuated(phrases: list[str], mark: str) -> None:
     text = (mark + " ").join(p.capitalize() for p in phrases) + mark
-    expected = Heard.LISTENER if len(words_of(text)) <= MAX_REMARK_WORDS else Heard.TURN
+    words = words_of(text)
+    said = [w for i, w in enumerate(words) if i == 0 or words[i - 1] != w]  # a word said again at once: once
+    expected = Heard.LISTENER if len(said) <= MAX_REMARK_WORDS else Heard.TURN
     assert heard_as(text) is expected
 
 
