@@ -33,7 +33,8 @@ LISTENER_PHRASES: frozenset[tuple[str, ...]] = frozenset(tuple(p.split()) for p 
     "wow", "cool", "nice", "great", "good", "true", "exactly", "indeed", "totally", "absolutely", "definitely",
     "gotcha", "i see", "got it", "of course", "i know", "sounds good", "makes sense", "that's right",
     "that's true", "fair enough", "thank you", "thanks", "interesting", "really", "uh", "um", "er", "erm",
-    "i hear you", "i get it", "i understand", "i agree", "i guess", "i bet", "me too", "you bet",
+    "for sure", "okay then", "alright then", "all right then", "make sense", "i hear you", "i get it",
+    "i understand", "i agree", "i guess", "i bet", "me too", "you bet",
     # Assessments and exclamations: how a listener reacts to what is told.
     "funny", "lovely", "amazing", "awesome", "perfect", "fine", "fantastic", "wonderful", "brilliant", "neat",
     "sweet", "fascinating", "incredible", "excellent", "beautiful", "impressive", "oh my", "my god",
@@ -43,6 +44,9 @@ LISTENER_PHRASES: frozenset[tuple[str, ...]] = frozenset(tuple(p.split()) for p 
 # Words that open a listener's assessment as well as a bid ("How nice." / "How does it end?", "I'm sure." /
 # "I'm lost."): followed by listener words they are a remark. Whisper also writes a hum before a word as
 # "I'm" ("Hmm, okay." heard as "I'm okay.", "Mhm, sure." as "I'm sure."; bench room, fourth held-out set).
+# How Whisper spells a listener's "ah", "mm" or "uh" before a word: "Uh-huh, yeah." heard as "I hurt you.",
+# "Ah, okay." as "Are okay.", "Mm, interesting." as "I'm interested." (bench room, fifth and sixth sets).
+FILLER_SPELLINGS = frozenset({"i", "i'm", "are", "our", "and", "on", "a"})
 LEAD_INS = frozenset({"i'm", "how", "so", "that's", "it's", "sounds", "very", "pretty"})
 _STARTS = frozenset(phrase[:n] for phrase in LISTENER_PHRASES for n in range(1, len(phrase)))
 # Hums and laughs, however many letters: "mmm", "mhm", "hmmm", "mm-hmm" written as one word; "haha", "heh".
@@ -82,7 +86,8 @@ TURN_CUES = frozenset({
     "which", "whose", "can", "could", "would", "will", "should", "shall", "is", "are", "was", "do", "does", "did",
     "actually", "but", "please", "tell", "let", "i", "i'm", "me", "my", "we", "repeat", "again", "say", "said",
     "mean", "meant", "wrong", "skip", "next", "back", "louder", "slower", "faster", "shorter", "longer", "cancel",
-    "never", "mind", "instead", "question", "second", "moment", "minute", "sec", "just", "up",
+    "never", "mind", "instead", "question", "lost", "confused", "missed",
+    "second", "moment", "minute", "sec", "just", "up",
 })
 FEW_WORDS = 2
 
@@ -98,6 +103,8 @@ class Heard(Enum):
 
 
 _REMARKS = frozenset({Heard.NOTHING, Heard.LISTENER, Heard.LISTENER_SO_FAR})
+# Readings that make no bid for the turn: a remark, or a few words with no bid's word ("Huh." beside "Huh?").
+_NO_BID = _REMARKS | {Heard.UNSURE}
 
 
 def words_of(text: str) -> tuple[str, ...]:
@@ -111,11 +118,11 @@ def heard_as(text: str, avg_logprob: float | None = None, readings: Readings = (
     sure the STT was of its words (mean log-probability; None: unknown, taken as sure) and its other readings
     of the same speech (most likely first)."""
     heard = _heard_as(text, avg_logprob)
-    if heard is not Heard.TURN or avg_logprob is None:
+    if heard is not Heard.TURN or avg_logprob is None or _cued(words_of(text)):
         return heard
-    # Words that take the turn, where the STT was nearly as ready to hear a listener's remark: not yet a bid.
+    # Words with no bid's word, where the STT was nearly as ready to hear a remark or fewer words: not yet a bid.
     close = (reading for reading, logprob in readings if avg_logprob - logprob <= READING_MARGIN)
-    return Heard.UNSURE if any(_heard_as(reading, None) in _REMARKS for reading in close) else heard
+    return Heard.UNSURE if any(_heard_as(reading, None) in _NO_BID for reading in close) else heard
 
 
 def reread(remark: tuple[str, ...] | None, text: str, heard: Heard) -> Heard:
@@ -137,6 +144,11 @@ def _once_each(words: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(w for i, w in enumerate(words) if i == 0 or words[i - 1] != w)
 
 
+def _cued(words: tuple[str, ...]) -> bool:
+    """Whether ``words`` hold a bid's word (past a first word that may be a filler: "I'm wait." is a bid)."""
+    return bool(TURN_CUES.intersection(words[1:] if words[:1] and words[0] in FILLER_SPELLINGS else words))
+
+
 def _starts_phrase(words: tuple[str, ...]) -> bool:
     return any(words[:n] in LISTENER_PHRASES for n in (3, 2, 1))
 
@@ -145,6 +157,15 @@ def _heard_as(text: str, avg_logprob: float | None) -> Heard:
     # A laugh is no word; a hum ("mhm", "hmmm") is a listener's, however Whisper spells it.
     words = _once_each(tuple("hm" if _HUM.match(w) else w for w in words_of(text)
                              if not _LAUGH.match(w) and ((w,) in LISTENER_PHRASES or not _BABBLE.match(w))))
+    heard = _classify(words, "?" in text, avg_logprob)
+    if heard is not Heard.TURN or not words or words[0] not in FILLER_SPELLINGS:
+        return heard
+    # The first word may be a filler Whisper spelled as a word: it is no bid if the rest is none.
+    rest = _classify(words[1:], "?" in text, avg_logprob) if len(words) > 1 else Heard.LISTENER_SO_FAR
+    return Heard.UNSURE if rest in (Heard.LISTENER, Heard.UNSURE, Heard.NOTHING) else rest
+
+
+def _classify(words: tuple[str, ...], question: bool, avg_logprob: float | None) -> Heard:
     if not words:
         return Heard.NOTHING
     if len(words) > MAX_REMARK_WORDS:
@@ -161,7 +182,7 @@ def _heard_as(text: str, avg_logprob: float | None) -> Heard:
             if words[at:] in _STARTS:
                 return Heard.LISTENER_SO_FAR
             unsure = avg_logprob is not None and avg_logprob < UNSURE_LOGPROB and len(words) <= UNSURE_MAX_WORDS
-            uncued = len(set(words)) <= FEW_WORDS and "?" not in text and not TURN_CUES.intersection(words)
+            uncued = len(set(words)) <= FEW_WORDS and not question and not TURN_CUES.intersection(words)
             return Heard.UNSURE if unsure or uncued else Heard.TURN
         at += step
     return Heard.LISTENER
