@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package, not an installed one
 from speech_to_speech.realtime.service import realtime_service
 
 PACKAGE = Path(realtime_service.__file__).parents[1]  # speech_to_speech/realtime
