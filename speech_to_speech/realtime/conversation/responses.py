@@ -95,6 +95,10 @@ class Responses:
         self._heard_language: str | None = None
         self._adopted: list[Any] = []  # held output of an adopted speculation, now the response's, not yet taken
 
+    def continue_conversation(self, conversation_id: str) -> None:
+        """Responses go on in the conversation ``conversation_id`` (a session taken over from another replica)."""
+        self.conversation_id = conversation_id
+
     def heard(self, language: str | None) -> None:
         """The STT heard the user's words in ``language`` (None: it did not say): the reply's, unless the
         session chose one."""

@@ -198,6 +198,12 @@ class RealtimeService:
         self.emit(session_created(session, attachment))
         self.tools.session_changed()  # the server's own MCP servers (--mcp_server) are listed at once
 
+    def restore_session(self, session: dict[str, Any], last_client_event_id: str | None) -> None:
+        """Become the session a store kept (sessions/restore.py): its session object, and the last client event
+        it took."""
+        self.unit.config.replace(self.state.restore(session))
+        self.last_client_event_id = last_client_event_id
+
     async def aclose(self) -> None:
         """The session ended: its MCP connections close (a local server's process exits), calls stop."""
         await self.tools.aclose()
