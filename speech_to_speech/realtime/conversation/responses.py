@@ -16,7 +16,7 @@ nothing here calls back up.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -66,14 +66,21 @@ class ServerTools(Protocol):
     def finished(self) -> None: ...
 
 
+class ResponseListener(Protocol):
+    """Told what became of the session's responses beside the events the client gets (the server's metrics)."""
+
+    def response_finished(self, status: str, marks: Mapping[str, float]) -> None: ...
+
+    def reply_taken_back(self) -> None: ...
+
+
 class Responses:
     """One session's active response and the rules for opening, submitting and finishing it."""
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
                  config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
                  speculations: SpeculationSlot, playback: Playback, audio: WireAudio,
-                 emit: Callable[[ServerEvent], None],
-                 on_finished: Callable[[str, dict[str, float]], None] | None = None) -> None:
+                 emit: Callable[[ServerEvent], None]) -> None:
         self._unit = unit
         self._settings = settings
         self._state = state
@@ -86,7 +93,7 @@ class Responses:
         # Tool call ids that completed answers took in (the duplicate follow-up extension).
         self._tool_results = ToolResultLedger()
         self._emit = emit
-        self._on_finished = on_finished
+        self._listeners: list[ResponseListener] = []
         self.conversation_id = ids.new_id("conv")
         self.active: ResponseState | None = None
         self.last: ResponseState | None = None  # the last to finish, unless it failed
@@ -94,6 +101,10 @@ class Responses:
         # The language the STT heard the user's last words in: the reply's, unless the session chose one.
         self._heard_language: str | None = None
         self._adopted: list[Any] = []  # held output of an adopted speculation, now the response's, not yet taken
+
+    def listen(self, listener: ResponseListener) -> None:
+        """``listener`` is told from now on how each response ends and each reply taken back."""
+        self._listeners.append(listener)
 
     def continue_conversation(self, conversation_id: str) -> None:
         """Responses go on in the conversation ``conversation_id`` (a session taken over from another replica)."""
@@ -300,8 +311,8 @@ class Responses:
         for event in response.finish(status, reason, error):
             self._emit(event)
         self._playback.response_ended(response.id)
-        if self._on_finished is not None:
-            self._on_finished(status, response.marks)
+        for listener in self._listeners:
+            listener.response_finished(status, response.marks)
         if status in ("incomplete", "failed"):
             self._conversation.exclude([item["id"] for item in response.output])
         if self.tools is not None:
@@ -330,6 +341,8 @@ class Responses:
         for item in response.output:
             if self._conversation.withdraw(item["id"]):
                 self._emit(conversation_item_deleted(item["id"]))
+        for listener in self._listeners:
+            listener.reply_taken_back()
 
     def clear_playback(self, *, requested: bool = False) -> None:
         """Drop unplayed audio from the media track (if any); its items are cut at what was played."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -39,7 +39,7 @@ from speech_to_speech.realtime.conversation.overlap import OverlapGate
 from speech_to_speech.realtime.conversation.overlap_judge import OverlapJudge
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.response import ResponseState
-from speech_to_speech.realtime.conversation.responses import Responses
+from speech_to_speech.realtime.conversation.responses import ResponseListener, Responses
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
 from speech_to_speech.realtime.conversation.take_back import TakeBack
 from speech_to_speech.realtime.conversation.user_input import UserInput
@@ -70,6 +70,14 @@ def stamping(send: Callable[[ServerEvent], None]) -> Callable[[ServerEvent], Non
     return emit
 
 
+class SessionMetrics(ResponseListener, Protocol):
+    """What the server counts of a session (realtime/metrics.py): it listens to the parts that know it."""
+
+    def turn_decided(self, decision: TurnDecision) -> None: ...
+
+    def echo_cancelled(self, audio_s: float, cpu_s: float) -> None: ...
+
+
 class RealtimeService:
     def __init__(
         self,
@@ -80,15 +88,11 @@ class RealtimeService:
         media: MediaTrack | None = None,
         validate_language: Callable[[str | None, str | None], str | None] | None = None,
         session_control: SessionControl | None = None,
-        on_response_finished: Callable[[str, dict[str, float]], None] | None = None,
-        on_turn_decision: Callable[[TurnDecision], None] | None = None,
-        on_reply_taken_back: Callable[[], None] | None = None,
-        on_echo_cancelled: Callable[[float, float], None] | None = None,
+        metrics: SessionMetrics | None = None,
     ) -> None:
         """``session_control``: the live session around this service (heartbeat, event_ack, close); None: not
-        served. ``on_response_finished`` (status, its monotonic stage marks), ``on_turn_decision`` (each
-        decision of the turn detector), ``on_reply_taken_back`` and ``on_echo_cancelled`` (seconds of
-        microphone audio, CPU seconds): the server's metrics."""
+        served. ``metrics``: the server's, told how responses end, replies taken back, the turn detector's
+        decisions and the echo canceller's work."""
         self.unit = unit
         self.settings = settings
         self.emit = emit = stamping(send)
@@ -114,7 +118,7 @@ class RealtimeService:
         self.audio = audio = WireAudio(lambda: state.input_format, lambda: state.output_format)
         self.echo = echo = SessionEcho(lambda: echo_cancellation_available() and media is None and (
             settings.vad.echo_cancellation == "server" or config().has_extension(ECHO_CANCELLATION_EXTENSION)),
-            on_cancelled=on_echo_cancelled)
+            on_cancelled=metrics.echo_cancelled if metrics is not None else None)
         # What the user heard of each assistant item; with a media track, also what it played. The one place
         # told where the client's speaker is: the echo canceller follows it.
         self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy,
@@ -128,7 +132,7 @@ class RealtimeService:
         self.responses = responses = Responses(
             unit, settings, state, config, conversation=conversation, user_input=user_input,
             speculations=speculations, playback=playback, audio=audio,
-            emit=emit, on_finished=on_response_finished)
+            emit=emit)
         # The tools the server runs itself (MCP servers) and the preamble while a reply waits.
         self.tools = tools = SessionTools(unit, settings, state, config, conversation=conversation,
                                           user_input=user_input, responses=responses, emit=emit,
@@ -142,9 +146,7 @@ class RealtimeService:
                                       validate_language=validate_language)
         turns = TurnEvents(unit, config, conversation=conversation, user_input=user_input,
                            responses=responses, speculations=speculations, overlap=overlap,
-                           take_back=TakeBack(responses, settings.turns.take_back_within_ms, on_reply_taken_back),
-                           emit=emit,
-                           on_turn_decision=on_turn_decision)
+                           take_back=TakeBack(responses, settings.turns.take_back_within_ms), emit=emit)
         output = ResponseEvents(responses, config, conversation=conversation, user_input=user_input,
                                 playback=playback, audio=audio, overlap=overlap, emit=emit,
                                 stage_errors=stage_errors, tools=tools)
@@ -162,6 +164,9 @@ class RealtimeService:
             updates=self.updates, playback=playback,
             event_limits=self.event_limits, audio_in_events=self.audio_in_events, session_control=session_control,
             emit=emit, tools=tools)
+        if metrics is not None:
+            responses.listen(metrics)
+            self.pipeline_events.listen(TurnDecision, metrics.turn_decided)
 
     @property
     def config(self) -> RuntimeConfig:

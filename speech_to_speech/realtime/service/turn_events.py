@@ -56,8 +56,7 @@ class TurnEvents:
     def __init__(self, unit: PipelineUnit, config: Callable[[], RuntimeConfig], *,
                  conversation: Conversation, user_input: UserInput, responses: Responses,
                  speculations: SpeculationSlot, overlap: OverlapGate, take_back: TakeBack,
-                 emit: Callable[[ServerEvent], None],
-                 on_turn_decision: Callable[[TurnDecision], None] | None = None) -> None:
+                 emit: Callable[[ServerEvent], None]) -> None:
         self._unit = unit
         self._config = config
         self._conversation = conversation
@@ -67,7 +66,6 @@ class TurnEvents:
         self._overlap = overlap
         self._take_back = take_back
         self._emit = emit
-        self._on_turn_decision = on_turn_decision
         self._turn_decision: TurnDecision | None = None  # how the detector ended the last turn
 
     # ------------------------------------------------------------ speech
@@ -96,8 +94,6 @@ class TurnEvents:
         self._overlap.settle()
 
     def turn_decided(self, item: TurnDecision) -> None:
-        if self._on_turn_decision is not None:
-            self._on_turn_decision(item)
         if item.outcome != "unfinished":  # it ended the turn: the SpeechStopped that follows is its
             self._turn_decision = item
 
