@@ -49,7 +49,8 @@ from speech_to_speech.units.unit import PipelineUnit
 
 
 class ServerTools(Protocol):
-    """What a response asks of the tools the server runs itself (realtime/tools/), given after construction."""
+    """What a response asks of the tools the server runs itself (realtime/tools/). They are built on the
+    responses they act on and plug themselves in (:meth:`Responses.attach_tools`): nothing here names them."""
 
     def ready(self, specs: tuple[McpServerSpec, ...]) -> bool: ...
 
@@ -97,10 +98,14 @@ class Responses:
         self.conversation_id = ids.new_id("conv")
         self.active: ResponseState | None = None
         self.last: ResponseState | None = None  # the last to finish, unless it failed
-        self.tools: ServerTools | None = None  # MCP servers and preambles (realtime/tools/), once built
+        self._tools: ServerTools | None = None  # MCP servers and preambles (realtime/tools/), once attached
         # The language the STT heard the user's last words in: the reply's, unless the session chose one.
         self._heard_language: str | None = None
         self._adopted: list[Any] = []  # held output of an adopted speculation, now the response's, not yet taken
+
+    def attach_tools(self, tools: ServerTools) -> None:
+        """The tools the server runs itself take part in responses from now on (they attach themselves)."""
+        self._tools = tools
 
     def listen(self, listener: ResponseListener) -> None:
         """``listener`` is told from now on how each response ends and each reply taken back."""
@@ -174,8 +179,8 @@ class Responses:
         response = self.active
         if response is None or response.submitted or self._input.pending_transcriptions:
             return
-        if self.tools is not None and (self.tools.holds_submit(response)
-                                       or not self.tools.ready(self.mcp_specs(response.options))):
+        if self._tools is not None and (self._tools.holds_submit(response)
+                                       or not self._tools.ready(self.mcp_specs(response.options))):
             return  # its MCP servers are still being listed, or it runs an approved call first
         speculation = self._speculations.take(response.id)
         turn = self._conversation.get(response.turn_item_id) if response.turn_item_id else None
@@ -215,7 +220,7 @@ class Responses:
             return  # reading ahead is off (--prefill_during_speech false)
         if self.active is not None or self._speculations.current is not None:
             return
-        if self.tools is not None and not self.tools.ready(self.mcp_specs({})):
+        if self._tools is not None and not self._tools.ready(self.mcp_specs({})):
             return  # its MCP servers are still being listed: read once they are
         request = self.request("prefill", self._unit.cancel_scope.generation, {}, self.history())
         if request.tools:  # without, the prompt is short, and reading it would only evict a longer one
@@ -241,8 +246,8 @@ class Responses:
 
     def _watch(self, response: ResponseState) -> None:
         """The model now works on ``response``: its wait for a first word is watched (the preamble timer)."""
-        if self.tools is not None:
-            self.tools.submitted(response)
+        if self._tools is not None:
+            self._tools.submitted(response)
 
     def _adopt(self, response: ResponseState, speculation: Speculation) -> None:
         """The turn asked what the speculation asked: its (held) output is this response's."""
@@ -263,11 +268,11 @@ class Responses:
         max_tokens = options.get("max_output_tokens", config.max_output_tokens)
         tools = tuple(options.get("tools", config.tools))
         preamble = None
-        if self.tools is not None:
+        if self._tools is not None:
             taken = {str(tool.get("name")) for tool in tools}
-            tools += tuple(self.tools.function_tools(self.mcp_specs(options), taken))
+            tools += tuple(self._tools.function_tools(self.mcp_specs(options), taken))
             # The same for a speculation and the turn's own request, which may then adopt it.
-            preamble = self.tools.preamble(len(history)) if first else None
+            preamble = self._tools.preamble(len(history)) if first else None
         return GenerateResponseRequest(
             response_id=response_id,
             generation=generation,
@@ -292,8 +297,8 @@ class Responses:
         response = self.active
         if response is None:
             return
-        if self.tools is not None:
-            self.tools.finishing(response, status, reason)  # its running calls' last events, inside it
+        if self._tools is not None:
+            self._tools.finishing(response, status, reason)  # its running calls' last events, inside it
         self.active = None
         self.last = response if status != "failed" else None
         self._speculations.cancel(self._speculations.take(response.id))
@@ -315,8 +320,8 @@ class Responses:
             listener.response_finished(status, response.marks)
         if status in ("incomplete", "failed"):
             self._conversation.exclude([item["id"] for item in response.output])
-        if self.tools is not None:
-            self.tools.finished()
+        if self._tools is not None:
+            self._tools.finished()
 
     def _end_output_audio(self, response: ResponseState, status: str) -> None:
         """The resampler's held-back tail ends this response (dropped if cancelled), never the next."""

@@ -137,7 +137,6 @@ class RealtimeService:
         self.tools = tools = SessionTools(unit, settings, state, config, conversation=conversation,
                                           user_input=user_input, responses=responses, emit=emit,
                                           on_listed=lambda: self.pipeline_events.dispatch_adopted())
-        responses.tools = tools
         # What speech over the assistant does (overlap_policy).
         self.overlap = overlap = OverlapGate(responses, state, config, playback=playback,
                                              conversation=conversation, emit=emit,
