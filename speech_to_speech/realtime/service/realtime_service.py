@@ -25,7 +25,6 @@ import numpy as np
 
 from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
 from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import ECHO_CANCELLATION_EXTENSION
@@ -124,8 +123,7 @@ class RealtimeService:
         self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy,
                                             listener=echo)
         stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
-        self.speculations = speculations = SpeculationSlot(
-            unit.cancel_scope, announce=unit.report_reply_ready if unit.detects_turns else None)
+        self.speculations = speculations = SpeculationSlot(unit.cancel_scope, vad=unit)
         self.user_input = user_input = UserInput(
             unit, settings, config, conversation=conversation, speculations=speculations, audio=audio, echo=echo,
             media=media, emit=emit, stage_errors=stage_errors)
@@ -143,19 +141,15 @@ class RealtimeService:
                                              going_on_ms=settings.turns.take_back_within_ms)
         self.updates = SessionUpdates(unit, state, responses=responses, speculations=speculations,
                                       validate_language=validate_language)
-        turns = TurnEvents(unit, config, conversation=conversation, user_input=user_input,
+        turns = TurnEvents(config, conversation=conversation, user_input=user_input,
                            responses=responses, speculations=speculations, overlap=overlap,
                            take_back=TakeBack(responses, settings.turns.take_back_within_ms), emit=emit)
         output = ResponseEvents(responses, config, conversation=conversation, user_input=user_input,
                                 playback=playback, audio=audio, overlap=overlap, emit=emit,
                                 stage_errors=stage_errors, tools=tools)
-        def pause_words(words: SpeculativeTranscript) -> None:
-            unit.report_words(words)
-            speculations.heard(words)  # no reply is made for held speech: the VAD need not wait for one
-
         judge = OverlapJudge(overlap, cap_ms=lambda: int(state.session.get(
             "overlap_barge_in_ms", OVERLAP_DEFAULTS["overlap_barge_in_ms"])), probe=unit.probe_speech,
-            pause_words=pause_words)
+            pause_words=speculations.held_pause)
         self.pipeline_events = PipelineEvents(turns, output, responses=responses, speculations=speculations,
                                               overlap_judge=judge)
         self._client_events = EventTarget(

@@ -47,17 +47,15 @@ from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot, same_words
 from speech_to_speech.realtime.conversation.take_back import TakeBack
 from speech_to_speech.realtime.conversation.user_input import UserInput
-from speech_to_speech.units.unit import PipelineUnit
 
 
 class TurnEvents:
     """The user-side pipeline items of one session, each turned into its events (runs on the event loop)."""
 
-    def __init__(self, unit: PipelineUnit, config: Callable[[], RuntimeConfig], *,
+    def __init__(self, config: Callable[[], RuntimeConfig], *,
                  conversation: Conversation, user_input: UserInput, responses: Responses,
                  speculations: SpeculationSlot, overlap: OverlapGate, take_back: TakeBack,
                  emit: Callable[[ServerEvent], None]) -> None:
-        self._unit = unit
         self._config = config
         self._conversation = conversation
         self._input = user_input
@@ -161,7 +159,7 @@ class TurnEvents:
 
     def speculate(self, item: SpeculativeTranscript) -> None:
         """Start answering the words so far, held off the wire until the turn ends (see speculation)."""
-        self._unit.report_words(item)  # the turn detector weighs the words of the pause
+        self._speculations.pause_words(item)  # the turn detector weighs the words of the pause
         self._start_speculation(item)
         self._speculations.heard(item)  # no reply in the making for these words: the VAD need not wait
 
