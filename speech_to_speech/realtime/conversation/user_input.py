@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
+from typing import Any
 
 import numpy as np
 
@@ -78,13 +79,14 @@ class UserInput:
         self._speaking = False
         self._uncommitted_samples = 0
 
-    def transcribed(self, item_id: str) -> bool:
-        """The turn ``item_id`` has its transcript: it no longer waits. True if its transcription was reported
-        failed (``transcription.failed``) on the way."""
-        self._pending.discard(item_id)
+    def transcribed(self, item_id: str, transcript: str) -> tuple[dict[str, Any] | None, bool]:
+        """The turn ``item_id`` has its ``transcript``: it no longer waits, and its item holds it. The item (None:
+        the client deleted it meanwhile), and whether its transcription was reported failed
+        (``transcription.failed``) on the way."""
+        self._pending.discard(item_id)  # first: nothing may leave the turn pending
         failed = item_id in self._failed
         self._failed.discard(item_id)
-        return failed
+        return self._conversation.transcribed(item_id, transcript), failed
 
     def transcription_failed(self, item_id: str) -> bool:
         """The STT failed on ``item_id``: True (it is to be reported failed) if it is a turn waiting for its
@@ -133,6 +135,14 @@ class UserInput:
         self._audio.reset_input()  # what it held belongs to the cleared audio
         self._unit.clear_input()
         self._emit(input_audio_buffer_cleared())
+
+    def committed(self, item_id: str) -> bool:
+        """The pipeline ended the turn ``item_id`` (the VAD, or the STT's transcript of it): it joins the
+        conversation unless it is there already. True if it joined now."""
+        if item_id in self._conversation:
+            return False
+        self.commit_user_audio(item_id)
+        return True
 
     def commit_user_audio(self, item_id: str) -> None:
         """Add the user turn ``item_id`` to the conversation; it waits for its transcript."""

@@ -141,7 +141,7 @@ class RealtimeService:
                                              going_on_ms=settings.turns.take_back_within_ms)
         self.updates = SessionUpdates(unit, state, responses=responses, speculations=speculations,
                                       validate_language=validate_language)
-        turns = TurnEvents(config, conversation=conversation, user_input=user_input,
+        turns = TurnEvents(config, user_input=user_input,
                            responses=responses, speculations=speculations, overlap=overlap,
                            take_back=TakeBack(responses, settings.turns.take_back_within_ms), emit=emit)
         output = ResponseEvents(responses, config, conversation=conversation, user_input=user_input,
