@@ -37,7 +37,7 @@ from speech_to_speech.protocol.server_events.session import error_event
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.history import Conversation, item_text
 from speech_to_speech.realtime.conversation.playback import Playback
-from speech_to_speech.realtime.conversation.response import ResponseState
+from speech_to_speech.realtime.conversation.response import OpenMessage, ResponseState
 from speech_to_speech.realtime.conversation.response_metadata import finished_metadata
 from speech_to_speech.realtime.conversation.speculation import Speculation, SpeculationSlot
 from speech_to_speech.realtime.conversation.user_input import UserInput
@@ -322,6 +322,23 @@ class Responses:
             self._conversation.exclude([item["id"] for item in response.output])
         if self._tools is not None:
             self._tools.finished()
+
+    def open_message(self, response: ResponseState) -> OpenMessage:
+        """``response``'s message, opened (its events sent, and in the conversation) if it was not yet."""
+        message, events = response.open_message(self._conversation.last_id)
+        if events and response.in_conversation:
+            self._conversation.add(message.item)
+        for event in events:
+            self._emit(event)
+        return message
+
+    def function_call(self, response: ResponseState, call_id: str, name: str, arguments: str) -> None:
+        """The model called the client's function ``name``: an item of ``response`` (and of the conversation)."""
+        call, events = response.function_call(call_id, name, arguments, self._conversation.last_id)
+        if response.in_conversation:
+            self._conversation.add(call)
+        for event in events:
+            self._emit(event)
 
     def _end_output_audio(self, response: ResponseState, status: str) -> None:
         """The resampler's held-back tail ends this response (dropped if cancelled), never the next."""

@@ -144,7 +144,7 @@ class RealtimeService:
         turns = TurnEvents(config, user_input=user_input,
                            responses=responses, speculations=speculations, overlap=overlap,
                            take_back=TakeBack(responses, settings.turns.take_back_within_ms), emit=emit)
-        output = ResponseEvents(responses, config, conversation=conversation, user_input=user_input,
+        output = ResponseEvents(responses, config, user_input=user_input,
                                 playback=playback, audio=audio, overlap=overlap, emit=emit,
                                 stage_errors=stage_errors, tools=tools)
         judge = OverlapJudge(overlap, cap_ms=lambda: int(state.session.get(
