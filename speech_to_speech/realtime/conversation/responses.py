@@ -132,6 +132,12 @@ class Responses:
         """The MCP servers a response may call: its own ``tools``' when ``response.create`` gave some."""
         return tuple(options["mcp"]) if "mcp" in options else self._state.mcp_servers
 
+    def reconfigured(self) -> None:
+        """The session's config changed: a speculation that no automatic response will take over stops."""
+        td = self._config().turn_detection
+        if self.active is None and (td is None or not td.create_response):
+            self._speculations.drop()
+
     def start(self, options: dict[str, Any], turn_item_id: str | None = None) -> None:
         """Open a response (response.created); it is submitted once its input is transcribed."""
         self.open(options, turn_item_id)

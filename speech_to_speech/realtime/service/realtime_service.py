@@ -139,8 +139,7 @@ class RealtimeService:
         self.overlap = overlap = OverlapGate(responses, state, config, playback=playback,
                                              conversation=conversation, emit=emit,
                                              going_on_ms=settings.turns.take_back_within_ms)
-        self.updates = SessionUpdates(unit, state, responses=responses, speculations=speculations,
-                                      validate_language=validate_language)
+        self.updates = SessionUpdates(unit, state, responses=responses, validate_language=validate_language)
         turns = TurnEvents(config, user_input=user_input,
                            responses=responses, speculations=speculations, overlap=overlap,
                            take_back=TakeBack(responses, settings.turns.take_back_within_ms), emit=emit)
