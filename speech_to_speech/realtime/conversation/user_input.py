@@ -25,13 +25,11 @@ from speech_to_speech.protocol import error_codes
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.conversation import conversation_item_added
 from speech_to_speech.protocol.server_events.input_audio import input_audio_buffer_cleared, input_audio_buffer_committed
-from speech_to_speech.realtime.connection.transport import MediaTrack
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.echo import SessionEcho
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.noise import SessionNoise
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
-from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.input_limits import input_refusal
 from speech_to_speech.units.unit import PipelineUnit
@@ -42,7 +40,7 @@ class UserInput:
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, config: Callable[[], RuntimeConfig], *,
                  conversation: Conversation, speculations: SpeculationSlot, audio: WireAudio, echo: SessionEcho,
-                 media: MediaTrack | None, emit: Callable[[ServerEvent], None], stage_errors: errors.Throttle) -> None:
+                 emit: Callable[[ServerEvent], None]) -> None:
         self._unit = unit
         self._settings = settings
         self._config = config
@@ -51,9 +49,7 @@ class UserInput:
         self._audio = audio
         self._echo = echo
         self._noise = SessionNoise(config)  # audio.input.noise_reduction, after the echo is taken out
-        self._media = media
         self._emit = emit
-        self._stage_errors = stage_errors  # a media track's refusals are reported now and then, not each time
         # Changed only by the methods below (the VAD's and the STT's items reach them through TurnEvents).
         self._uncommitted_samples = 0
         self._pending: set[str] = set()  # committed turns whose transcript is not in yet
@@ -106,11 +102,7 @@ class UserInput:
                              samples, manual=self._config().turn_detection is None)
 
     def push(self, samples_16k: np.ndarray) -> None:
-        """16 kHz float32 user audio from any transport (a media track's over the caps is dropped)."""
-        if self._media is not None and (refusal := self.refusal(len(samples_16k))) is not None:
-            if self._stage_errors.due(refusal.code):
-                self._emit(refusal.to_event())
-            return
+        """16 kHz float32 user audio from any transport, already checked against the caps (:meth:`refusal`)."""
         echoed = self._echo.playing
         samples_16k = self._noise.heard(self._echo.heard(samples_16k))
         self._uncommitted_samples += len(samples_16k)

@@ -97,7 +97,6 @@ class RealtimeService:
         self.emit = emit = stamping(send)
         # WebSocket carries audio as events; WebRTC plays it on a media track instead.
         self.media = media
-        self.audio_in_events = media is None
         self.state = state = SessionState.for_server(settings, semantic_turns=unit.detects_turns,
                                                      voices=VoiceCatalog(unit.voices))
         unit.config.replace(state.runtime_config())
@@ -122,11 +121,13 @@ class RealtimeService:
         # told where the client's speaker is: the echo canceller follows it.
         self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy,
                                             listener=echo)
-        stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
+        # Failures that may come with every chunk (a stage's, a media track's audio over the caps) are
+        # reported now and then, not each time.
+        self._stage_errors = stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
         self.speculations = speculations = SpeculationSlot(unit.cancel_scope, vad=unit)
         self.user_input = user_input = UserInput(
             unit, settings, config, conversation=conversation, speculations=speculations, audio=audio, echo=echo,
-            media=media, emit=emit, stage_errors=stage_errors)
+            emit=emit)
         self.responses = responses = Responses(
             unit, settings, state, config, conversation=conversation, user_input=user_input,
             speculations=speculations, playback=playback, audio=audio,
@@ -154,7 +155,7 @@ class RealtimeService:
         self._client_events = EventTarget(
             state=state, conversation=conversation, user_input=user_input, responses=responses,
             updates=self.updates, playback=playback,
-            event_limits=self.event_limits, audio_in_events=self.audio_in_events, session_control=session_control,
+            event_limits=self.event_limits, session_control=session_control,
             emit=emit, tools=tools)
         if metrics is not None:
             responses.listen(metrics)
@@ -227,8 +228,13 @@ class RealtimeService:
         self.tools.session_changed()
 
     def push_input(self, samples_16k: np.ndarray) -> None:
-        """16 kHz float32 user audio from any transport (a media track's over the caps is dropped)."""
+        """16 kHz float32 user audio from any transport (a media track's over the caps is dropped and reported
+        now and then; a WebSocket append was checked as a client event)."""
         self.last_activity = time.monotonic()
+        if self.media is not None and (refusal := self.user_input.refusal(len(samples_16k))) is not None:
+            if self._stage_errors.due(refusal.code):
+                self.emit(refusal.to_event())
+            return
         self.user_input.push(samples_16k)
 
     # ------------------------------------------------------------ pipeline output
