@@ -37,7 +37,7 @@ from speech_to_speech.pipeline.messages.turn_taking import ReplyReady
 from speech_to_speech.pipeline.words import normalize_word
 
 
-class TurnFeedback(Protocol):
+class PauseFeedback(Protocol):
     """Where a pause's words and its reply's readiness go back to the VAD's turn decision (the unit's
     ``vad_input``; a unit whose VAD weighs no turns ignores them)."""
 
@@ -104,7 +104,7 @@ class SpeculationSlot:
     refuses transcripts up to it.
     """
 
-    def __init__(self, cancel_scope: CancelScope, vad: TurnFeedback | None = None) -> None:
+    def __init__(self, cancel_scope: CancelScope, vad: PauseFeedback | None = None) -> None:
         self._scope = cancel_scope
         self._vad = vad  # the one place a pause's words and its reply's readiness go back to the VAD
         self.current: Speculation | None = None
