@@ -10,8 +10,10 @@ input buffer and user turns (conversation/user_input.py), the response's life
 in through :meth:`handle_client_event` (service/client_events.py, which acts on the
 parts, never on the service), pipeline output through
 :meth:`dispatch_pipeline_item`; both run on the event loop thread, so the
-state needs no locks. Every server event leaves through one ``emit``, which
-stamps it. Nothing here awaits: the transport writer drains what is emitted.
+state needs no locks. The server's metrics are not handed to the parts: they
+listen to the ones that know what they count (:class:`SessionMetrics`). Every
+server event leaves through one ``emit``, which stamps it. Nothing here
+awaits: the transport writer drains what is emitted.
 """
 
 from __future__ import annotations
