@@ -22,7 +22,13 @@ WORDS = "What is the capital of Australia?"
 class Slot:
     def __init__(self) -> None:
         self.told: list[ReplyReady] = []
-        self.slot = SpeculationSlot(CancelScope(), announce=self.told.append)
+        self.slot = SpeculationSlot(CancelScope(), vad=self)
+
+    def report_words(self, words: SpeculativeTranscript) -> None:
+        pass  # the words of a pause: what this test watches is the readiness that follows them
+
+    def report_reply_ready(self, ready: ReplyReady) -> None:
+        self.told.append(ready)
 
     def speculate(self, number: int = 1, words: str = WORDS, modalities: tuple[str, ...] = ("audio",)) -> Speculation:
         request = GenerateResponseRequest(f"resp_{number}", 0, (ChatMessage("user", words),),

@@ -129,6 +129,16 @@ class Conversation:
         self.exclude([item_id for item_id in state.excluded if item_id in self._items])
         self._withdrawn.extend(state.withdrawn)
 
+    def lost(self, item_ids: tuple[str, ...] | list[str]) -> None:
+        """The items of a response whose server was lost: out of the history, and the open ones ended
+        ``incomplete``, as a failed response leaves them."""
+        lost = [item_id for item_id in item_ids if item_id in self._items]
+        for item_id in lost:
+            item = self._items[item_id]
+            if item.get("status") == "in_progress":
+                item["status"] = "incomplete"
+        self.exclude(lost)
+
     def input_call_ids(self, history: tuple[ChatMessage, ...]) -> tuple[str, ...]:
         return tuple(m.tool_call_id for m in history if m.role == "tool" and m.tool_call_id)
 

@@ -16,7 +16,7 @@ nothing here calls back up.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -37,7 +37,7 @@ from speech_to_speech.protocol.server_events.session import error_event
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.history import Conversation, item_text
 from speech_to_speech.realtime.conversation.playback import Playback
-from speech_to_speech.realtime.conversation.response import ResponseState
+from speech_to_speech.realtime.conversation.response import OpenMessage, ResponseState
 from speech_to_speech.realtime.conversation.response_metadata import finished_metadata
 from speech_to_speech.realtime.conversation.speculation import Speculation, SpeculationSlot
 from speech_to_speech.realtime.conversation.user_input import UserInput
@@ -49,7 +49,8 @@ from speech_to_speech.units.unit import PipelineUnit
 
 
 class ServerTools(Protocol):
-    """What a response asks of the tools the server runs itself (realtime/tools/), given after construction."""
+    """What a response asks of the tools the server runs itself (realtime/tools/). They are built on the
+    responses they act on and plug themselves in (:meth:`Responses.attach_tools`): nothing here names them."""
 
     def ready(self, specs: tuple[McpServerSpec, ...]) -> bool: ...
 
@@ -66,14 +67,21 @@ class ServerTools(Protocol):
     def finished(self) -> None: ...
 
 
+class ResponseListener(Protocol):
+    """Told what became of the session's responses beside the events the client gets (the server's metrics)."""
+
+    def response_finished(self, status: str, marks: Mapping[str, float]) -> None: ...
+
+    def reply_taken_back(self) -> None: ...
+
+
 class Responses:
     """One session's active response and the rules for opening, submitting and finishing it."""
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
                  config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
                  speculations: SpeculationSlot, playback: Playback, audio: WireAudio,
-                 emit: Callable[[ServerEvent], None],
-                 on_finished: Callable[[str, dict[str, float]], None] | None = None) -> None:
+                 emit: Callable[[ServerEvent], None]) -> None:
         self._unit = unit
         self._settings = settings
         self._state = state
@@ -86,14 +94,26 @@ class Responses:
         # Tool call ids that completed answers took in (the duplicate follow-up extension).
         self._tool_results = ToolResultLedger()
         self._emit = emit
-        self._on_finished = on_finished
+        self._listeners: list[ResponseListener] = []
         self.conversation_id = ids.new_id("conv")
         self.active: ResponseState | None = None
         self.last: ResponseState | None = None  # the last to finish, unless it failed
-        self.tools: ServerTools | None = None  # MCP servers and preambles (realtime/tools/), once built
+        self._tools: ServerTools | None = None  # MCP servers and preambles (realtime/tools/), once attached
         # The language the STT heard the user's last words in: the reply's, unless the session chose one.
         self._heard_language: str | None = None
         self._adopted: list[Any] = []  # held output of an adopted speculation, now the response's, not yet taken
+
+    def attach_tools(self, tools: ServerTools) -> None:
+        """The tools the server runs itself take part in responses from now on (they attach themselves)."""
+        self._tools = tools
+
+    def listen(self, listener: ResponseListener) -> None:
+        """``listener`` is told from now on how each response ends and each reply taken back."""
+        self._listeners.append(listener)
+
+    def continue_conversation(self, conversation_id: str) -> None:
+        """Responses go on in the conversation ``conversation_id`` (a session taken over from another replica)."""
+        self.conversation_id = conversation_id
 
     def heard(self, language: str | None) -> None:
         """The STT heard the user's words in ``language`` (None: it did not say): the reply's, unless the
@@ -111,6 +131,12 @@ class Responses:
     def mcp_specs(self, options: dict[str, Any]) -> tuple[McpServerSpec, ...]:
         """The MCP servers a response may call: its own ``tools``' when ``response.create`` gave some."""
         return tuple(options["mcp"]) if "mcp" in options else self._state.mcp_servers
+
+    def reconfigured(self) -> None:
+        """The session's config changed: a speculation that no automatic response will take over stops."""
+        td = self._config().turn_detection
+        if self.active is None and (td is None or not td.create_response):
+            self._speculations.drop()
 
     def start(self, options: dict[str, Any], turn_item_id: str | None = None) -> None:
         """Open a response (response.created); it is submitted once its input is transcribed."""
@@ -159,8 +185,8 @@ class Responses:
         response = self.active
         if response is None or response.submitted or self._input.pending_transcriptions:
             return
-        if self.tools is not None and (self.tools.holds_submit(response)
-                                       or not self.tools.ready(self.mcp_specs(response.options))):
+        if self._tools is not None and (self._tools.holds_submit(response)
+                                       or not self._tools.ready(self.mcp_specs(response.options))):
             return  # its MCP servers are still being listed, or it runs an approved call first
         speculation = self._speculations.take(response.id)
         turn = self._conversation.get(response.turn_item_id) if response.turn_item_id else None
@@ -200,7 +226,7 @@ class Responses:
             return  # reading ahead is off (--prefill_during_speech false)
         if self.active is not None or self._speculations.current is not None:
             return
-        if self.tools is not None and not self.tools.ready(self.mcp_specs({})):
+        if self._tools is not None and not self._tools.ready(self.mcp_specs({})):
             return  # its MCP servers are still being listed: read once they are
         request = self.request("prefill", self._unit.cancel_scope.generation, {}, self.history())
         if request.tools:  # without, the prompt is short, and reading it would only evict a longer one
@@ -226,8 +252,8 @@ class Responses:
 
     def _watch(self, response: ResponseState) -> None:
         """The model now works on ``response``: its wait for a first word is watched (the preamble timer)."""
-        if self.tools is not None:
-            self.tools.submitted(response)
+        if self._tools is not None:
+            self._tools.submitted(response)
 
     def _adopt(self, response: ResponseState, speculation: Speculation) -> None:
         """The turn asked what the speculation asked: its (held) output is this response's."""
@@ -248,11 +274,11 @@ class Responses:
         max_tokens = options.get("max_output_tokens", config.max_output_tokens)
         tools = tuple(options.get("tools", config.tools))
         preamble = None
-        if self.tools is not None:
+        if self._tools is not None:
             taken = {str(tool.get("name")) for tool in tools}
-            tools += tuple(self.tools.function_tools(self.mcp_specs(options), taken))
+            tools += tuple(self._tools.function_tools(self.mcp_specs(options), taken))
             # The same for a speculation and the turn's own request, which may then adopt it.
-            preamble = self.tools.preamble(len(history)) if first else None
+            preamble = self._tools.preamble(len(history)) if first else None
         return GenerateResponseRequest(
             response_id=response_id,
             generation=generation,
@@ -277,8 +303,8 @@ class Responses:
         response = self.active
         if response is None:
             return
-        if self.tools is not None:
-            self.tools.finishing(response, status, reason)  # its running calls' last events, inside it
+        if self._tools is not None:
+            self._tools.finishing(response, status, reason)  # its running calls' last events, inside it
         self.active = None
         self.last = response if status != "failed" else None
         self._speculations.cancel(self._speculations.take(response.id))
@@ -296,12 +322,29 @@ class Responses:
         for event in response.finish(status, reason, error):
             self._emit(event)
         self._playback.response_ended(response.id)
-        if self._on_finished is not None:
-            self._on_finished(status, response.marks)
+        for listener in self._listeners:
+            listener.response_finished(status, response.marks)
         if status in ("incomplete", "failed"):
             self._conversation.exclude([item["id"] for item in response.output])
-        if self.tools is not None:
-            self.tools.finished()
+        if self._tools is not None:
+            self._tools.finished()
+
+    def open_message(self, response: ResponseState) -> OpenMessage:
+        """``response``'s message, opened (its events sent, and in the conversation) if it was not yet."""
+        message, events = response.open_message(self._conversation.last_id)
+        if events and response.in_conversation:
+            self._conversation.add(message.item)
+        for event in events:
+            self._emit(event)
+        return message
+
+    def function_call(self, response: ResponseState, call_id: str, name: str, arguments: str) -> None:
+        """The model called the client's function ``name``: an item of ``response`` (and of the conversation)."""
+        call, events = response.function_call(call_id, name, arguments, self._conversation.last_id)
+        if response.in_conversation:
+            self._conversation.add(call)
+        for event in events:
+            self._emit(event)
 
     def _end_output_audio(self, response: ResponseState, status: str) -> None:
         """The resampler's held-back tail ends this response (dropped if cancelled), never the next."""
@@ -326,6 +369,8 @@ class Responses:
         for item in response.output:
             if self._conversation.withdraw(item["id"]):
                 self._emit(conversation_item_deleted(item["id"]))
+        for listener in self._listeners:
+            listener.reply_taken_back()
 
     def clear_playback(self, *, requested: bool = False) -> None:
         """Drop unplayed audio from the media track (if any); its items are cut at what was played."""

@@ -16,7 +16,7 @@ touching anything else.
 
 Under ``semantic_vad`` the VAD ends a turn judged finished only once the
 reply to the pause's words is ready to play: the slot tells it (``ReplyReady``
-through ``announce``) when the speculation's first audio is held, when it
+through its ``vad``) when the speculation's first audio is held, when it
 ends without audio, when it is dropped, or when no speculation answers the
 words at all, so the VAD never waits for a reply that will not come.
 """
@@ -24,9 +24,8 @@ words at all, so the VAD never waits for a reply that will not come.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.messages.control import StageError
@@ -36,6 +35,15 @@ from speech_to_speech.pipeline.messages.speech_output import AudioOutput, Transc
 from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
 from speech_to_speech.pipeline.messages.turn_taking import ReplyReady
 from speech_to_speech.pipeline.words import normalize_word
+
+
+class PauseFeedback(Protocol):
+    """Where a pause's words and its reply's readiness go back to the VAD's turn decision (the unit's
+    ``vad_input``; a unit whose VAD weighs no turns ignores them)."""
+
+    def report_words(self, words: SpeculativeTranscript) -> None: ...
+
+    def report_reply_ready(self, ready: ReplyReady) -> None: ...
 
 
 @dataclass
@@ -96,9 +104,9 @@ class SpeculationSlot:
     refuses transcripts up to it.
     """
 
-    def __init__(self, cancel_scope: CancelScope, announce: Callable[[ReplyReady], None] | None = None) -> None:
+    def __init__(self, cancel_scope: CancelScope, vad: PauseFeedback | None = None) -> None:
         self._scope = cancel_scope
-        self._announce = announce  # to the VAD, when it weighs turns (see ReplyReady)
+        self._vad = vad  # the one place a pause's words and its reply's readiness go back to the VAD
         self.current: Speculation | None = None
         self._voided: tuple[str | None, int] = (None, 0)
 
@@ -146,6 +154,17 @@ class SpeculationSlot:
             self._ready(current)
         return True
 
+    def pause_words(self, transcript: SpeculativeTranscript) -> None:
+        """A pause's words, for the VAD's turn decision to weigh (told before anything answers them)."""
+        if self._vad is not None:
+            self._vad.report_words(transcript)
+
+    def held_pause(self, transcript: SpeculativeTranscript) -> None:
+        """A pause's words in speech held over the answer (conversation/overlap_judge.py): the VAD weighs them,
+        and no reply is made for them, so it need not wait for one."""
+        self.pause_words(transcript)
+        self.heard(transcript)
+
     def heard(self, transcript: SpeculativeTranscript) -> None:
         """The service is done with a pause's words: say now if no reply to them is in the making.
 
@@ -169,5 +188,5 @@ class SpeculationSlot:
             self._post(speculation.item_id, speculation.awaited)
 
     def _post(self, item_id: str | None, number: int) -> None:
-        if self._announce is not None:
-            self._announce(ReplyReady(item_id, number))
+        if self._vad is not None:
+            self._vad.report_reply_ready(ReplyReady(item_id, number))

@@ -31,8 +31,6 @@ a session that turned interruptions off.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from speech_to_speech.pipeline.messages.input_audio import SpeechStarted
 from speech_to_speech.realtime.conversation.response import ResponseState
 from speech_to_speech.realtime.conversation.responses import Responses
@@ -57,11 +55,9 @@ def may_take_back(speech: SpeechStarted, response: ResponseState | None, within_
 class TakeBack:
     """Applies :func:`may_take_back` to a session's responses as each utterance starts (on the event loop)."""
 
-    def __init__(self, responses: Responses, within_ms: int,
-                 on_taken_back: Callable[[], None] | None = None) -> None:
+    def __init__(self, responses: Responses, within_ms: int) -> None:
         self._responses = responses
         self._within_ms = within_ms
-        self._on_taken_back = on_taken_back  # /metrics
 
     def speech_started(self, speech: SpeechStarted) -> bool:
         """Take back the reply ``speech`` goes on from, before the overlap policy sees it; True if it did."""
@@ -69,7 +65,5 @@ class TakeBack:
         if not may_take_back(speech, response, self._within_ms):
             return False
         assert response is not None
-        self._responses.take_back(response)
-        if self._on_taken_back is not None:
-            self._on_taken_back()
+        self._responses.take_back(response)  # its listeners (/metrics) are told
         return True

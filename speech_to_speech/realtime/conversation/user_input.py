@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
+from typing import Any
 
 import numpy as np
 
@@ -24,13 +25,11 @@ from speech_to_speech.protocol import error_codes
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.conversation import conversation_item_added
 from speech_to_speech.protocol.server_events.input_audio import input_audio_buffer_cleared, input_audio_buffer_committed
-from speech_to_speech.realtime.connection.transport import MediaTrack
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.echo import SessionEcho
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.noise import SessionNoise
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
-from speech_to_speech.realtime.wire import errors
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.input_limits import input_refusal
 from speech_to_speech.units.unit import PipelineUnit
@@ -41,7 +40,7 @@ class UserInput:
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, config: Callable[[], RuntimeConfig], *,
                  conversation: Conversation, speculations: SpeculationSlot, audio: WireAudio, echo: SessionEcho,
-                 media: MediaTrack | None, emit: Callable[[ServerEvent], None], stage_errors: errors.Throttle) -> None:
+                 emit: Callable[[ServerEvent], None]) -> None:
         self._unit = unit
         self._settings = settings
         self._config = config
@@ -50,9 +49,7 @@ class UserInput:
         self._audio = audio
         self._echo = echo
         self._noise = SessionNoise(config)  # audio.input.noise_reduction, after the echo is taken out
-        self._media = media
         self._emit = emit
-        self._stage_errors = stage_errors  # a media track's refusals are reported now and then, not each time
         # Changed only by the methods below (the VAD's and the STT's items reach them through TurnEvents).
         self._uncommitted_samples = 0
         self._pending: set[str] = set()  # committed turns whose transcript is not in yet
@@ -78,13 +75,14 @@ class UserInput:
         self._speaking = False
         self._uncommitted_samples = 0
 
-    def transcribed(self, item_id: str) -> bool:
-        """The turn ``item_id`` has its transcript: it no longer waits. True if its transcription was reported
-        failed (``transcription.failed``) on the way."""
-        self._pending.discard(item_id)
+    def transcribed(self, item_id: str, transcript: str) -> tuple[dict[str, Any] | None, bool]:
+        """The turn ``item_id`` has its ``transcript``: it no longer waits, and its item holds it. The item (None:
+        the client deleted it meanwhile), and whether its transcription was reported failed
+        (``transcription.failed``) on the way."""
+        self._pending.discard(item_id)  # first: nothing may leave the turn pending
         failed = item_id in self._failed
         self._failed.discard(item_id)
-        return failed
+        return self._conversation.transcribed(item_id, transcript), failed
 
     def transcription_failed(self, item_id: str) -> bool:
         """The STT failed on ``item_id``: True (it is to be reported failed) if it is a turn waiting for its
@@ -104,11 +102,7 @@ class UserInput:
                              samples, manual=self._config().turn_detection is None)
 
     def push(self, samples_16k: np.ndarray) -> None:
-        """16 kHz float32 user audio from any transport (a media track's over the caps is dropped)."""
-        if self._media is not None and (refusal := self.refusal(len(samples_16k))) is not None:
-            if self._stage_errors.due(refusal.code):
-                self._emit(refusal.to_event())
-            return
+        """16 kHz float32 user audio from any transport, already checked against the caps (:meth:`refusal`)."""
         echoed = self._echo.playing
         samples_16k = self._noise.heard(self._echo.heard(samples_16k))
         self._uncommitted_samples += len(samples_16k)
@@ -133,6 +127,14 @@ class UserInput:
         self._audio.reset_input()  # what it held belongs to the cleared audio
         self._unit.clear_input()
         self._emit(input_audio_buffer_cleared())
+
+    def committed(self, item_id: str) -> bool:
+        """The pipeline ended the turn ``item_id`` (the VAD, or the STT's transcript of it): it joins the
+        conversation unless it is there already. True if it joined now."""
+        if item_id in self._conversation:
+            return False
+        self.commit_user_audio(item_id)
+        return True
 
     def commit_user_audio(self, item_id: str) -> None:
         """Add the user turn ``item_id`` to the conversation; it waits for its transcript."""

@@ -56,9 +56,8 @@ class EventTarget:
     user_input: UserInput
     responses: Responses
     updates: SessionUpdates
-    playback: Playback
+    playback: Playback  # its on_track: audio goes both ways on a media track (WebRTC), not in events
     event_limits: EventLimits
-    audio_in_events: bool  # False: audio arrives on a media track (WebRTC)
     session_control: SessionControl | None  # the live session around it (heartbeat, event_ack, close)
     emit: Callable[[ServerEvent], None]
     tools: SessionTools | None = None  # the MCP servers the server calls itself (approvals go there)
@@ -73,7 +72,7 @@ def session_update(target: EventTarget, event: ClientEvent) -> None:
 
 def decode_append(target: EventTarget, event: ClientEvent) -> FloatAudio:
     """An append's audio as 16 kHz float32 (run before the event is applied, maybe off the loop)."""
-    if not target.audio_in_events:
+    if target.playback.on_track:
         raise RealtimeError(
             error_codes.INVALID_EVENT_FOR_TRANSPORT,
             "input_audio_buffer.append is not used on this transport: audio arrives on the media track",
@@ -188,7 +187,7 @@ def response_cancel(target: EventTarget, event: ClientEvent) -> None:
 
 
 def output_audio_buffer_clear(target: EventTarget, event: ClientEvent) -> None:
-    if target.audio_in_events:
+    if not target.playback.on_track:
         raise RealtimeError(error_codes.INVALID_EVENT_FOR_TRANSPORT,
                             "output_audio_buffer.clear is only used with WebRTC")
     if target.responses.active is not None:  # stop generating the audio too, as OpenAI's server does

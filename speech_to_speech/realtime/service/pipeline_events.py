@@ -19,7 +19,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from speech_to_speech.pipeline.messages.control import StageError
 from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, LLMFirstToken, ResponseDone, TokenUsage
@@ -45,6 +45,8 @@ from speech_to_speech.realtime.service.response_events import ResponseEvents
 from speech_to_speech.realtime.service.turn_events import TurnEvents
 
 log = logging.getLogger(__name__)
+
+Item = TypeVar("Item")
 
 
 class PipelineEvents:
@@ -76,6 +78,17 @@ class PipelineEvents:
             SpeculationVoided: turns.speculation_voided,
         }
         self.last_output = time.monotonic()  # when the pipeline last produced anything
+
+    def listen(self, kind: type[Item], listener: Callable[[Item], None]) -> None:
+        """``listener`` hears each ``kind`` item as it is translated (the server's metrics hear the turn
+        detector's decisions): joined to its translator here, so other items cost nothing more."""
+        translate = self._handlers[kind]
+
+        def heard(item: Item) -> None:
+            listener(item)
+            translate(item)
+
+        self._handlers[kind] = heard
 
     def dispatch(self, item: Any) -> None:
         """Turn one pipeline item into events; a failure here fails the response, never the session."""

@@ -10,8 +10,10 @@ input buffer and user turns (conversation/user_input.py), the response's life
 in through :meth:`handle_client_event` (service/client_events.py, which acts on the
 parts, never on the service), pipeline output through
 :meth:`dispatch_pipeline_item`; both run on the event loop thread, so the
-state needs no locks. Every server event leaves through one ``emit``, which
-stamps it. Nothing here awaits: the transport writer drains what is emitted.
+state needs no locks. The server's metrics are not handed to the parts: they
+listen to the ones that know what they count (:class:`SessionMetrics`). Every
+server event leaves through one ``emit``, which stamps it. Nothing here
+awaits: the transport writer drains what is emitted.
 """
 
 from __future__ import annotations
@@ -19,13 +21,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
 from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import ECHO_CANCELLATION_EXTENSION
@@ -39,7 +40,7 @@ from speech_to_speech.realtime.conversation.overlap import OverlapGate
 from speech_to_speech.realtime.conversation.overlap_judge import OverlapJudge
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.response import ResponseState
-from speech_to_speech.realtime.conversation.responses import Responses
+from speech_to_speech.realtime.conversation.responses import ResponseListener, Responses
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
 from speech_to_speech.realtime.conversation.take_back import TakeBack
 from speech_to_speech.realtime.conversation.user_input import UserInput
@@ -70,6 +71,14 @@ def stamping(send: Callable[[ServerEvent], None]) -> Callable[[ServerEvent], Non
     return emit
 
 
+class SessionMetrics(ResponseListener, Protocol):
+    """What the server counts of a session (realtime/metrics.py): it listens to the parts that know it."""
+
+    def turn_decided(self, decision: TurnDecision) -> None: ...
+
+    def echo_cancelled(self, audio_s: float, cpu_s: float) -> None: ...
+
+
 class RealtimeService:
     def __init__(
         self,
@@ -80,21 +89,16 @@ class RealtimeService:
         media: MediaTrack | None = None,
         validate_language: Callable[[str | None, str | None], str | None] | None = None,
         session_control: SessionControl | None = None,
-        on_response_finished: Callable[[str, dict[str, float]], None] | None = None,
-        on_turn_decision: Callable[[TurnDecision], None] | None = None,
-        on_reply_taken_back: Callable[[], None] | None = None,
-        on_echo_cancelled: Callable[[float, float], None] | None = None,
+        metrics: SessionMetrics | None = None,
     ) -> None:
         """``session_control``: the live session around this service (heartbeat, event_ack, close); None: not
-        served. ``on_response_finished`` (status, its monotonic stage marks), ``on_turn_decision`` (each
-        decision of the turn detector), ``on_reply_taken_back`` and ``on_echo_cancelled`` (seconds of
-        microphone audio, CPU seconds): the server's metrics."""
+        served. ``metrics``: the server's, told how responses end, replies taken back, the turn detector's
+        decisions and the echo canceller's work."""
         self.unit = unit
         self.settings = settings
         self.emit = emit = stamping(send)
         # WebSocket carries audio as events; WebRTC plays it on a media track instead.
         self.media = media
-        self.audio_in_events = media is None
         self.state = state = SessionState.for_server(settings, semantic_turns=unit.detects_turns,
                                                      voices=VoiceCatalog(unit.voices))
         unit.config.replace(state.runtime_config())
@@ -114,54 +118,50 @@ class RealtimeService:
         self.audio = audio = WireAudio(lambda: state.input_format, lambda: state.output_format)
         self.echo = echo = SessionEcho(lambda: echo_cancellation_available() and media is None and (
             settings.vad.echo_cancellation == "server" or config().has_extension(ECHO_CANCELLATION_EXTENSION)),
-            on_cancelled=on_echo_cancelled)
+            on_cancelled=metrics.echo_cancelled if metrics is not None else None)
         # What the user heard of each assistant item; with a media track, also what it played. The one place
         # told where the client's speaker is: the echo canceller follows it.
         self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy,
                                             listener=echo)
-        stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
-        self.speculations = speculations = SpeculationSlot(
-            unit.cancel_scope, announce=unit.report_reply_ready if unit.detects_turns else None)
+        # Failures that may come with every chunk (a stage's, a media track's audio over the caps) are
+        # reported now and then, not each time.
+        self._stage_errors = stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
+        self.speculations = speculations = SpeculationSlot(unit.cancel_scope, vad=unit)
         self.user_input = user_input = UserInput(
             unit, settings, config, conversation=conversation, speculations=speculations, audio=audio, echo=echo,
-            media=media, emit=emit, stage_errors=stage_errors)
+            emit=emit)
         self.responses = responses = Responses(
             unit, settings, state, config, conversation=conversation, user_input=user_input,
             speculations=speculations, playback=playback, audio=audio,
-            emit=emit, on_finished=on_response_finished)
+            emit=emit)
         # The tools the server runs itself (MCP servers) and the preamble while a reply waits.
         self.tools = tools = SessionTools(unit, settings, state, config, conversation=conversation,
                                           user_input=user_input, responses=responses, emit=emit,
                                           on_listed=lambda: self.pipeline_events.dispatch_adopted())
-        responses.tools = tools
         # What speech over the assistant does (overlap_policy).
         self.overlap = overlap = OverlapGate(responses, state, config, playback=playback,
                                              conversation=conversation, emit=emit,
                                              going_on_ms=settings.turns.take_back_within_ms)
-        self.updates = SessionUpdates(unit, state, responses=responses, speculations=speculations,
-                                      validate_language=validate_language)
-        turns = TurnEvents(unit, config, conversation=conversation, user_input=user_input,
+        self.updates = SessionUpdates(unit, state, responses=responses, validate_language=validate_language)
+        turns = TurnEvents(config, user_input=user_input,
                            responses=responses, speculations=speculations, overlap=overlap,
-                           take_back=TakeBack(responses, settings.turns.take_back_within_ms, on_reply_taken_back),
-                           emit=emit,
-                           on_turn_decision=on_turn_decision)
-        output = ResponseEvents(responses, config, conversation=conversation, user_input=user_input,
+                           take_back=TakeBack(responses, settings.turns.take_back_within_ms), emit=emit)
+        output = ResponseEvents(responses, config, user_input=user_input,
                                 playback=playback, audio=audio, overlap=overlap, emit=emit,
                                 stage_errors=stage_errors, tools=tools)
-        def pause_words(words: SpeculativeTranscript) -> None:
-            unit.report_words(words)
-            speculations.heard(words)  # no reply is made for held speech: the VAD need not wait for one
-
         judge = OverlapJudge(overlap, cap_ms=lambda: int(state.session.get(
             "overlap_barge_in_ms", OVERLAP_DEFAULTS["overlap_barge_in_ms"])), probe=unit.probe_speech,
-            pause_words=pause_words)
+            pause_words=speculations.held_pause)
         self.pipeline_events = PipelineEvents(turns, output, responses=responses, speculations=speculations,
                                               overlap_judge=judge)
         self._client_events = EventTarget(
             state=state, conversation=conversation, user_input=user_input, responses=responses,
             updates=self.updates, playback=playback,
-            event_limits=self.event_limits, audio_in_events=self.audio_in_events, session_control=session_control,
+            event_limits=self.event_limits, session_control=session_control,
             emit=emit, tools=tools)
+        if metrics is not None:
+            responses.listen(metrics)
+            self.pipeline_events.listen(TurnDecision, metrics.turn_decided)
 
     @property
     def config(self) -> RuntimeConfig:
@@ -198,6 +198,12 @@ class RealtimeService:
         self.emit(session_created(session, attachment))
         self.tools.session_changed()  # the server's own MCP servers (--mcp_server) are listed at once
 
+    def restore_session(self, session: dict[str, Any], last_client_event_id: str | None) -> None:
+        """Become the session a store kept (sessions/restore.py): its session object, and the last client event
+        it took."""
+        self.unit.config.replace(self.state.restore(session))
+        self.last_client_event_id = last_client_event_id
+
     async def aclose(self) -> None:
         """The session ended: its MCP connections close (a local server's process exits), calls stop."""
         await self.tools.aclose()
@@ -224,8 +230,13 @@ class RealtimeService:
         self.tools.session_changed()
 
     def push_input(self, samples_16k: np.ndarray) -> None:
-        """16 kHz float32 user audio from any transport (a media track's over the caps is dropped)."""
+        """16 kHz float32 user audio from any transport (a media track's over the caps is dropped and reported
+        now and then; a WebSocket append was checked as a client event)."""
         self.last_activity = time.monotonic()
+        if self.media is not None and (refusal := self.user_input.refusal(len(samples_16k))) is not None:
+            if self._stage_errors.due(refusal.code):
+                self.emit(refusal.to_event())
+            return
         self.user_input.push(samples_16k)
 
     # ------------------------------------------------------------ pipeline output

@@ -23,10 +23,8 @@ from speech_to_speech.protocol import VISEMES_EXTENSION, error_codes, error_type
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.input_audio import input_audio_transcription_failed
 from speech_to_speech.realtime.connection.wire_audio import WireAudio
-from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.overlap import OverlapGate
 from speech_to_speech.realtime.conversation.playback import Playback
-from speech_to_speech.realtime.conversation.response import OpenMessage, ResponseState
 from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.conversation.user_input import UserInput
 from speech_to_speech.realtime.tools.session_tools import SessionTools
@@ -38,13 +36,11 @@ log = logging.getLogger(__name__)
 class ResponseEvents:
     """The response-side pipeline items of one session, each turned into its events (runs on the event loop)."""
 
-    def __init__(self, responses: Responses, config: Callable[[], RuntimeConfig], *, conversation: Conversation,
-                 user_input: UserInput, playback: Playback, audio: WireAudio,
-                 overlap: OverlapGate, emit: Callable[[ServerEvent], None],
+    def __init__(self, responses: Responses, config: Callable[[], RuntimeConfig], *, user_input: UserInput,
+                 playback: Playback, audio: WireAudio, overlap: OverlapGate, emit: Callable[[ServerEvent], None],
                  stage_errors: errors.Throttle, tools: SessionTools | None = None) -> None:
         self._responses = responses
         self._config = config
-        self._conversation = conversation
         self._input = user_input
         self._playback = playback
         self._audio = audio
@@ -57,24 +53,16 @@ class ResponseEvents:
         response = self._responses.current(item)
         if response is None or not item.text:
             return
-        message = self._open_message(response)
+        message = self._responses.open_message(response)
         self._emit(response.text_delta(message, item.text))
         if response.audio:  # the clause whose audio comes next (text marks)
             self._playback.spoken_text(response.id, message.item["id"], len(message.transcript))
-
-    def _open_message(self, response: ResponseState) -> OpenMessage:
-        message, events = response.open_message(self._conversation.last_id)
-        if events and response.in_conversation:
-            self._conversation.add(message.item)
-        for event in events:
-            self._emit(event)
-        return message
 
     def audio(self, item: AudioOutput) -> None:
         response = self._responses.current(item)
         if response is None or not response.audio:
             return
-        message = self._open_message(response)
+        message = self._responses.open_message(response)
         response.mark("first_audio_sent", time.monotonic(), first=True)
         self._playback.produced(response.id, message.item["id"], item.samples)  # told to the echo canceller too
         if self._playback.on_track:
@@ -87,7 +75,7 @@ class ResponseEvents:
         response = self._responses.current(item)
         if response is None or not response.audio or not self._config().has_extension(VISEMES_EXTENSION):
             return
-        message = self._open_message(response)
+        message = self._responses.open_message(response)
         self._emit(response.visemes(message, self._playback.produced_ms(message.item["id"]), item))
 
     def tool_call(self, item: AssistantToolCallPart) -> None:
@@ -96,11 +84,7 @@ class ResponseEvents:
             return
         if self._tools is not None and self._tools.calls.tool_call(response, item):
             return  # a tool of the session's MCP servers: the server runs it
-        call, events = response.function_call(item.call_id, item.name, item.arguments, self._conversation.last_id)
-        if response.in_conversation:
-            self._conversation.add(call)
-        for event in events:
-            self._emit(event)
+        self._responses.function_call(response, item.call_id, item.name, item.arguments)
 
     def usage(self, item: TokenUsage) -> None:
         response = self._responses.current(item)

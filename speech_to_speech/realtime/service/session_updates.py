@@ -14,7 +14,6 @@ from typing import Any
 from speech_to_speech.protocol.error_codes import INVALID_REQUEST
 from speech_to_speech.realtime.conversation import noise
 from speech_to_speech.realtime.conversation.responses import Responses
-from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.session import SessionState
 from speech_to_speech.units.unit import PipelineUnit
@@ -24,12 +23,10 @@ class SessionUpdates:
     """How one session's configuration changes (runs on the event loop)."""
 
     def __init__(self, unit: PipelineUnit, state: SessionState, *, responses: Responses,
-                 speculations: SpeculationSlot,
                  validate_language: Callable[[str | None, str | None], str | None] | None = None) -> None:
         self._unit = unit
         self._state = state
         self._responses = responses
-        self._speculations = speculations
         self._validate_language = validate_language
 
     def configure(self, session: Any, event_id: str | None = None) -> None:
@@ -40,9 +37,7 @@ class SessionUpdates:
             language = self._validate_language(config.language, event_id)
             config = config.model_copy(update={"language": language})
         self._unit.config.replace(config)
-        td = config.turn_detection
-        if self._responses.active is None and (td is None or not td.create_response):
-            self._speculations.drop()  # no automatic response will take it over now
+        self._responses.reconfigured()  # a speculation no automatic response will take over stops
 
     @staticmethod
     def _check_noise_reduction(session: Any, event_id: str | None) -> None:

@@ -41,33 +41,26 @@ from speech_to_speech.protocol.server_events.input_audio import (
     input_audio_transcription_delta,
     input_audio_transcription_snapshot,
 )
-from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.overlap import OverlapGate
 from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot, same_words
 from speech_to_speech.realtime.conversation.take_back import TakeBack
 from speech_to_speech.realtime.conversation.user_input import UserInput
-from speech_to_speech.units.unit import PipelineUnit
 
 
 class TurnEvents:
     """The user-side pipeline items of one session, each turned into its events (runs on the event loop)."""
 
-    def __init__(self, unit: PipelineUnit, config: Callable[[], RuntimeConfig], *,
-                 conversation: Conversation, user_input: UserInput, responses: Responses,
+    def __init__(self, config: Callable[[], RuntimeConfig], *, user_input: UserInput, responses: Responses,
                  speculations: SpeculationSlot, overlap: OverlapGate, take_back: TakeBack,
-                 emit: Callable[[ServerEvent], None],
-                 on_turn_decision: Callable[[TurnDecision], None] | None = None) -> None:
-        self._unit = unit
+                 emit: Callable[[ServerEvent], None]) -> None:
         self._config = config
-        self._conversation = conversation
         self._input = user_input
         self._responses = responses
         self._speculations = speculations
         self._overlap = overlap
         self._take_back = take_back
         self._emit = emit
-        self._on_turn_decision = on_turn_decision
         self._turn_decision: TurnDecision | None = None  # how the detector ended the last turn
 
     # ------------------------------------------------------------ speech
@@ -85,8 +78,7 @@ class TurnEvents:
         self._emit(input_audio_buffer_speech_stopped(item.audio_end_ms, item.item_id))
         self._input.speech_stopped()
         answer = self._overlap.speech_stopped(item)  # False: a backchannel, or a turn deferred
-        if item.item_id is not None and item.item_id not in self._conversation:
-            self._input.commit_user_audio(item.item_id)
+        if item.item_id is not None and self._input.committed(item.item_id):
             td = self._config().turn_detection
             # As OpenAI's server does, the automatic response opens with the commit; it is
             # submitted once the turn's transcript is in (and adopts a matching speculation).
@@ -96,8 +88,6 @@ class TurnEvents:
         self._overlap.settle()
 
     def turn_decided(self, item: TurnDecision) -> None:
-        if self._on_turn_decision is not None:
-            self._on_turn_decision(item)
         if item.outcome != "unfinished":  # it ended the turn: the SpeechStopped that follows is its
             self._turn_decision = item
 
@@ -134,10 +124,8 @@ class TurnEvents:
 
     def transcription_completed(self, item: TranscriptionCompleted) -> None:
         item_id = item.item_id or ids.item_id()
-        if item_id not in self._conversation:
-            self._input.commit_user_audio(item_id)
-        failed = self._input.transcribed(item_id)  # first: nothing below may leave the turn pending
-        user_item = self._conversation.transcribed(item_id, item.transcript)
+        self._input.committed(item_id)
+        user_item, failed = self._input.transcribed(item_id, item.transcript)
         if user_item is None:  # deleted by the client while it was being transcribed
             self._responses.submit_when_ready()
             return
@@ -165,7 +153,7 @@ class TurnEvents:
 
     def speculate(self, item: SpeculativeTranscript) -> None:
         """Start answering the words so far, held off the wire until the turn ends (see speculation)."""
-        self._unit.report_words(item)  # the turn detector weighs the words of the pause
+        self._speculations.pause_words(item)  # the turn detector weighs the words of the pause
         self._start_speculation(item)
         self._speculations.heard(item)  # no reply in the making for these words: the VAD need not wait
 

@@ -91,10 +91,7 @@ class LiveSession:
         self._grace: asyncio.Task[None] | None = None
         self.service = RealtimeService(
             unit, settings, self.emit, media=media, validate_language=validate_language, session_control=self,
-            on_response_finished=metrics.response_finished if metrics is not None else None,
-            on_turn_decision=metrics.turn_decided if metrics is not None else None,
-            on_reply_taken_back=metrics.reply_taken_back if metrics is not None else None,
-            on_echo_cancelled=metrics.echo_cancelled if metrics is not None else None)
+            metrics=metrics)
         if restored is not None:  # taken over from another replica (sessions/move.py)
             restore_service(self.service, restored)
             local.restore(restored.frames, restored.floor)

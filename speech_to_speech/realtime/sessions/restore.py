@@ -11,8 +11,6 @@ history, as a failed response's does.
 
 from __future__ import annotations
 
-import copy
-
 from speech_to_speech.protocol import error_codes, error_types
 from speech_to_speech.protocol.server_events.response import ResponseDone, response_done
 from speech_to_speech.realtime.service.realtime_service import RealtimeService
@@ -22,20 +20,13 @@ SERVER_LOST_MESSAGE = "The server generating this response was lost; the session
 
 
 def restore_service(service: RealtimeService, stored: StoredSession) -> None:
-    service.state.session = copy.deepcopy(stored.session)
-    service.last_client_event_id = stored.last_client_event_id
-    service.unit.config.replace(service.state.runtime_config())
+    """Each part of ``service`` takes back what it owns, through its own methods."""
+    service.restore_session(stored.session, stored.last_client_event_id)
     if stored.conversation_id is not None:
-        service.responses.conversation_id = stored.conversation_id
-    conversation = service.conversation
-    conversation.load(stored.conversation)
+        service.responses.continue_conversation(stored.conversation_id)
+    service.conversation.load(stored.conversation)
     service.playback.restore(stored.conversation.said)
-    lost = [item_id for item_id in stored.response_items if item_id in conversation]
-    for item_id in lost:
-        item = conversation.get(item_id)
-        if item is not None and item.get("status") == "in_progress":
-            item["status"] = "incomplete"  # as a failed response leaves its open items
-    conversation.exclude(lost)
+    service.conversation.lost(stored.response_items)
 
 
 def lost_response_done(stored: StoredSession, finished_id: str | None = None) -> ResponseDone | None:

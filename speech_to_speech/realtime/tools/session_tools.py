@@ -1,4 +1,4 @@
-"""The tools a session's server runs itself, put together for the responses (``Responses.tools``).
+"""The tools a session's server runs itself, put together for the responses (``Responses.attach_tools``).
 
 :class:`SessionTools` joins the session's MCP servers (listing, cached),
 their calls inside responses, and the preamble timer, and answers what a
@@ -43,6 +43,7 @@ class SessionTools:
                               call_timeout_s=settings.tools.mcp_call_timeout_s)
         self.timer = PreambleTimer(unit, lambda: responses.active, self._preamble_after_ms,
                                    lambda: config().language)
+        responses.attach_tools(self)  # what a response asks of the server's tools, it asks of these
 
     def _preamble_after_ms(self) -> int | None:
         value = self._state.session.get("preamble_after_ms")

@@ -204,6 +204,11 @@ class SessionState:
         self.reports_overlap = self.reports_overlap or "overlap_policy" in patch
         return config
 
+    def restore(self, session: dict[str, Any]) -> RuntimeConfig:
+        """Become the session object a store kept (a session taken over from another replica): its config."""
+        self.session = copy.deepcopy(session)
+        return self.runtime_config()
+
     def _mcp_specs(self, parsed: SessionModel, event_id: str | None) -> tuple[McpServerSpec, ...]:
         specs = []
         for index, tool in enumerate(parsed.tools or []):
