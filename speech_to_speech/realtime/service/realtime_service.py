@@ -148,7 +148,7 @@ class RealtimeService:
                            take_back=TakeBack(responses, settings.turns.take_back_within_ms), emit=emit)
         output = ResponseEvents(responses, config, user_input=user_input,
                                 playback=playback, audio=audio, overlap=overlap, emit=emit,
-                                stage_errors=stage_errors, tools=tools)
+                                stage_errors=stage_errors)
         judge = OverlapJudge(overlap, cap_ms=lambda: int(state.session.get(
             "overlap_barge_in_ms", OVERLAP_DEFAULTS["overlap_barge_in_ms"])), probe=unit.probe_speech,
             pause_words=speculations.held_pause)

@@ -27,7 +27,6 @@ from speech_to_speech.realtime.conversation.overlap import OverlapGate
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.conversation.user_input import UserInput
-from speech_to_speech.realtime.tools.session_tools import SessionTools
 from speech_to_speech.realtime.wire import errors
 
 log = logging.getLogger(__name__)
@@ -38,7 +37,7 @@ class ResponseEvents:
 
     def __init__(self, responses: Responses, config: Callable[[], RuntimeConfig], *, user_input: UserInput,
                  playback: Playback, audio: WireAudio, overlap: OverlapGate, emit: Callable[[ServerEvent], None],
-                 stage_errors: errors.Throttle, tools: SessionTools | None = None) -> None:
+                 stage_errors: errors.Throttle) -> None:
         self._responses = responses
         self._config = config
         self._input = user_input
@@ -47,7 +46,6 @@ class ResponseEvents:
         self._overlap = overlap
         self._emit = emit
         self._stage_errors = stage_errors
-        self._tools = tools
 
     def assistant_text(self, item: TranscriptText) -> None:
         response = self._responses.current(item)
@@ -82,9 +80,7 @@ class ResponseEvents:
         response = self._responses.current(item)
         if response is None:
             return
-        if self._tools is not None and self._tools.calls.tool_call(response, item):
-            return  # a tool of the session's MCP servers: the server runs it
-        self._responses.function_call(response, item.call_id, item.name, item.arguments)
+        self._responses.tool_call(response, item)
 
     def usage(self, item: TokenUsage) -> None:
         response = self._responses.current(item)
@@ -106,8 +102,7 @@ class ResponseEvents:
         # (a speculation that was not adopted) ends in an older generation.
         response = self._responses.active
         if response is not None and response.submitted and response.owns(item):
-            if self._tools is None or not self._tools.calls.request_done(response, item):
-                self._responses.finish(item.status, item.reason, item.error)
+            self._responses.request_done(response, item)
             if self._responses.active is not response:
                 self._overlap.response_ended(response.id)
 

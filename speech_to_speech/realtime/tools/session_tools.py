@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, ResponseDone
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.realtime.conversation.history import Conversation
@@ -79,6 +80,12 @@ class SessionTools:
 
     def submitted(self, response: ResponseState) -> None:
         self.timer.arm(response)
+
+    def tool_call(self, response: ResponseState, part: AssistantToolCallPart) -> bool:
+        return self.calls.tool_call(response, part)
+
+    def request_done(self, response: ResponseState, done: ResponseDone) -> bool:
+        return self.calls.request_done(response, done)
 
     def finishing(self, response: ResponseState, status: str, reason: str | None) -> None:
         self.timer.cancel()
