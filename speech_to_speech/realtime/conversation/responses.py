@@ -138,6 +138,17 @@ class Responses:
         """Open a response (response.created); it is submitted once its input is transcribed."""
         self.open(options, turn_item_id)
 
+    def answer(self, turn_item_id: str) -> None:
+        """Open the automatic response to the user turn ``turn_item_id``, unless the turn has left the
+        conversation meanwhile (the client deleted it)."""
+        if turn_item_id in self._conversation:
+            self.start({}, turn_item_id=turn_item_id)
+
+    @property
+    def audible(self) -> bool:
+        """Assistant audio is still queued or playing on a media track (a finished response's too)."""
+        return self._playback.audible
+
     def open(self, options: dict[str, Any], turn_item_id: str | None = None, *,
              submit: bool = True) -> ResponseState:
         """Open a response and return it (``submit``: False when something else asks the model, later).

@@ -139,8 +139,7 @@ class RealtimeService:
                                           user_input=user_input, responses=responses, emit=emit,
                                           on_listed=lambda: self.pipeline_events.dispatch_adopted())
         # What speech over the assistant does (overlap_policy).
-        self.overlap = overlap = OverlapGate(responses, state, config, playback=playback,
-                                             conversation=conversation, emit=emit,
+        self.overlap = overlap = OverlapGate(responses, state, config, emit=emit,
                                              going_on_ms=settings.turns.take_back_within_ms)
         self.updates = SessionUpdates(unit, state, responses=responses, validate_language=validate_language)
         turns = TurnEvents(config, user_input=user_input,
