@@ -300,14 +300,13 @@ class Playback:
         if item is None:
             return  # deleted meanwhile
         entry = self._items.get(item_id)
-        content = (item.get("content") or [{}])[0]
-        transcript = content.get("transcript") or ""
+        transcript = (item.get("content") or [{}])[0].get("transcript") or ""
         if entry is None:
-            content["transcript"] = heard_text(transcript, samples, 0) if transcript else transcript
+            self._conversation.cut_transcript(item_id, heard_text(transcript, samples, 0) if transcript else transcript)
         else:
             heard = marked_text(transcript, entry.marks, samples, entry.produced)
             if transcript:
-                content["transcript"] = heard
+                self._conversation.cut_transcript(item_id, heard)
             entry.marks.cut(len(heard), samples)
             entry.text_chars = len(heard)
             entry.produced = samples
