@@ -138,6 +138,12 @@ class Responses:
         """Open a response (response.created); it is submitted once its input is transcribed."""
         self.open(options, turn_item_id)
 
+    def speak_if_idle(self) -> None:
+        """Open a response of the server's own (a tool's late result, a declined call) if none is active and
+        the user is not in the middle of a turn; else the next answer has it in its history."""
+        if self.active is None and not self._input.turn_open:
+            self.start({})
+
     def answer(self, turn_item_id: str) -> None:
         """Open the automatic response to the user turn ``turn_item_id``, unless the turn has left the
         conversation meanwhile (the client deleted it)."""

@@ -136,7 +136,7 @@ class RealtimeService:
             emit=emit)
         # The tools the server runs itself (MCP servers) and the preamble while a reply waits.
         self.tools = tools = SessionTools(unit, settings, state, config, conversation=conversation,
-                                          user_input=user_input, responses=responses, emit=emit,
+                                          responses=responses, emit=emit,
                                           on_listed=lambda: self.pipeline_events.dispatch_adopted())
         # What speech over the assistant does (overlap_policy).
         self.overlap = overlap = OverlapGate(responses, state, config, emit=emit,

@@ -35,7 +35,6 @@ from speech_to_speech.protocol.server_events.mcp import (
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.response import ResponseState
 from speech_to_speech.realtime.conversation.responses import Responses
-from speech_to_speech.realtime.conversation.user_input import UserInput
 from speech_to_speech.realtime.tools import call_state as cs
 from speech_to_speech.realtime.tools.mcp_connection import McpFailure, McpTimeout
 from speech_to_speech.realtime.tools.mcp_policy import needs_approval
@@ -72,11 +71,10 @@ class McpCalls:
     """The server-run tool calls of one session (runs on the event loop)."""
 
     def __init__(self, servers: McpServers, responses: Responses, conversation: Conversation,
-                 user_input: UserInput, emit: Callable[[ServerEvent], None], *, call_timeout_s: float) -> None:
+                 emit: Callable[[ServerEvent], None], *, call_timeout_s: float) -> None:
         self._servers = servers
         self._responses = responses
         self._conversation = conversation
-        self._input = user_input
         self._emit = emit
         self._timeout = call_timeout_s
         self._turns: dict[str, Turn] = {}  # by response id, while the response or a detached call lives
@@ -170,7 +168,7 @@ class McpCalls:
         else is being said or heard (else the next answer has it in its history)."""
         if call.item["id"] in self._conversation:
             self._emit(conversation_item_done(call.item))
-        self._speak_if_idle()
+        self._responses.speak_if_idle()
 
     def _stop(self, turn: Turn, call: RunningCall) -> None:
         if call.task is not None:
@@ -232,7 +230,7 @@ class McpCalls:
         if pending is None:
             return
         if not item["approve"]:
-            self._speak_if_idle()
+            self._responses.speak_if_idle()
             return
         if self._responses.active is not None:
             self._approved.append((item["approval_request_id"], pending))
@@ -256,10 +254,6 @@ class McpCalls:
     def _item_done(self, response: ResponseState, call: RunningCall) -> None:
         for event in response.item_done(call.item, call.output_index):
             self._emit(event)
-
-    def _speak_if_idle(self) -> None:
-        if self._responses.active is None and not self._input.turn_open:
-            self._responses.start({})
 
     async def aclose(self) -> None:
         for turn in list(self._turns.values()):
