@@ -44,7 +44,13 @@ from speech_to_speech.realtime.conversation.responses import ResponseListener, R
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
 from speech_to_speech.realtime.conversation.take_back import TakeBack
 from speech_to_speech.realtime.conversation.user_input import UserInput
-from speech_to_speech.realtime.service.client_events import EventTarget, apply_event, prepare_event
+from speech_to_speech.realtime.service.client_events import (
+    ClientEvents,
+    InputClientEvents,
+    ItemClientEvents,
+    ResponseClientEvents,
+    SessionClientEvents,
+)
 from speech_to_speech.realtime.service.pipeline_events import PipelineEvents
 from speech_to_speech.realtime.service.response_events import ResponseEvents
 from speech_to_speech.realtime.service.session_events import SessionControl
@@ -153,11 +159,14 @@ class RealtimeService:
             pause_words=speculations.held_pause)
         self.pipeline_events = PipelineEvents(turns, output, responses=responses, speculations=speculations,
                                               overlap_judge=judge)
-        self._client_events = EventTarget(
-            state=state, conversation=conversation, user_input=user_input, responses=responses,
-            updates=self.updates, playback=playback,
-            event_limits=self.event_limits, session_control=session_control,
-            emit=emit, tools=tools)
+        # Each group of client events acts on its own few parts (service/client_events.py).
+        input_events = InputClientEvents(user_input, on_track=playback.on_track)
+        self._client_events = ClientEvents(
+            [SessionClientEvents(self.updates, state, emit, session_control=session_control, tools=tools),
+             input_events,
+             ItemClientEvents(conversation, playback, emit, tools=tools),
+             ResponseClientEvents(responses, state, user_input, playback, emit)],
+            decode_append=input_events.decode, limits=self.event_limits, emit=emit)
         if metrics is not None:
             responses.listen(metrics)
             self.pipeline_events.listen(TurnDecision, metrics.turn_decided)
@@ -211,12 +220,12 @@ class RealtimeService:
 
     def prepare_client_event(self, raw: str | bytes | dict[str, Any]) -> ClientEvent | RealtimeError:
         """Parse ``raw`` and decode an append's audio (may run off the event loop; see client_events)."""
-        return prepare_event(self._client_events, raw)
+        return self._client_events.prepare(raw)
 
     def handle_client_event(self, raw: str | bytes | dict[str, Any] | ClientEvent | RealtimeError) -> None:
         """Apply one client event (raw, or as :meth:`prepare_client_event` left it); rejections become errors."""
         self.last_activity = time.monotonic()
-        taken = apply_event(self._client_events, raw)
+        taken = self._client_events.apply(raw)
         self.pipeline_events.dispatch_adopted()  # what a response it let go on adopted, once the event is done
         if taken is not None:
             self.last_client_event_id = taken
