@@ -67,13 +67,23 @@ class SpeakerListener(Protocol):
     def stopped(self) -> None: ...  # the client stopped playing what it was sent
 
 
+class WireOutput(Protocol):
+    """Assistant audio put in the session's output format for the client (connection/wire_audio.py)."""
+
+    def encode_output(self, samples: Any) -> str: ...
+
+    def end_output(self, keep_tail: bool) -> str | None: ...
+
+
 class Playback:
     """One session's ledger of assistant audio; with a media track, also the track's play-out events."""
 
     def __init__(self, conversation: Conversation, emit: Callable[[ServerEvent], None],
                  media: MediaTrack | None = None, policy: Callable[[], str] = lambda: COMMIT_ALL_ON_DONE,
-                 listener: SpeakerListener | None = None) -> None:
+                 listener: SpeakerListener | None = None, wire: WireOutput | None = None) -> None:
+        """``wire``: encodes the audio the client plays from events (None: the ledger only counts it)."""
         self._conversation = conversation
+        self._wire = wire
         self._listener = listener
         self._emit = emit
         self._media = media
@@ -130,8 +140,20 @@ class Playback:
             entry.marks.clause(entry.text_chars, text_chars, entry.produced)
             entry.text_chars = text_chars
 
-    def produced(self, response_id: str, item_id: str, samples: Any) -> None:
-        """``samples`` (24 kHz PCM16) of an item's audio: counted, and played on the track if there is one."""
+    def produced(self, response_id: str, item_id: str, samples: Any) -> str | None:
+        """``samples`` (24 kHz PCM16) of an item's audio: counted, and played on the track if there is one;
+        else returned in the session's output format, the payload of its audio delta."""
+        self._count(response_id, item_id, samples)
+        if self._media is not None or self._wire is None:
+            return None
+        return self._wire.encode_output(samples)
+
+    def end_output(self, keep_tail: bool) -> str | None:
+        """A response's audio ended: the encoder's held-back tail, if kept (it ends this response, never the
+        next)."""
+        return self._wire.end_output(keep_tail) if self._wire is not None else None
+
+    def _count(self, response_id: str, item_id: str, samples: Any) -> None:
         count = len(samples)
         if self._media is None and self._listener is not None:
             self._listener.sent(samples, item_id)  # the client plays it from now on, after what came before

@@ -34,7 +34,6 @@ from speech_to_speech.protocol import TIMINGS_EXTENSION, error_codes, error_type
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.conversation import conversation_item_deleted
 from speech_to_speech.protocol.server_events.session import error_event
-from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.history import Conversation, item_text
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.requests import RequestTools, ResponseRequests
@@ -80,7 +79,7 @@ class Responses:
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
                  config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
-                 speculations: SpeculationSlot, playback: Playback, audio: WireAudio,
+                 speculations: SpeculationSlot, playback: Playback,
                  emit: Callable[[ServerEvent], None]) -> None:
         self._unit = unit
         self._settings = settings
@@ -90,7 +89,6 @@ class Responses:
         self._input = user_input
         self._speculations = speculations
         self._playback = playback
-        self._audio = audio
         # Tool call ids that completed answers took in (the duplicate follow-up extension).
         self._tool_results = ToolResultLedger()
         self._emit = emit
@@ -343,7 +341,7 @@ class Responses:
 
     def _end_output_audio(self, response: ResponseState, status: str) -> None:
         """The resampler's held-back tail ends this response (dropped if cancelled), never the next."""
-        tail = self._audio.end_output(keep_tail=status != "cancelled" and response.message is not None)
+        tail = self._playback.end_output(keep_tail=status != "cancelled" and response.message is not None)
         if tail is not None and response.message is not None:
             self._emit(response.audio_delta(response.message, tail,
                                             self._playback.delta_metadata(response.id, response.message.item["id"])))

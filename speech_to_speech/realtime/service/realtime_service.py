@@ -128,7 +128,7 @@ class RealtimeService:
         # What the user heard of each assistant item; with a media track, also what it played. The one place
         # told where the client's speaker is: the echo canceller follows it.
         self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy,
-                                            listener=echo)
+                                            listener=echo, wire=audio)
         # Failures that may come with every chunk (a stage's, a media track's audio over the caps) are
         # reported now and then, not each time.
         self._stage_errors = stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
@@ -138,8 +138,7 @@ class RealtimeService:
             emit=emit)
         self.responses = responses = Responses(
             unit, settings, state, config, conversation=conversation, user_input=user_input,
-            speculations=speculations, playback=playback, audio=audio,
-            emit=emit)
+            speculations=speculations, playback=playback, emit=emit)
         # The tools the server runs itself (MCP servers) and the preamble while a reply waits.
         self.tools = tools = SessionTools(unit, settings, state, config, conversation=conversation,
                                           responses=responses, emit=emit,
@@ -151,9 +150,8 @@ class RealtimeService:
         turns = TurnEvents(config, user_input=user_input,
                            responses=responses, speculations=speculations, overlap=overlap,
                            take_back=TakeBack(responses, settings.turns.take_back_within_ms), emit=emit)
-        output = ResponseEvents(responses, config, user_input=user_input,
-                                playback=playback, audio=audio, overlap=overlap, emit=emit,
-                                stage_errors=stage_errors)
+        output = ResponseEvents(responses, config, user_input=user_input, playback=playback, overlap=overlap,
+                                emit=emit, stage_errors=stage_errors)
         judge = OverlapJudge(overlap, cap_ms=lambda: int(state.session.get(
             "overlap_barge_in_ms", OVERLAP_DEFAULTS["overlap_barge_in_ms"])), probe=unit.probe_speech,
             pause_words=speculations.held_pause)
