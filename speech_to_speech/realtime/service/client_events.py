@@ -67,12 +67,11 @@ class HandlerGroup(Protocol):
 class SessionClientEvents:
     """``session.update``, and the session's lifecycle (heartbeat, event_ack, close, resume: session_events.py)."""
 
-    def __init__(self, updates: SessionUpdates, state: SessionState, emit: Callable[[ServerEvent], None], *,
+    def __init__(self, updates: SessionUpdates, emit: Callable[[ServerEvent], None], *,
                  session_control: SessionControl | None, tools: SessionTools | None = None) -> None:
         """``session_control``: the live session around it (None: not served); ``tools``: the MCP servers the
         server calls itself (listed once an update names them)."""
         self._updates = updates
-        self._state = state
         self._emit = emit
         self.session_control = session_control
         self._tools = tools
@@ -82,8 +81,7 @@ class SessionClientEvents:
         return {"session.update": self.update, **lifecycle}
 
     def update(self, event: ClientEvent) -> None:
-        self._updates.configure(event.data.get("session"), event.event_id)
-        self._emit(session_updated(self._state.session))
+        self._emit(session_updated(self._updates.configure(event.data.get("session"), event.event_id)))
         if self._tools is not None:
             self._tools.session_changed()  # MCP servers it names are listed now, after the update is confirmed
 

@@ -160,7 +160,7 @@ class RealtimeService:
         # Each group of client events acts on its own few parts (service/client_events.py).
         input_events = InputClientEvents(user_input, on_track=playback.on_track)
         self._client_events = ClientEvents(
-            [SessionClientEvents(self.updates, state, emit, session_control=session_control, tools=tools),
+            [SessionClientEvents(self.updates, emit, session_control=session_control, tools=tools),
              input_events,
              ItemClientEvents(conversation, playback, emit, tools=tools),
              ResponseClientEvents(responses, state, user_input, playback, emit)],
