@@ -3,7 +3,9 @@
 ``ResponseState`` knows the protocol's lifecycle rules (an output item is
 added before its content, a transcript ``done`` follows the audio ``done``,
 exactly one ``response.done``) and returns the events to send; the service
-decides when things happen.
+decides when things happen. While the response streams them, it is the one
+place its output items (messages, function calls, MCP calls and approval
+requests) are written; the conversation holds the same items.
 """
 
 from __future__ import annotations

@@ -4,9 +4,8 @@
 opens it (``response.created``), asks the LLM what conversation/requests.py
 builds (also what a speculation or a prefill asks) once every committed user
 turn has its transcript, or adopts the speculation that already asked it, and
-finishes it (``response.done``, with
-its metadata, its audio's tail and the playback figures) when it completes,
-is cancelled or fails. Which pipeline output belongs to it is
+finishes it (``response.done``, with its metadata, its audio's tail and the
+playback figures) when it completes, is cancelled or fails. Which pipeline output belongs to it is
 :meth:`Responses.current`. The output of an adopted speculation, held off the
 wire until then, waits in :meth:`Responses.adopted_output` for the caller
 (the service's dispatch) to translate once the call that adopted it returns:
