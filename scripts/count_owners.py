@@ -7,6 +7,13 @@ field write is an assignment to an attribute of a collaborator a part holds (``s
 ...``), of a part the service holds (``responses.tools = ...``, ``service.responses.conversation_id =
 ...``), or to an item of the conversation outside its owner (``item["status"] = ...`` on an item got from
 it, in the session restore).
+
+An item write is a change to a conversation item's fields, or to a response's list of them, anywhere in
+realtime/ outside the items' owners: the conversation (conversation/history.py) and, while a response
+streams them, its ``ResponseState`` (conversation/response.py). It is read off the code's shape: an
+assignment into a subscript of something named like an item (``call.item["output"] = ...``,
+``content["transcript"] = ...``), or an ``append``/``extend``/``insert`` on a ``.output`` or
+``.content``; a part's own table (``self._items[item_id] = ...``) is no item.
 """
 
 from __future__ import annotations
@@ -28,6 +35,9 @@ PART_NAMES = {"service", "responses", "tools", "user_input", "playback", "echo",
               "updates", "state", "turns", "output", "judge", "pipeline_events", "target"}
 # Values the service builds that hold no session state of their own: not parts.
 VALUES = {"EventLimits", "VoiceCatalog"}
+# The modules that own conversation items (relative to realtime/): the conversation, and the response
+# that streams its own output items.
+ITEM_OWNERS = {"conversation/history.py", "conversation/response.py"}
 
 
 def parts() -> dict[str, int]:
@@ -79,17 +89,53 @@ def cross_writes() -> list[str]:
     return found
 
 
+def _item_like(node: ast.expr) -> bool:
+    """``node`` is (a subscript of) something named like a conversation item or its content."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return False  # a part's own table of its entries
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return "item" in name or name == "content"
+
+
+def _item_write(node: ast.AST) -> ast.expr | None:
+    """The item field or list that ``node`` changes, if it changes one."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+            node.func.attr in ("append", "extend", "insert") and isinstance(node.func.value, ast.Attribute)
+            and node.func.value.attr in ("output", "content")):
+        return node.func.value
+    targets = node.targets if isinstance(node, ast.Assign) else (
+        [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else [])
+    return next((t for t in targets if isinstance(t, ast.Subscript) and _item_like(t.value)), None)
+
+
+def item_writes() -> list[str]:
+    found = []
+    for file in sorted(PACKAGE.rglob("*.py")):
+        if file.relative_to(PACKAGE).as_posix() in ITEM_OWNERS:
+            continue
+        for node in ast.walk(ast.parse(file.read_text())):
+            written = _item_write(node)
+            if written is not None:
+                found.append(f"{file.relative_to(PACKAGE.parent)}:{node.lineno}: {ast.unparse(written)}")
+    return sorted(found)
+
+
 def main() -> None:
-    counts, writes = parts(), cross_writes()
+    counts, writes, items = parts(), cross_writes(), item_writes()
     if "--json" in sys.argv:
         print(json.dumps({"constructor_parameters": counts, "total": sum(counts.values()),
-                          "cross_part_field_writes": writes}, indent=2))
+                          "cross_part_field_writes": writes, "item_writes_outside_owners": items}, indent=2))
         return
     for name, count in sorted(counts.items(), key=lambda kv: -kv[1]):
         print(f"{count:3d}  {name}")
     print(f"{sum(counts.values()):3d}  in all ({len(counts)} parts)")
     print(f"cross-part field writes: {len(writes)}")
     for write in writes:
+        print("  " + write)
+    print(f"item writes outside their owners: {len(items)}")
+    for write in items:
         print("  " + write)
 
 

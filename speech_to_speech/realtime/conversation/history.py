@@ -86,6 +86,19 @@ class Conversation:
             item["content"][0]["transcript"] = transcript
         return item
 
+    def cut_transcript(self, item_id: str, transcript: str) -> None:
+        """The assistant's ``item_id`` was heard only as far as ``transcript`` (playback truth): its transcript
+        ends there, which is what the LLM's history holds."""
+        item = self._items.get(item_id)
+        if item is not None:
+            (item.get("content") or [{}])[0]["transcript"] = transcript
+
+    def replace(self, item: dict[str, Any]) -> None:
+        """A newer version of an item (its id) takes its place, if it is still here (an MCP server's listing
+        with its tools)."""
+        if item["id"] in self._items:
+            self._items[item["id"]] = item
+
     def snapshot(self, item_id: str) -> dict[str, Any]:
         return copy.deepcopy(self._items[item_id])
 

@@ -141,22 +141,16 @@ class _SessionState(Protocol):
     def reports_overlap(self) -> bool: ...  # the client set overlap_policy: it is told the decisions
 
 
-class _Playback(Protocol):
-    @property
-    def audible(self) -> bool: ...  # assistant audio still queued or playing on a media track
-
-
-class _Conversation(Protocol):
-    def __contains__(self, item_id: object) -> bool: ...
-
-
 class _Responses(Protocol):
     """What the gate needs of the session's responses (realtime/conversation/responses.py)."""
 
     @property
     def active(self) -> Any: ...  # the active ResponseState, or None
 
-    def start(self, options: dict[str, Any], turn_item_id: str | None = None) -> None: ...
+    @property
+    def audible(self) -> bool: ...  # assistant audio still queued or playing on a media track
+
+    def answer(self, turn_item_id: str) -> None: ...  # the turn's automatic response, if the turn is still there
 
     def cancel(self, reason: str, *, requested: bool = False) -> None: ...
 
@@ -182,13 +176,10 @@ class OverlapGate:
     """
 
     def __init__(self, responses: _Responses, state: _SessionState, config: Callable[[], RuntimeConfig], *,
-                 playback: _Playback, conversation: _Conversation, emit: Callable[[ServerEvent], None],
-                 going_on_ms: int = 0) -> None:
+                 emit: Callable[[ServerEvent], None], going_on_ms: int = 0) -> None:
         self._responses = responses
         self._state = state
         self._config = config
-        self._playback = playback
-        self._conversation = conversation
         self._emit = emit
         self._open: Overlap | None = None  # the listen_only utterance being judged
         self._deferred: _Deferral | None = None
@@ -202,7 +193,7 @@ class OverlapGate:
         """adaptive: this speech is over the assistant's answer and may interrupt it, so its words must be
         judged before it becomes a turn (the utterance to judge); None: it is handled as it comes."""
         response = self._responses.active
-        speaking = self._playback.audible or (response is not None and response.message is not None)
+        speaking = self._responses.audible or (response is not None and response.message is not None)
         interrupt = item.interrupt_response and self._config().interrupt_response_enabled
         going_on = item.after_silence_ms is not None and item.after_silence_ms <= self._going_on_ms
         if self._policy() != ADAPTIVE or not speaking or not interrupt or going_on:
@@ -219,9 +210,9 @@ class OverlapGate:
 
     def speech_started(self, item: SpeechStarted) -> None:
         response = self._responses.active
-        overlapping = response is not None or self._playback.audible
+        overlapping = response is not None or self._responses.audible
         # Speech over an answer that has not said a word yet is the user going on with their turn.
-        speaking = self._playback.audible or (response is not None and response.message is not None)
+        speaking = self._responses.audible or (response is not None and response.message is not None)
         policy = self._policy()
         listen_only = policy == LISTEN_ONLY
         self._open = None
@@ -293,8 +284,8 @@ class OverlapGate:
             return
         self._deferred = None
         td = self._config().turn_detection
-        if td is not None and td.create_response and deferred.item_id in self._conversation:
-            self._responses.start({}, turn_item_id=deferred.item_id)
+        if td is not None and td.create_response:
+            self._responses.answer(deferred.item_id)
 
     # ------------------------------------------------------------ decisions
 

@@ -27,10 +27,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.protocol import error_codes
 from speech_to_speech.protocol.metadata import AUDIO_DURATION_KEY, AUDIO_TEXT_MARKS_KEY, PLAYBACK_KEY
 from speech_to_speech.protocol.policies import ACK_ONLY, COMMIT_ALL_ON_DONE
@@ -44,7 +42,13 @@ from speech_to_speech.protocol.server_events.playback import (
 )
 from speech_to_speech.realtime.connection.transport import MediaTrack
 from speech_to_speech.realtime.conversation.history import Conversation
-from speech_to_speech.realtime.conversation.text_marks import TextMarks
+from speech_to_speech.realtime.conversation.item_audio import (
+    ItemAudio,
+    duration_ms,
+    heard_text,
+    ms_to_samples,
+    samples_to_ms,
+)
 from speech_to_speech.realtime.conversation.text_marks import heard_text as marked_text
 from speech_to_speech.realtime.wire.errors import RealtimeError
 
@@ -63,39 +67,12 @@ class SpeakerListener(Protocol):
     def stopped(self) -> None: ...  # the client stopped playing what it was sent
 
 
-def samples_to_ms(samples: int) -> int:
-    return samples * 1000 // TTS_RATE
+class WireOutput(Protocol):
+    """Assistant audio put in the session's output format for the client (connection/wire_audio.py)."""
 
+    def encode_output(self, samples: Any) -> str: ...
 
-def ms_to_samples(ms: int) -> int:
-    return ms * TTS_RATE // 1000
-
-
-def duration_ms(samples: int) -> int:
-    """An audio length in ms rounded up: a client adding up its chunks' lengths may round up too."""
-    return -(-samples * 1000 // TTS_RATE)
-
-
-def heard_text(transcript: str, heard: int, total: int) -> str:
-    """The part of ``transcript`` spoken in the first ``heard`` of ``total`` samples, in whole words (no marks)."""
-    return marked_text(transcript, None, heard, total)
-
-
-@dataclass
-class ItemAudio:
-    """What the ledger knows of one assistant item's audio; acked positions are in ms, as clients send them."""
-
-    response_id: str
-    policy: str = COMMIT_ALL_ON_DONE  # the session's playback_commit_policy when the item began
-    produced: int = 0  # samples the item's audio has (made by the pipeline, less what cuts removed)
-    played: int = 0  # of those, played out on the media track (WebRTC)
-    generated: int = 0  # samples the pipeline made for the item, whatever was cut later
-    dropped: int = 0  # samples cleared from the media track before they were played
-    text_chars: int = 0  # transcript characters seen so far
-    marks: TextMarks = field(default_factory=TextMarks)
-    played_ms: int = 0  # the client's cumulative play head (playback.ack)
-    committed_ms: int = 0  # how far the client committed it to the history (playback.ack)
-    done: bool = False  # its response ended: no more audio comes
+    def end_output(self, keep_tail: bool) -> str | None: ...
 
 
 class Playback:
@@ -103,8 +80,10 @@ class Playback:
 
     def __init__(self, conversation: Conversation, emit: Callable[[ServerEvent], None],
                  media: MediaTrack | None = None, policy: Callable[[], str] = lambda: COMMIT_ALL_ON_DONE,
-                 listener: SpeakerListener | None = None) -> None:
+                 listener: SpeakerListener | None = None, wire: WireOutput | None = None) -> None:
+        """``wire``: encodes the audio the client plays from events (None: the ledger only counts it)."""
         self._conversation = conversation
+        self._wire = wire
         self._listener = listener
         self._emit = emit
         self._media = media
@@ -161,8 +140,20 @@ class Playback:
             entry.marks.clause(entry.text_chars, text_chars, entry.produced)
             entry.text_chars = text_chars
 
-    def produced(self, response_id: str, item_id: str, samples: Any) -> None:
-        """``samples`` (24 kHz PCM16) of an item's audio: counted, and played on the track if there is one."""
+    def produced(self, response_id: str, item_id: str, samples: Any) -> str | None:
+        """``samples`` (24 kHz PCM16) of an item's audio: counted, and played on the track if there is one;
+        else returned in the session's output format, the payload of its audio delta."""
+        self._count(response_id, item_id, samples)
+        if self._media is not None or self._wire is None:
+            return None
+        return self._wire.encode_output(samples)
+
+    def end_output(self, keep_tail: bool) -> str | None:
+        """A response's audio ended: the encoder's held-back tail, if kept (it ends this response, never the
+        next)."""
+        return self._wire.end_output(keep_tail) if self._wire is not None else None
+
+    def _count(self, response_id: str, item_id: str, samples: Any) -> None:
         count = len(samples)
         if self._media is None and self._listener is not None:
             self._listener.sent(samples, item_id)  # the client plays it from now on, after what came before
@@ -300,14 +291,13 @@ class Playback:
         if item is None:
             return  # deleted meanwhile
         entry = self._items.get(item_id)
-        content = (item.get("content") or [{}])[0]
-        transcript = content.get("transcript") or ""
+        transcript = (item.get("content") or [{}])[0].get("transcript") or ""
         if entry is None:
-            content["transcript"] = heard_text(transcript, samples, 0) if transcript else transcript
+            self._conversation.cut_transcript(item_id, heard_text(transcript, samples, 0) if transcript else transcript)
         else:
             heard = marked_text(transcript, entry.marks, samples, entry.produced)
             if transcript:
-                content["transcript"] = heard
+                self._conversation.cut_transcript(item_id, heard)
             entry.marks.cut(len(heard), samples)
             entry.text_chars = len(heard)
             entry.produced = samples
@@ -332,7 +322,7 @@ class Playback:
         entry = self._items.get(item_id) if item_id is not None else None
         if entry is not None and item_id is not None:
             if truncate:  # even at the end of its audio: a cancelled clause's text may run past it
-                self.cut(item_id, _samples_at(entry, played_ms), played_ms)
+                self.cut(item_id, entry.samples_at(played_ms), played_ms)
             entry.played_ms = played_ms
             entry.committed_ms = min(committed_ms, played_ms)
         if truncate:
@@ -348,15 +338,8 @@ class Playback:
             totals["generated_ms"] += samples_to_ms(entry.generated)
             totals["sent_ms"] += samples_to_ms(entry.generated - entry.dropped)
             totals["played_ms"] += max(entry.played_ms, samples_to_ms(entry.played))
-            totals["committed_ms"] += self.committed_ms(entry)
+            totals["committed_ms"] += entry.committed()
         return totals
-
-    def committed_ms(self, entry: ItemAudio) -> int:
-        """How much of the item's audio its history text covers, under the policy it was made with."""
-        if entry.policy == ACK_ONLY:
-            # Over WebRTC the server's own track plays the audio: what it played out was heard.
-            return max(entry.committed_ms, samples_to_ms(entry.played))
-        return samples_to_ms(entry.produced) if entry.done else 0
 
     def delta_metadata(self, response_id: str, item_id: str) -> dict[str, Any]:
         """The metadata of the item's next audio delta: its audio so far, new text marks, the figures.
@@ -382,15 +365,5 @@ class Playback:
             return self._restored.get(item_id)
         if entry.policy != ACK_ONLY:
             return None
-        transcript = ((item.get("content") or [{}])[0]).get("transcript") or ""
-        return marked_text(transcript, entry.marks, _samples_at(entry, self.committed_ms(entry)), entry.produced)
+        return entry.history_text(((item.get("content") or [{}])[0]).get("transcript") or "")
 
-
-def _samples_at(entry: ItemAudio, ms: int) -> int:
-    """``ms`` into the item's audio, in samples; within a millisecond of its end counts as the end.
-
-    Clients add up their chunks' durations in whole ms, rounding either way: an
-    ack of all they received must not lose the last word to a rounding.
-    """
-    samples = ms_to_samples(ms)
-    return entry.produced if ms > 0 and samples >= entry.produced - TTS_RATE // 1000 else samples

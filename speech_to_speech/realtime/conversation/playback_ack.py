@@ -23,7 +23,8 @@ from typing import Any
 
 from speech_to_speech.protocol import error_codes
 from speech_to_speech.protocol.server_events.playback import PlaybackAcknowledged, playback_acknowledged
-from speech_to_speech.realtime.conversation.playback import ItemAudio, Playback, duration_ms
+from speech_to_speech.realtime.conversation.item_audio import ItemAudio, duration_ms
+from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.wire.errors import RealtimeError
 
 

@@ -3,7 +3,9 @@
 ``ResponseState`` knows the protocol's lifecycle rules (an output item is
 added before its content, a transcript ``done`` follows the audio ``done``,
 exactly one ``response.done``) and returns the events to send; the service
-decides when things happen.
+decides when things happen. While the response streams them, it is the one
+place its output items (messages, function calls, MCP calls and approval
+requests) are written; the conversation holds the same items.
 """
 
 from __future__ import annotations
@@ -18,6 +20,11 @@ from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
 from speech_to_speech.protocol import error_codes, error_types
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.conversation import conversation_item_added, conversation_item_done
+from speech_to_speech.protocol.server_events.mcp import (
+    response_mcp_call_arguments_delta,
+    response_mcp_call_arguments_done,
+    response_mcp_call_in_progress,
+)
 from speech_to_speech.protocol.server_events.response import (
     ResponseCreated,
     ResponseOutputAudioDelta,
@@ -221,10 +228,10 @@ class ResponseState:
             part = {"type": "text", "text": message.transcript}
         message.item["status"] = status
         events.append(response_content_part_done(ref, part))
-        events.extend(self._item_done(message.item, message.output_index))
+        events.extend(self.item_done(message.item, message.output_index))
         return events
 
-    def _item_done(self, item: dict[str, Any], output_index: int) -> list[ServerEvent]:
+    def item_done(self, item: dict[str, Any], output_index: int) -> list[ServerEvent]:
         events: list[ServerEvent] = [response_output_item_done(self.id, output_index, item)]
         if self.in_conversation:
             events.append(conversation_item_done(item))
@@ -232,9 +239,18 @@ class ResponseState:
 
     # ------------------------------------------------------------ tool calls
 
+    def add_item(self, item: dict[str, Any], previous_item_id: str | None) -> tuple[int, list[ServerEvent]]:
+        """Add ``item`` to the output (the open message closes first): its index, and the events that say so."""
+        events = self.close_message("completed")
+        output_index = len(self.output)
+        self.output.append(item)
+        events.append(response_output_item_added(self.id, output_index, item))
+        if self.in_conversation:
+            events.append(conversation_item_added(item, previous_item_id))
+        return output_index, events
+
     def function_call(self, call_id: str, name: str, arguments: str,
                       previous_item_id: str | None) -> tuple[dict[str, Any], list[ServerEvent]]:
-        events = self.close_message("completed")
         item = {
             "id": ids.item_id(),
             "object": "realtime.item",
@@ -244,18 +260,47 @@ class ResponseState:
             "name": name,
             "arguments": "",
         }
-        output_index = len(self.output)
-        self.output.append(item)
-        events.append(response_output_item_added(self.id, output_index, item))
-        if self.in_conversation:
-            events.append(conversation_item_added(item, previous_item_id))
+        output_index, events = self.add_item(item, previous_item_id)
         events.append(response_function_call_arguments_delta(self.id, item["id"], output_index, call_id, arguments))
         events.append(response_function_call_arguments_done(self.id, item["id"], output_index, call_id, name,
                                                             arguments))
         item["arguments"] = arguments
         item["status"] = "completed"
-        events.extend(self._item_done(item, output_index))
+        events.extend(self.item_done(item, output_index))
         return item, events
+
+    def mcp_approval_request(self, server_label: str, name: str, arguments: str,
+                             previous_item_id: str | None) -> tuple[dict[str, Any], list[ServerEvent]]:
+        """A call of an MCP server's tool that waits for the user's approval: its item, added and done."""
+        item = {"id": ids.item_id(), "type": "mcp_approval_request", "server_label": server_label, "name": name,
+                "arguments": arguments}
+        output_index, events = self.add_item(item, previous_item_id)
+        events.extend(self.item_done(item, output_index))
+        return item, events
+
+    def mcp_call(self, server_label: str, name: str, arguments: str, approval_request_id: str | None,
+                 previous_item_id: str | None) -> tuple[dict[str, Any], int, list[ServerEvent]]:
+        """A call of an MCP server's tool that the server runs: its item, index, and events up to in_progress."""
+        item: dict[str, Any] = {"id": ids.item_id(), "type": "mcp_call", "server_label": server_label, "name": name,
+                                "arguments": "", "approval_request_id": approval_request_id, "output": None,
+                                "error": None}
+        output_index, events = self.add_item(item, previous_item_id)
+        events.append(response_mcp_call_arguments_delta(self.id, item["id"], output_index, arguments))
+        events.append(response_mcp_call_arguments_done(self.id, item["id"], output_index, arguments))
+        item["arguments"] = arguments
+        events.append(response_mcp_call_in_progress(item["id"], output_index))
+        return item, output_index, events
+
+    def call_returned(self, item_id: str, output: Any) -> None:
+        """The server-run call ``item_id`` returned ``output`` (its item says so)."""
+        self._output_item(item_id)["output"] = output
+
+    def call_failed(self, item_id: str, error: dict[str, Any]) -> None:
+        """The server-run call ``item_id`` failed (timed out, was cancelled) with ``error``."""
+        self._output_item(item_id)["error"] = error
+
+    def _output_item(self, item_id: str) -> dict[str, Any]:
+        return next(item for item in self.output if item["id"] == item_id)
 
     # ------------------------------------------------------------ terminal
 

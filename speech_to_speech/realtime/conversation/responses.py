@@ -1,12 +1,11 @@
 """The life of a session's response: opened, submitted to the LLM, and finished exactly once.
 
 :class:`Responses` owns the active response (at most one per session): it
-opens it (``response.created``), builds the request the LLM is asked
-(:meth:`Responses.request`, also what a speculation or a prefill asks),
-submits it once every committed user turn has its transcript or adopts the
-speculation that already asked it, and finishes it (``response.done``, with
-its metadata, its audio's tail and the playback figures) when it completes,
-is cancelled or fails. Which pipeline output belongs to it is
+opens it (``response.created``), asks the LLM what conversation/requests.py
+builds (also what a speculation or a prefill asks) once every committed user
+turn has its transcript, or adopts the speculation that already asked it, and
+finishes it (``response.done``, with its metadata, its audio's tail and the
+playback figures) when it completes, is cancelled or fails. Which pipeline output belongs to it is
 :meth:`Responses.current`. The output of an adopted speculation, held off the
 wire until then, waits in :meth:`Responses.adopted_output` for the caller
 (the service's dispatch) to translate once the call that adopted it returns:
@@ -23,9 +22,9 @@ from typing import Any, Protocol
 from speech_to_speech import ids
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages.generation import (
-    ChatMessage,
-    GenerateResponseRequest,
+    AssistantToolCallPart,
     PromptPrefill,
+    ResponseDone,
     ResponseStatus,
 )
 from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
@@ -34,9 +33,9 @@ from speech_to_speech.protocol import TIMINGS_EXTENSION, error_codes, error_type
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.conversation import conversation_item_deleted
 from speech_to_speech.protocol.server_events.session import error_event
-from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.history import Conversation, item_text
 from speech_to_speech.realtime.conversation.playback import Playback
+from speech_to_speech.realtime.conversation.requests import RequestTools, ResponseRequests
 from speech_to_speech.realtime.conversation.response import OpenMessage, ResponseState
 from speech_to_speech.realtime.conversation.response_metadata import finished_metadata
 from speech_to_speech.realtime.conversation.speculation import Speculation, SpeculationSlot
@@ -44,23 +43,22 @@ from speech_to_speech.realtime.conversation.user_input import UserInput
 from speech_to_speech.realtime.wire.mcp_tools import McpServerSpec
 from speech_to_speech.realtime.wire.session import SessionState
 from speech_to_speech.realtime.wire.tool_results import ToolResultLedger
-from speech_to_speech.speech_text.languages import base_language
 from speech_to_speech.units.unit import PipelineUnit
 
 
-class ServerTools(Protocol):
+class ServerTools(RequestTools, Protocol):
     """What a response asks of the tools the server runs itself (realtime/tools/). They are built on the
     responses they act on and plug themselves in (:meth:`Responses.attach_tools`): nothing here names them."""
 
     def ready(self, specs: tuple[McpServerSpec, ...]) -> bool: ...
 
-    def function_tools(self, specs: tuple[McpServerSpec, ...], taken: set[str]) -> list[dict[str, Any]]: ...
-
     def holds_submit(self, response: ResponseState) -> bool: ...
 
-    def preamble(self, turns: int) -> str | None: ...
-
     def submitted(self, response: ResponseState) -> None: ...
+
+    def tool_call(self, response: ResponseState, part: AssistantToolCallPart) -> bool: ...
+
+    def request_done(self, response: ResponseState, done: ResponseDone) -> bool: ...
 
     def finishing(self, response: ResponseState, status: str, reason: str | None) -> None: ...
 
@@ -80,7 +78,7 @@ class Responses:
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
                  config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
-                 speculations: SpeculationSlot, playback: Playback, audio: WireAudio,
+                 speculations: SpeculationSlot, playback: Playback,
                  emit: Callable[[ServerEvent], None]) -> None:
         self._unit = unit
         self._settings = settings
@@ -90,7 +88,6 @@ class Responses:
         self._input = user_input
         self._speculations = speculations
         self._playback = playback
-        self._audio = audio
         # Tool call ids that completed answers took in (the duplicate follow-up extension).
         self._tool_results = ToolResultLedger()
         self._emit = emit
@@ -99,13 +96,13 @@ class Responses:
         self.active: ResponseState | None = None
         self.last: ResponseState | None = None  # the last to finish, unless it failed
         self._tools: ServerTools | None = None  # MCP servers and preambles (realtime/tools/), once attached
-        # The language the STT heard the user's last words in: the reply's, unless the session chose one.
-        self._heard_language: str | None = None
+        self._requests = ResponseRequests(state, config, conversation=conversation, playback=playback)
         self._adopted: list[Any] = []  # held output of an adopted speculation, now the response's, not yet taken
 
     def attach_tools(self, tools: ServerTools) -> None:
         """The tools the server runs itself take part in responses from now on (they attach themselves)."""
         self._tools = tools
+        self._requests.attach_tools(tools)
 
     def listen(self, listener: ResponseListener) -> None:
         """``listener`` is told from now on how each response ends and each reply taken back."""
@@ -118,19 +115,15 @@ class Responses:
     def heard(self, language: str | None) -> None:
         """The STT heard the user's words in ``language`` (None: it did not say): the reply's, unless the
         session chose one."""
-        self._heard_language = language or self._heard_language
+        self._requests.heard(language)
 
     def answered_already(self, call_ids: list[str]) -> bool:
         """A completed answer already took in every one of these tool results (a follow-up is a duplicate)."""
         return self._tool_results.all_answered(call_ids)
 
-    def history(self, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
-        """The LLM's view of the conversation (``heard``: a user turn whose transcript is not in yet)."""
-        return self._conversation.history(heard=heard, said=self._playback.history_text)
-
     def mcp_specs(self, options: dict[str, Any]) -> tuple[McpServerSpec, ...]:
         """The MCP servers a response may call: its own ``tools``' when ``response.create`` gave some."""
-        return tuple(options["mcp"]) if "mcp" in options else self._state.mcp_servers
+        return self._requests.mcp_specs(options)
 
     def reconfigured(self) -> None:
         """The session's config changed: a speculation that no automatic response will take over stops."""
@@ -141,6 +134,23 @@ class Responses:
     def start(self, options: dict[str, Any], turn_item_id: str | None = None) -> None:
         """Open a response (response.created); it is submitted once its input is transcribed."""
         self.open(options, turn_item_id)
+
+    def speak_if_idle(self) -> None:
+        """Open a response of the server's own (a tool's late result, a declined call) if none is active and
+        the user is not in the middle of a turn; else the next answer has it in its history."""
+        if self.active is None and not self._input.turn_open:
+            self.start({})
+
+    def answer(self, turn_item_id: str) -> None:
+        """Open the automatic response to the user turn ``turn_item_id``, unless the turn has left the
+        conversation meanwhile (the client deleted it)."""
+        if turn_item_id in self._conversation:
+            self.start({}, turn_item_id=turn_item_id)
+
+    @property
+    def audible(self) -> bool:
+        """Assistant audio is still queued or playing on a media track (a finished response's too)."""
+        return self._playback.audible
 
     def open(self, options: dict[str, Any], turn_item_id: str | None = None, *,
              submit: bool = True) -> ResponseState:
@@ -186,7 +196,7 @@ class Responses:
         if response is None or response.submitted or self._input.pending_transcriptions:
             return
         if self._tools is not None and (self._tools.holds_submit(response)
-                                       or not self._tools.ready(self.mcp_specs(response.options))):
+                                       or not self._tools.ready(self._requests.mcp_specs(response.options))):
             return  # its MCP servers are still being listed, or it runs an approved call first
         speculation = self._speculations.take(response.id)
         turn = self._conversation.get(response.turn_item_id) if response.turn_item_id else None
@@ -194,7 +204,8 @@ class Responses:
             self._speculations.cancel(speculation)
             self.finish("completed")  # nothing was heard: nothing to answer
             return
-        request = self.request(response.id, response.generation, response.options, self.history())
+        request = self._requests.request(response.id, response.generation, response.options,
+                                         self._requests.history())
         if speculation is not None and speculation.answers(request):
             self._adopt(response, speculation)
             return
@@ -210,8 +221,8 @@ class Responses:
         which the speculation asks for; else it asks for the response the turn would open."""
         self._speculations.drop()
         self.heard(transcript.language)
-        history = self.history(heard=(transcript.item_id, transcript.transcript))
-        request = self.request(waiting.id if waiting is not None else ids.response_id(),
+        history = self._requests.history(heard=(transcript.item_id, transcript.transcript))
+        request = self._requests.request(waiting.id if waiting is not None else ids.response_id(),
                                self._unit.cancel_scope.generation, {}, history)
         self._speculations.start(Speculation(transcript.item_id, transcript.speculation, request))
         if waiting is not None:
@@ -226,9 +237,9 @@ class Responses:
             return  # reading ahead is off (--prefill_during_speech false)
         if self.active is not None or self._speculations.current is not None:
             return
-        if self._tools is not None and not self._tools.ready(self.mcp_specs({})):
+        if self._tools is not None and not self._tools.ready(self._requests.mcp_specs({})):
             return  # its MCP servers are still being listed: read once they are
-        request = self.request("prefill", self._unit.cancel_scope.generation, {}, self.history())
+        request = self._requests.request("prefill", self._unit.cancel_scope.generation, {}, self._requests.history())
         if request.tools:  # without, the prompt is short, and reading it would only evict a longer one
             self._unit.submit(PromptPrefill(request))
 
@@ -237,15 +248,17 @@ class Responses:
         user goes on: at the pause only the last words are left to read (--prefill_during_speech)."""
         if not self._settings.turns.prefill_during_speech:
             return
-        history = self.history(heard=(item_id, words))
-        self._unit.submit(PromptPrefill(self.request("prefill", self._unit.cancel_scope.generation, {}, history)))
+        history = self._requests.history(heard=(item_id, words))
+        request = self._requests.request("prefill", self._unit.cancel_scope.generation, {}, history)
+        self._unit.submit(PromptPrefill(request))
 
     def follow_up(self, response: ResponseState) -> None:
         """Ask the model again for ``response`` (after its tool calls): the same id and generation, so its
         output joins the response; the history now holds the calls' results."""
         if response is not self.active:
             return
-        request = self.request(response.id, response.generation, response.options, self.history(), first=False)
+        request = self._requests.request(response.id, response.generation, response.options,
+                                         self._requests.history(), first=False)
         response.asked(response.generation, tuple(dict.fromkeys(response.input_call_ids + request.input_call_ids)))
         self._unit.submit(request)
         self._watch(response)
@@ -267,36 +280,6 @@ class Responses:
         adopted, self._adopted = self._adopted, []
         return adopted
 
-    def request(self, response_id: str, generation: int, options: dict[str, Any],
-                history: tuple[ChatMessage, ...], *, first: bool = True) -> GenerateResponseRequest:
-        """The request for the model; ``first``: the response's first (a follow-up says no preamble)."""
-        config = self._config()
-        max_tokens = options.get("max_output_tokens", config.max_output_tokens)
-        tools = tuple(options.get("tools", config.tools))
-        preamble = None
-        if self._tools is not None:
-            taken = {str(tool.get("name")) for tool in tools}
-            tools += tuple(self._tools.function_tools(self.mcp_specs(options), taken))
-            # The same for a speculation and the turn's own request, which may then adopt it.
-            preamble = self._tools.preamble(len(history)) if first else None
-        return GenerateResponseRequest(
-            response_id=response_id,
-            generation=generation,
-            messages=history,
-            instructions=options.get("instructions") or config.instructions,
-            tools=tools,
-            tool_choice=options.get("tool_choice", config.tool_choice),
-            reasoning_effort=options.get("reasoning_effort", config.reasoning_effort),
-            max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
-            voice=options.get("voice") or config.voice,
-            language=config.language if base_language(config.language) else self._heard_language,
-            input_call_ids=self._conversation.input_call_ids(history),
-            output_modalities=tuple(options.get("output_modalities") or config.output_modalities),
-            metadata=options.get("metadata"),
-            truncation=config.truncation,
-            preamble=preamble,
-        )
-
     def finish(self, status: ResponseStatus, reason: str | None = None, error: str | None = None, *,
                report: bool = True) -> None:
         """End the active response (if any) with ``status``: its last events, and out of the history if cut."""
@@ -317,7 +300,7 @@ class Responses:
         response.metadata = finished_metadata(response, timings=self._config().has_extension(TIMINGS_EXTENSION),
                                               answered_tool_results=answered,
                                               playback=self._playback.settle(response.id, status),
-                                              heard_language=self._heard_language)
+                                              heard_language=self._requests.heard_language)
         self._end_output_audio(response, status)
         for event in response.finish(status, reason, error):
             self._emit(event)
@@ -338,17 +321,26 @@ class Responses:
             self._emit(event)
         return message
 
-    def function_call(self, response: ResponseState, call_id: str, name: str, arguments: str) -> None:
-        """The model called the client's function ``name``: an item of ``response`` (and of the conversation)."""
-        call, events = response.function_call(call_id, name, arguments, self._conversation.last_id)
+    def tool_call(self, response: ResponseState, part: AssistantToolCallPart) -> None:
+        """The model called a tool: the server runs it if one of the response's MCP servers has it; else it is
+        the client's function, an item of ``response`` (and of the conversation)."""
+        if self._tools is not None and self._tools.tool_call(response, part):
+            return
+        call, events = response.function_call(part.call_id, part.name, part.arguments, self._conversation.last_id)
         if response.in_conversation:
             self._conversation.add(call)
         for event in events:
             self._emit(event)
 
+    def request_done(self, response: ResponseState, done: ResponseDone) -> None:
+        """The model's request of the active ``response`` ended: it finishes as the request did, unless the
+        server's tool calls in it decide what comes next (ask again, or wait for them)."""
+        if self._tools is None or not self._tools.request_done(response, done):
+            self.finish(done.status, done.reason, done.error)
+
     def _end_output_audio(self, response: ResponseState, status: str) -> None:
         """The resampler's held-back tail ends this response (dropped if cancelled), never the next."""
-        tail = self._audio.end_output(keep_tail=status != "cancelled" and response.message is not None)
+        tail = self._playback.end_output(keep_tail=status != "cancelled" and response.message is not None)
         if tail is not None and response.message is not None:
             self._emit(response.audio_delta(response.message, tail,
                                             self._playback.delta_metadata(response.id, response.message.item["id"])))

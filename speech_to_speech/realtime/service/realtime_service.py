@@ -44,7 +44,13 @@ from speech_to_speech.realtime.conversation.responses import ResponseListener, R
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
 from speech_to_speech.realtime.conversation.take_back import TakeBack
 from speech_to_speech.realtime.conversation.user_input import UserInput
-from speech_to_speech.realtime.service.client_events import EventTarget, apply_event, prepare_event
+from speech_to_speech.realtime.service.client_events import (
+    ClientEvents,
+    InputClientEvents,
+    ItemClientEvents,
+    ResponseClientEvents,
+    SessionClientEvents,
+)
 from speech_to_speech.realtime.service.pipeline_events import PipelineEvents
 from speech_to_speech.realtime.service.response_events import ResponseEvents
 from speech_to_speech.realtime.service.session_events import SessionControl
@@ -122,7 +128,7 @@ class RealtimeService:
         # What the user heard of each assistant item; with a media track, also what it played. The one place
         # told where the client's speaker is: the echo canceller follows it.
         self.playback = playback = Playback(conversation, emit, media, policy=lambda: state.playback_commit_policy,
-                                            listener=echo)
+                                            listener=echo, wire=audio)
         # Failures that may come with every chunk (a stage's, a media track's audio over the caps) are
         # reported now and then, not each time.
         self._stage_errors = stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
@@ -132,33 +138,33 @@ class RealtimeService:
             emit=emit)
         self.responses = responses = Responses(
             unit, settings, state, config, conversation=conversation, user_input=user_input,
-            speculations=speculations, playback=playback, audio=audio,
-            emit=emit)
+            speculations=speculations, playback=playback, emit=emit)
         # The tools the server runs itself (MCP servers) and the preamble while a reply waits.
         self.tools = tools = SessionTools(unit, settings, state, config, conversation=conversation,
-                                          user_input=user_input, responses=responses, emit=emit,
+                                          responses=responses, emit=emit,
                                           on_listed=lambda: self.pipeline_events.dispatch_adopted())
         # What speech over the assistant does (overlap_policy).
-        self.overlap = overlap = OverlapGate(responses, state, config, playback=playback,
-                                             conversation=conversation, emit=emit,
+        self.overlap = overlap = OverlapGate(responses, state, config, emit=emit,
                                              going_on_ms=settings.turns.take_back_within_ms)
         self.updates = SessionUpdates(unit, state, responses=responses, validate_language=validate_language)
         turns = TurnEvents(config, user_input=user_input,
                            responses=responses, speculations=speculations, overlap=overlap,
                            take_back=TakeBack(responses, settings.turns.take_back_within_ms), emit=emit)
-        output = ResponseEvents(responses, config, user_input=user_input,
-                                playback=playback, audio=audio, overlap=overlap, emit=emit,
-                                stage_errors=stage_errors, tools=tools)
+        output = ResponseEvents(responses, config, user_input=user_input, playback=playback, overlap=overlap,
+                                emit=emit, stage_errors=stage_errors)
         judge = OverlapJudge(overlap, cap_ms=lambda: int(state.session.get(
             "overlap_barge_in_ms", OVERLAP_DEFAULTS["overlap_barge_in_ms"])), probe=unit.probe_speech,
             pause_words=speculations.held_pause)
         self.pipeline_events = PipelineEvents(turns, output, responses=responses, speculations=speculations,
                                               overlap_judge=judge)
-        self._client_events = EventTarget(
-            state=state, conversation=conversation, user_input=user_input, responses=responses,
-            updates=self.updates, playback=playback,
-            event_limits=self.event_limits, session_control=session_control,
-            emit=emit, tools=tools)
+        # Each group of client events acts on its own few parts (service/client_events.py).
+        input_events = InputClientEvents(user_input, on_track=playback.on_track)
+        self._client_events = ClientEvents(
+            [SessionClientEvents(self.updates, emit, session_control=session_control, tools=tools),
+             input_events,
+             ItemClientEvents(conversation, playback, emit, tools=tools),
+             ResponseClientEvents(responses, state, user_input, playback, emit)],
+            decode_append=input_events.decode, limits=self.event_limits, emit=emit)
         if metrics is not None:
             responses.listen(metrics)
             self.pipeline_events.listen(TurnDecision, metrics.turn_decided)
@@ -212,12 +218,12 @@ class RealtimeService:
 
     def prepare_client_event(self, raw: str | bytes | dict[str, Any]) -> ClientEvent | RealtimeError:
         """Parse ``raw`` and decode an append's audio (may run off the event loop; see client_events)."""
-        return prepare_event(self._client_events, raw)
+        return self._client_events.prepare(raw)
 
     def handle_client_event(self, raw: str | bytes | dict[str, Any] | ClientEvent | RealtimeError) -> None:
         """Apply one client event (raw, or as :meth:`prepare_client_event` left it); rejections become errors."""
         self.last_activity = time.monotonic()
-        taken = apply_event(self._client_events, raw)
+        taken = self._client_events.apply(raw)
         self.pipeline_events.dispatch_adopted()  # what a response it let go on adopted, once the event is done
         if taken is not None:
             self.last_client_event_id = taken

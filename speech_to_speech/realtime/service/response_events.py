@@ -5,8 +5,8 @@ items (assistant text, audio, visemes, tool calls, token usage, first-token
 and first-audio marks, the request's terminal) and stage failures, checks
 each belongs to the active response and is not stale (``Responses.current``),
 and sends its events: the message or function call it opens, its deltas, and
-the response's end. Audio is encoded for the wire (or left to the media
-track) and counted by the playback ledger, which tells the echo canceller.
+the response's end. Audio goes to the playback ledger, which counts it, tells
+the echo canceller, and encodes it for the wire (or plays it on the media track).
 """
 
 from __future__ import annotations
@@ -22,12 +22,10 @@ from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import VISEMES_EXTENSION, error_codes, error_types
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.input_audio import input_audio_transcription_failed
-from speech_to_speech.realtime.connection.wire_audio import WireAudio
 from speech_to_speech.realtime.conversation.overlap import OverlapGate
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.conversation.user_input import UserInput
-from speech_to_speech.realtime.tools.session_tools import SessionTools
 from speech_to_speech.realtime.wire import errors
 
 log = logging.getLogger(__name__)
@@ -37,17 +35,15 @@ class ResponseEvents:
     """The response-side pipeline items of one session, each turned into its events (runs on the event loop)."""
 
     def __init__(self, responses: Responses, config: Callable[[], RuntimeConfig], *, user_input: UserInput,
-                 playback: Playback, audio: WireAudio, overlap: OverlapGate, emit: Callable[[ServerEvent], None],
-                 stage_errors: errors.Throttle, tools: SessionTools | None = None) -> None:
+                 playback: Playback, overlap: OverlapGate, emit: Callable[[ServerEvent], None],
+                 stage_errors: errors.Throttle) -> None:
         self._responses = responses
         self._config = config
         self._input = user_input
         self._playback = playback
-        self._audio = audio
         self._overlap = overlap
         self._emit = emit
         self._stage_errors = stage_errors
-        self._tools = tools
 
     def assistant_text(self, item: TranscriptText) -> None:
         response = self._responses.current(item)
@@ -64,11 +60,12 @@ class ResponseEvents:
             return
         message = self._responses.open_message(response)
         response.mark("first_audio_sent", time.monotonic(), first=True)
-        self._playback.produced(response.id, message.item["id"], item.samples)  # told to the echo canceller too
-        if self._playback.on_track:
+        # Counted by the ledger, which tells the echo canceller and encodes it for the wire.
+        payload = self._playback.produced(response.id, message.item["id"], item.samples)
+        if payload is None:
             return  # the track plays it
-        self._emit(response.audio_delta(message, self._audio.encode_output(item.samples),
-                                        self._playback.delta_metadata(response.id, message.item["id"])))
+        self._emit(response.audio_delta(message, payload, self._playback.delta_metadata(response.id,
+                                                                                         message.item["id"])))
 
     def visemes(self, item: AudioVisemes) -> None:
         """The visemes extension: sent just before the audio chunk they describe (docs/visemes.md)."""
@@ -82,9 +79,7 @@ class ResponseEvents:
         response = self._responses.current(item)
         if response is None:
             return
-        if self._tools is not None and self._tools.calls.tool_call(response, item):
-            return  # a tool of the session's MCP servers: the server runs it
-        self._responses.function_call(response, item.call_id, item.name, item.arguments)
+        self._responses.tool_call(response, item)
 
     def usage(self, item: TokenUsage) -> None:
         response = self._responses.current(item)
@@ -106,8 +101,7 @@ class ResponseEvents:
         # (a speculation that was not adopted) ends in an older generation.
         response = self._responses.active
         if response is not None and response.submitted and response.owns(item):
-            if self._tools is None or not self._tools.calls.request_done(response, item):
-                self._responses.finish(item.status, item.reason, item.error)
+            self._responses.request_done(response, item)
             if self._responses.active is not response:
                 self._overlap.response_ended(response.id)
 

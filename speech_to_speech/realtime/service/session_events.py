@@ -1,7 +1,7 @@
 """The session lifecycle client events: heartbeat, event_ack, close, and resume.
 
-They are parsed and checked like every other client event (their handlers
-sit in ``CLIENT_EVENTS``), so a malformed one gets an ``error`` naming its
+They are parsed and checked like every other client event (service/client_events.py
+serves them beside ``session.update``), so a malformed one gets an ``error`` naming its
 ``event_id``. What they act on is the live session around the service (its
 journal, its socket), reached through :class:`SessionControl`; a service
 without one (no resumable session around it) refuses them.

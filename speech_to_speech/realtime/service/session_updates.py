@@ -29,8 +29,8 @@ class SessionUpdates:
         self._responses = responses
         self._validate_language = validate_language
 
-    def configure(self, session: Any, event_id: str | None = None) -> None:
-        """Apply a session patch; raises RealtimeError."""
+    def configure(self, session: Any, event_id: str | None = None) -> dict[str, Any]:
+        """Apply a session patch; raises RealtimeError. The session object as it now is (``session.updated``)."""
         self._check_noise_reduction(session, event_id)
         config = self._state.apply_update(session, event_id)
         if self._validate_language is not None:
@@ -38,6 +38,7 @@ class SessionUpdates:
             config = config.model_copy(update={"language": language})
         self._unit.config.replace(config)
         self._responses.reconfigured()  # a speculation no automatic response will take over stops
+        return self._state.session
 
     @staticmethod
     def _check_noise_reduction(session: Any, event_id: str | None) -> None:

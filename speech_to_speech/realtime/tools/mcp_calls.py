@@ -24,23 +24,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from speech_to_speech import ids
 from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, ResponseDone
 from speech_to_speech.protocol import error_codes
 from speech_to_speech.protocol.server_events import ServerEvent
-from speech_to_speech.protocol.server_events.conversation import conversation_item_added, conversation_item_done
+from speech_to_speech.protocol.server_events.conversation import conversation_item_done
 from speech_to_speech.protocol.server_events.mcp import (
-    response_mcp_call_arguments_delta,
-    response_mcp_call_arguments_done,
     response_mcp_call_completed,
     response_mcp_call_failed,
-    response_mcp_call_in_progress,
 )
-from speech_to_speech.protocol.server_events.response import response_output_item_added, response_output_item_done
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.response import ResponseState
 from speech_to_speech.realtime.conversation.responses import Responses
-from speech_to_speech.realtime.conversation.user_input import UserInput
 from speech_to_speech.realtime.tools import call_state as cs
 from speech_to_speech.realtime.tools.mcp_connection import McpFailure, McpTimeout
 from speech_to_speech.realtime.tools.mcp_policy import needs_approval
@@ -77,11 +71,10 @@ class McpCalls:
     """The server-run tool calls of one session (runs on the event loop)."""
 
     def __init__(self, servers: McpServers, responses: Responses, conversation: Conversation,
-                 user_input: UserInput, emit: Callable[[ServerEvent], None], *, call_timeout_s: float) -> None:
+                 emit: Callable[[ServerEvent], None], *, call_timeout_s: float) -> None:
         self._servers = servers
         self._responses = responses
         self._conversation = conversation
-        self._input = user_input
         self._emit = emit
         self._timeout = call_timeout_s
         self._turns: dict[str, Turn] = {}  # by response id, while the response or a detached call lives
@@ -104,24 +97,17 @@ class McpCalls:
         return True
 
     def _ask_approval(self, turn: Turn, spec: McpServerSpec, part: AssistantToolCallPart) -> None:
-        item = {"id": ids.item_id(), "type": "mcp_approval_request", "server_label": spec.label,
-                "name": part.name, "arguments": part.arguments}
+        item, events = turn.response.mcp_approval_request(spec.label, part.name, part.arguments,
+                                                          self._conversation.last_id)
         self._approvals[item["id"]] = PendingApproval(spec, part.name, part.arguments)
-        index = self._add_output(turn.response, item)
-        self._item_done(turn.response, item, index)
+        self._add_output(turn.response, item, events)
         turn.machine.step(cs.CallAwaitsApproval(item["id"]))
 
     def _start(self, turn: Turn, spec: McpServerSpec, name: str, arguments: str,
                approval_request_id: str | None) -> None:
-        response = turn.response
-        item: dict[str, Any] = {"id": ids.item_id(), "type": "mcp_call", "server_label": spec.label, "name": name,
-                                "arguments": "", "approval_request_id": approval_request_id, "output": None,
-                                "error": None}
-        index = self._add_output(response, item)
-        self._emit(response_mcp_call_arguments_delta(response.id, item["id"], index, arguments))
-        self._emit(response_mcp_call_arguments_done(response.id, item["id"], index, arguments))
-        item["arguments"] = arguments
-        self._emit(response_mcp_call_in_progress(item["id"], index))
+        item, index, events = turn.response.mcp_call(spec.label, name, arguments, approval_request_id,
+                                                     self._conversation.last_id)
+        self._add_output(turn.response, item, events)
         call = turn.calls[item["id"]] = RunningCall(item, index, spec)
         self._apply(turn, turn.machine.step(cs.CallStarted(item["id"])))
         if turn.machine.calls.get(item["id"]) == "running":
@@ -129,27 +115,28 @@ class McpCalls:
 
     async def _run(self, turn: Turn, call: RunningCall) -> None:
         event: cs.Event
+        response, item_id = turn.response, call.item["id"]
         try:
             arguments = json.loads(call.item["arguments"] or "{}")
             if not isinstance(arguments, dict):
                 raise ValueError("the arguments are not a JSON object")
         except ValueError as error:
-            call.item["error"] = {"type": "tool_execution_error", "message": f"bad arguments: {error}"}
-            event = cs.CallReturned(call.item["id"], ok=False)
+            response.call_failed(item_id, {"type": "tool_execution_error", "message": f"bad arguments: {error}"})
+            event = cs.CallReturned(item_id, ok=False)
         else:
             connection = self._servers.connection(call.spec)
             try:
                 if connection is None:
                     raise McpFailure({"type": "protocol_error", "code": -32000,
                                       "message": "the MCP server is not connected"})
-                call.item["output"] = await connection.call(call.item["name"], arguments, self._timeout)
-                event = cs.CallReturned(call.item["id"], ok=True)
+                response.call_returned(item_id, await connection.call(call.item["name"], arguments, self._timeout))
+                event = cs.CallReturned(item_id, ok=True)
             except McpTimeout as timeout:
-                call.item["error"] = timeout.error
-                event = cs.CallTimedOut(call.item["id"])
+                response.call_failed(item_id, timeout.error)
+                event = cs.CallTimedOut(item_id)
             except McpFailure as error:
-                call.item["error"] = error.error
-                event = cs.CallReturned(call.item["id"], ok=False)
+                response.call_failed(item_id, error.error)
+                event = cs.CallReturned(item_id, ok=False)
         log.info("MCP call %s on %r: %s", call.item["name"], call.spec.label,
                  "ok" if call.item["error"] is None else call.item["error"]["message"])
         self._apply(turn, turn.machine.step(event))
@@ -174,22 +161,23 @@ class McpCalls:
     def _report(self, turn: Turn, call: RunningCall) -> None:
         outcome = response_mcp_call_completed if call.item["error"] is None else response_mcp_call_failed
         self._emit(outcome(call.item["id"], call.output_index))
-        self._item_done(turn.response, call.item, call.output_index)
+        self._item_done(turn.response, call)
 
     def _keep(self, call: RunningCall) -> None:
         """A call the user spoke over came back: its outcome joins the conversation, and is spoken if nothing
         else is being said or heard (else the next answer has it in its history)."""
         if call.item["id"] in self._conversation:
             self._emit(conversation_item_done(call.item))
-        self._speak_if_idle()
+        self._responses.speak_if_idle()
 
     def _stop(self, turn: Turn, call: RunningCall) -> None:
         if call.task is not None:
             call.task.cancel()
-        call.item["error"] = {"type": "tool_execution_error", "message": "cancelled: the response ended"}
+        turn.response.call_failed(call.item["id"], {"type": "tool_execution_error",
+                                                    "message": "cancelled: the response ended"})
         if turn.response is self._responses.active:  # its last events, inside the response
             self._emit(response_mcp_call_failed(call.item["id"], call.output_index))
-            self._item_done(turn.response, call.item, call.output_index)
+            self._item_done(turn.response, call)
 
     # ------------------------------------------------------------ the response around it
 
@@ -242,7 +230,7 @@ class McpCalls:
         if pending is None:
             return
         if not item["approve"]:
-            self._speak_if_idle()
+            self._responses.speak_if_idle()
             return
         if self._responses.active is not None:
             self._approved.append((item["approval_request_id"], pending))
@@ -256,26 +244,16 @@ class McpCalls:
 
     # ------------------------------------------------------------ items
 
-    def _add_output(self, response: ResponseState, item: dict[str, Any]) -> int:
-        """Add ``item`` to the response's output (closing its open message) and the conversation."""
-        for event in response.close_message("completed"):
+    def _add_output(self, response: ResponseState, item: dict[str, Any], events: list[ServerEvent]) -> None:
+        """``item``, just added to the response's output (``events`` say so), joins the conversation too."""
+        if response.in_conversation:
+            self._conversation.add(item)
+        for event in events:
             self._emit(event)
-        index = len(response.output)
-        response.output.append(item)
-        self._emit(response_output_item_added(response.id, index, item))
-        if response.in_conversation:
-            previous = self._conversation.add(item)
-            self._emit(conversation_item_added(item, previous))
-        return index
 
-    def _item_done(self, response: ResponseState, item: dict[str, Any], index: int) -> None:
-        self._emit(response_output_item_done(response.id, index, item))
-        if response.in_conversation:
-            self._emit(conversation_item_done(item))
-
-    def _speak_if_idle(self) -> None:
-        if self._responses.active is None and not self._input.turn_open:
-            self._responses.start({})
+    def _item_done(self, response: ResponseState, call: RunningCall) -> None:
+        for event in response.item_done(call.item, call.output_index):
+            self._emit(event)
 
     async def aclose(self) -> None:
         for turn in list(self._turns.values()):

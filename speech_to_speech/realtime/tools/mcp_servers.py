@@ -86,7 +86,8 @@ class McpServers:
                 type=error_types.SERVER_ERROR))
         else:
             server.status = "listed"
-            server.item["tools"] = [tool.wire() for tool in server.tools]
+            server.item = {**server.item, "tools": [tool.wire() for tool in server.tools]}
+            self._conversation.replace(server.item)  # the listing, with its tools
             self._emit(mcp_list_tools_completed(server.item["id"]))
         self._emit(conversation_item_done(server.item))
         self._on_listed()

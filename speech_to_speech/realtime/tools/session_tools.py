@@ -11,12 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, ResponseDone
 from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.response import ResponseState
 from speech_to_speech.realtime.conversation.responses import Responses
-from speech_to_speech.realtime.conversation.user_input import UserInput
 from speech_to_speech.realtime.tools.mcp_calls import McpCalls
 from speech_to_speech.realtime.tools.mcp_servers import McpServers
 from speech_to_speech.realtime.tools.preamble import PreambleTimer, phrase
@@ -29,7 +29,7 @@ class SessionTools:
     """One session's server-run tools (runs on the event loop)."""
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
-                 config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
+                 config: Callable[[], RuntimeConfig], *, conversation: Conversation,
                  responses: Responses, emit: Callable[[ServerEvent], None],
                  on_listed: Callable[[], None] = lambda: None) -> None:
         """``on_listed``: told after a listing let a waiting response go on (what it adopted is translated)."""
@@ -39,7 +39,7 @@ class SessionTools:
         self._on_listed = on_listed
         self.servers = McpServers(conversation, emit, list_timeout_s=settings.tools.mcp_list_timeout_s,
                                   on_listed=self._listed)
-        self.calls = McpCalls(self.servers, responses, conversation, user_input, emit,
+        self.calls = McpCalls(self.servers, responses, conversation, emit,
                               call_timeout_s=settings.tools.mcp_call_timeout_s)
         self.timer = PreambleTimer(unit, lambda: responses.active, self._preamble_after_ms,
                                    lambda: config().language)
@@ -79,6 +79,12 @@ class SessionTools:
 
     def submitted(self, response: ResponseState) -> None:
         self.timer.arm(response)
+
+    def tool_call(self, response: ResponseState, part: AssistantToolCallPart) -> bool:
+        return self.calls.tool_call(response, part)
+
+    def request_done(self, response: ResponseState, done: ResponseDone) -> bool:
+        return self.calls.request_done(response, done)
 
     def finishing(self, response: ResponseState, status: str, reason: str | None) -> None:
         self.timer.cancel()
