@@ -109,12 +109,6 @@ def call_start_tokens(pieces: Iterable[bytes]) -> npt.NDArray[np.intp]:
                      if piece.decode("utf-8", errors="replace").lstrip().startswith(CALL_PREFIXES)], dtype=np.intp)
 
 
-def call_probability(scores: npt.NDArray[np.float32], starts: npt.NDArray[np.intp]) -> float:
-    """The probability a reply's first token, drawn from these logits, starts a call."""
-    shifted = np.exp(scores.astype(np.float64) - float(np.max(scores)))
-    return float(shifted[starts].sum() / shifted.sum())
-
-
 def first_token_decides(starts: npt.NDArray[np.intp], threshold: float) -> LogitsProcessor:
     """A logits processor whose first step starts a call when the model gives that ``threshold`` or more, and
     otherwise rules a call out; later steps pass untouched.
@@ -133,7 +127,8 @@ def first_token_decides(starts: npt.NDArray[np.intp], threshold: float) -> Logit
         if decided:
             return scores
         decided = True
-        calling = call_probability(scores, starts) >= threshold
+        shifted = np.exp(scores.astype(np.float64) - float(np.max(scores)))
+        calling = float(shifted[starts].sum() / shifted.sum()) >= threshold
         if calling:
             kept = scores[starts].copy()
             scores[:] = -np.inf

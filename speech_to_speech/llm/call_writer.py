@@ -26,10 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-from speech_to_speech.llm.call_grammar import call_probability
 from speech_to_speech.llm.llama_contexts import ContextPool, read_ahead
 from speech_to_speech.llm.llama_kv import cut_dropped_block
 from speech_to_speech.llm.packaged import PACKAGED
@@ -103,14 +99,3 @@ def load_call_writer(path: Path, main: Any, make_context: Callable[[Path], Any],
         raise RuntimeError(f"--llm_tool_call_model {path.name} has another tokenizer than --llm_model's; "
                            "the writer must share it (e.g. the 0.5B and 1.5B of one model family)")
     return CallWriter(pool=ContextPool(contexts), path=path)
-
-
-def call_odds(llm: Any, prompt: list[int], starts: npt.NDArray[np.intp]) -> float:
-    """The probability that writer context ``llm`` starts the reply to ``prompt`` with a call (one of ``starts``);
-    it reads what it lacks of the prompt, which the call it may write next reads on from."""
-    import llama_cpp
-
-    llm.n_tokens = min(cut_dropped_block(llm, prompt), len(prompt) - 1)  # one read again at least: its logits
-    llm.eval(prompt[llm.n_tokens:])
-    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
-    return call_probability(logits, starts)

@@ -55,7 +55,7 @@ from speech_to_speech.llm.call_grammar import (
     first_token_decides,
     no_call,
 )
-from speech_to_speech.llm.call_writer import CallWriter, call_odds, load_call_writer, writer_path
+from speech_to_speech.llm.call_writer import CallWriter, load_call_writer, writer_path
 from speech_to_speech.llm.chat_prompt import calls_native_tools, knows_tools, prompt_for
 from speech_to_speech.llm.context_window import ModelContext
 from speech_to_speech.llm.gguf_files import gguf_path, rewritten_gguf
@@ -320,12 +320,6 @@ class LlamaCppLM(LLMHandler):
         counts.set(*self._counts(urgent=True))
         return context, counts
 
-    def _writer_calls(self, writer: Any, prompt: list[int]) -> bool:
-        """Whether the writer, too, would start the reply to ``prompt`` with a call (by its own threshold; unset:
-        it writes every call the main model starts)."""
-        threshold = self.settings.tool_call_model_threshold
-        return threshold is None or call_odds(writer, prompt, self.model.call_tokens) >= threshold
-
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         lm = self.model
         text = prompt_for(lm.template, request, self.settings, lm.context, calls_ruled_out=True)
@@ -339,7 +333,7 @@ class LlamaCppLM(LLMHandler):
             from llama_cpp import LlamaGrammar
 
             nonlocal ended
-            counts = own_counts = _ThreadCounts(llm)
+            counts = _ThreadCounts(llm)
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character may span tokens
             # reset=True still reuses the KV cache for the prompt prefix the context saw last.
             speakable = [lm.speakable_only] if self.speaks_in_latin_script(request) else []
@@ -355,22 +349,16 @@ class LlamaCppLM(LLMHandler):
                 piece = "" if end else decoder.decode(llm.detokenize([token]))
                 start = call_starts(said, piece) if held is not None and piece else None
                 if start is not None and held is not None:
-                    call, held = held, None
-                    writer, counts = self._call_writer(llm, index, counts, writing, prompt + generated)
-                    if writer is not llm and not generated and not self._writer_calls(writer, prompt):
-                        # The writer would answer in words: so does the main model, from its first token again.
-                        writing.close()
-                        counts = own_counts
-                        tokens.switch(llm.generate(prompt, reset=True, logits_processor=[*speakable, no_call(
-                            lm.markup_tokens)], **self._sampling()))
-                        continue
-                    # The call goes on under its grammar, from the same context (its KV cache is kept) or the
-                    # writer's: a bare call's opening brace is drawn again under it, a tagged call's tag is kept.
+                    # The call goes on under its grammar, from the same context (its KV cache is kept): a bare
+                    # call's opening brace is drawn again under it, a tagged call's tag is kept.
                     if start == "tagged":
                         generated.append(token)
                         said += piece
                         yield piece
-                    grammar = LlamaGrammar.from_string(call.tagged if start == "tagged" else call.bare, verbose=False)
+                    grammar = LlamaGrammar.from_string(held.tagged if start == "tagged" else held.bare,
+                                                       verbose=False)
+                    held = None
+                    writer, counts = self._call_writer(llm, index, counts, writing, prompt + generated)
                     tokens.switch(writer.generate(prompt + generated, reset=True, logits_processor=speakable or None,
                                                   grammar=grammar, **self._sampling()))
                     continue

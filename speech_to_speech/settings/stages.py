@@ -129,12 +129,6 @@ class LLMSettings(BaseModel):
         "whether to call and says the answer (unset or empty: the main model writes its calls). A packaged "
         "model whose weights are not installed is left out with a warning."
     )
-    tool_call_model_threshold: float | None = Field(
-        None, ge=0.0, le=1.0, alias="llm_tool_call_model_threshold",
-        description="llama-cpp, with --llm_tool_call_model: a call the main model starts is written only where the "
-        "writer, too, gives starting one at least this probability; elsewhere the main model answers in words "
-        "(unset: the writer writes every call the main model starts)."
-    )
     responses_api_reasoning_effort: str | None = Field(None, description="Startup effort.")
     responses_api_disable_thinking: bool = Field(False, description="Send enable_thinking=false.")
 
