@@ -8,13 +8,16 @@ call (its first token, ``--llm_tool_call_threshold``) and says every answer,
 and once it starts a call the call itself (~40 tokens under the tools'
 grammar, while the preamble is spoken) is decoded by the writer from the
 same prompt tokens: the two models share a tokenizer, so the tokens carry
-over as they are. The writer has contexts of its own, one per main
-context, whose KV caches keep what they read last (the system prompt and
-the tools) for the next call; a session's prompt is read ahead into them
-too, in spare CPU (``LlamaCppLM.prefill``). Where a writer has not read the
-tools yet (the first session after a start, the user quicker than the read
-ahead), the main model writes the call as before instead of keeping the
-user waiting while the writer reads them.
+over as they are. The writer has one context for the whole server (each
+llama.cpp instance of the 1.5B holds ~780 MB of its own; four, one per
+unit, took a 4-unit serve from about 3 to 10.7 GB of RSS): a call is short
+and rare, and its KV cache keeps what it read last, the system prompt and
+the tools that every session with the same tools shares. A session's
+prompt is read ahead into it in spare CPU (``LlamaCppLM.prefill``). Where
+the writer has not read the tools yet (the first session after a start,
+the user quicker than the read ahead) or is busy (another session's call),
+the main model writes the call as before, rather than keep the user
+waiting.
 """
 
 from __future__ import annotations
@@ -40,16 +43,16 @@ PROBED_TOKENS = 200  # tokens compared, spread over the two vocabularies (all of
 
 @dataclass(frozen=True)
 class CallWriter:
-    """The writer model's contexts (their KV caches), and the file they were loaded from."""
+    """The writer model's context (its KV cache, in a pool of one), and the file it was loaded from."""
 
     pool: ContextPool
     path: Path
 
-    def ready_context(self, preferred: int | None, tokens: list[int], holder: ExitStack) -> Any | None:
-        """A free writer context (``preferred`` if free) that holds all but ``MAX_UNREAD`` of ``tokens`` at most,
-        checked out until ``holder`` closes; None where there is none (the main model writes the call then)."""
+    def ready_context(self, tokens: list[int], holder: ExitStack) -> Any | None:
+        """The writer's context, if it is free and holds all but ``MAX_UNREAD`` of ``tokens`` at most, checked out
+        until ``holder`` closes; None where not (the main model writes the call then)."""
         with ExitStack() as attempt:
-            free = attempt.enter_context(self.pool.checkout_if_free(preferred))
+            free = attempt.enter_context(self.pool.checkout_if_free())
             if free is None:
                 return None
             _, llm = free
@@ -59,12 +62,11 @@ class CallWriter:
             holder.enter_context(attempt.pop_all())
             return llm
 
-    def read_ahead(self, preferred: int | None, tokens: list[int],
-                   still_wanted: Callable[[Any], Callable[[], bool]], step: int) -> None:
-        """Read ``tokens`` into a free writer context (``preferred`` if free), ``step`` at a time while what
-        ``still_wanted`` makes of that context says so (a 1.5B step of six tokens costs about what two of
-        the 0.5B's do: a request arriving meanwhile waits for it)."""
-        with self.pool.checkout_if_free(preferred) as free:
+    def read_ahead(self, tokens: list[int], still_wanted: Callable[[Any], Callable[[], bool]], step: int) -> None:
+        """Read ``tokens`` into the writer's context if it is free, ``step`` at a time while what ``still_wanted``
+        makes of that context says so (a 1.5B step of six tokens costs about what two of the 0.5B's do: a
+        request arriving meanwhile waits for it)."""
+        with self.pool.checkout_if_free() as free:
             if free is not None:
                 _, llm = free
                 read_ahead(llm, tokens, still_wanted(llm), step)
@@ -92,10 +94,10 @@ def writer_path(name: str, resolve: Callable[[str], Path]) -> Path | None:
         return None
 
 
-def load_call_writer(path: Path, main: Any, make_context: Callable[[Path], Any], count: int) -> CallWriter:
-    """``count`` contexts over the writer model at ``path``; refused if it does not share ``main``'s tokenizer."""
-    contexts = [make_context(path) for _ in range(count)]
-    if not same_tokenizer(main, contexts[0]):
+def load_call_writer(path: Path, main: Any, make_context: Callable[[Path], Any]) -> CallWriter:
+    """A context over the writer model at ``path``; refused if it does not share ``main``'s tokenizer."""
+    context = make_context(path)
+    if not same_tokenizer(main, context):
         raise RuntimeError(f"--llm_tool_call_model {path.name} has another tokenizer than --llm_model's; "
                            "the writer must share it (e.g. the 0.5B and 1.5B of one model family)")
-    return CallWriter(pool=ContextPool(contexts), path=path)
+    return CallWriter(pool=ContextPool([context]), path=path)

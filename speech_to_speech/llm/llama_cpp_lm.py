@@ -187,7 +187,7 @@ def load_llama_cpp(settings: LLMSettings, context: LoadContext) -> LoadedLlama:
     contexts = [new_context(path) for _ in range(count)]
     llm = contexts[0]
     writer_file = writer_path(settings.tool_call_model, gguf_path) if settings.tool_call_model else None
-    writer = load_call_writer(writer_file, llm, new_context, count) if writer_file is not None else None
+    writer = load_call_writer(writer_file, llm, new_context) if writer_file is not None else None
 
     @functools.lru_cache(maxsize=TOKEN_COUNTS_CACHED)
     def count_tokens(text: str) -> int:
@@ -297,7 +297,7 @@ class LlamaCppLM(LLMHandler):
             read_ahead(llm, tokens, still_wanted(llm), PREFILL_STEP)
             # A call's writer reads the same prompt (its tools) in its own context, once the main one has it.
             if lm.call_writer is not None and calls_native_tools(lm.template, request):
-                lm.call_writer.read_ahead(index, tokens, still_wanted, PREFILL_STEP)
+                lm.call_writer.read_ahead(tokens, still_wanted, PREFILL_STEP)
 
     def _call_rules(self, request: GenerateResponseRequest, may_call: bool) -> list[LogitsProcessor]:
         """Where the reply may call a tool, its first token decides whether it does (by the threshold, if
@@ -307,13 +307,13 @@ class LlamaCppLM(LLMHandler):
             return [first_token_decides(lm.call_tokens, threshold)] if threshold is not None else []
         return [no_call(lm.markup_tokens)] if knows_tools(lm.template) and offered_tools(request) else []
 
-    def _call_writer(self, llm: Any, index: int, counts: _ThreadCounts, writing: ExitStack,
+    def _call_writer(self, llm: Any, counts: _ThreadCounts, writing: ExitStack,
                      tokens: list[int]) -> tuple[Any, _ThreadCounts]:
-        """The context that writes a call begun after ``tokens``, and its thread counts: the call writer's
-        context paired with ``index`` (its cache holds what it read there last), held until the reply ends;
-        without a writer, or one that has not read the prompt yet, the reply's own."""
+        """The context that writes a call begun after ``tokens``, and its thread counts: the call writer's,
+        held until the reply ends; without a writer, or one that is busy or has not read the prompt yet, the
+        reply's own."""
         writer = self.model.call_writer
-        context = None if writer is None else writer.ready_context(index, tokens, writing)
+        context = None if writer is None else writer.ready_context(tokens, writing)
         if context is None:
             return llm, counts
         counts = _ThreadCounts(context)
@@ -329,7 +329,7 @@ class LlamaCppLM(LLMHandler):
         cached = 0  # of the prompt, the tokens the context held and did not read again
         ended = False
 
-        def texts(llm: Any, index: int, urgent: ExitStack, writing: ExitStack) -> Iterator[str]:
+        def texts(llm: Any, urgent: ExitStack, writing: ExitStack) -> Iterator[str]:
             from llama_cpp import LlamaGrammar
 
             nonlocal ended
@@ -358,7 +358,7 @@ class LlamaCppLM(LLMHandler):
                     grammar = LlamaGrammar.from_string(held.tagged if start == "tagged" else held.bare,
                                                        verbose=False)
                     held = None
-                    writer, counts = self._call_writer(llm, index, counts, writing, prompt + generated)
+                    writer, counts = self._call_writer(llm, counts, writing, prompt + generated)
                     tokens.switch(writer.generate(prompt + generated, reset=True, logits_processor=speakable or None,
                                                   grammar=grammar, **self._sampling()))
                     continue
@@ -385,7 +385,7 @@ class LlamaCppLM(LLMHandler):
             cached = min(cut_dropped_block(llm, prompt), len(prompt) - 1)
             if lm.gate is not None:
                 urgent.enter_context(lm.gate.urgent(lm.threads.batch))
-            yield from split_tool_calls(request, texts(llm, index, urgent, writing))
+            yield from split_tool_calls(request, texts(llm, urgent, writing))
         yield TokenUsage(request.response_id, request.generation, len(prompt), len(generated), cached)
         if not ended and len(generated) >= limit:
             yield Terminal("incomplete", reason="max_output_tokens")
