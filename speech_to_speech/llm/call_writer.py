@@ -56,8 +56,10 @@ class CallWriter:
             if free is None:
                 return None
             _, llm = free
-            if len(tokens) - cut_dropped_block(llm, tokens) > MAX_UNREAD:
-                log.info("the call writer has not read this prompt yet: the main model writes the call")
+            held = cut_dropped_block(llm, tokens)
+            if len(tokens) - held > MAX_UNREAD:
+                log.info("the call writer holds %d of the prompt's %d tokens: the main model writes the call", held,
+                         len(tokens))
                 return None
             holder.enter_context(attempt.pop_all())
             return llm
