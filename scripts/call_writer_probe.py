@@ -128,7 +128,7 @@ def main() -> int:
               for mode in ("main", "writer")}
 
     def p50(key: str) -> float:
-        return statistics.median(row[key] for row in rows if row[key] is not None)
+        return round(statistics.median(row[key] for row in rows if row[key] is not None), 2)
 
     result = {
         "command": "python scripts/call_writer_probe.py " + " ".join(sys.argv[1:]).split(" --out")[0],
