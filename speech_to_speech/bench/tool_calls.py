@@ -30,6 +30,8 @@ from speech_to_speech.pipeline.messages.generation import (
     AssistantToolCallPart,
     ChatMessage,
     GenerateResponseRequest,
+    PromptPrefill,
+    TokenUsage,
 )
 from speech_to_speech.pipeline.queues import NotifyingQueue
 from speech_to_speech.pipeline.session_config import ConfigHolder
@@ -66,6 +68,23 @@ def split_summaries(samples: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
+def ask(request: dict[str, Any], index: int, tools: list[dict[str, Any]],
+        config: ModelOnlyConfig) -> GenerateResponseRequest:
+    return GenerateResponseRequest(f"resp_{index}", 0, (ChatMessage("user", request["text"]),), tools=tuple(tools),
+                                   max_output_tokens=config.max_output_tokens)
+
+
+def call_ready(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """From the request to its call written (the first call of the run apart: its model may read the tools
+    then for the first time), p50 and the slowest of the others."""
+    ready = [s["call_ready_s"] for s in samples if s["call_ready_s"] is not None]
+    if not ready:
+        return {}
+    rest = sorted(ready[1:])
+    return {"first_call_ready_s": ready[0], "call_ready_s_p50": rest[len(rest) // 2] if rest else None,
+            "call_ready_s_max": rest[-1] if rest else None}
+
+
 def run_model_only(settings: ServerSettings, config: ModelOnlyConfig) -> tuple[dict[str, Any], list[dict[str, Any]],
                                                                                 dict[str, Any]]:
     tools = asyncio.run(listed_tools())
@@ -76,13 +95,23 @@ def run_model_only(settings: ServerSettings, config: ModelOnlyConfig) -> tuple[d
     load_s = time.monotonic() - started
     build = stage(backend.handler, settings, model)
     handler = build(HandlerContext(CancelScope(), ConfigHolder(None)), queue.Queue(), queue.Queue(), NotifyingQueue())
+    requests = load_requests(config.request_set)
+    # As serve does at session.update: the prompt with the tools read ahead, before the user's first words.
+    began = time.monotonic()
+    for _ in handler.process(PromptPrefill(ask(requests[0], 0, tools, config))):
+        pass
+    read_ahead_s = time.monotonic() - began
     samples = []
-    for index, request in enumerate(load_requests(config.request_set)):
-        asked = GenerateResponseRequest(f"resp_{index}", 0, (ChatMessage("user", request["text"]),),
-                                        tools=tuple(tools), max_output_tokens=config.max_output_tokens)
+    for index, request in enumerate(requests):
+        asked = ask(request, index, tools, config)
         began = time.monotonic()
-        parts = list(handler.process(asked))
+        parts, call_ready_s = [], None
+        for part in handler.process(asked):
+            parts.append(part)
+            if isinstance(part, AssistantToolCallPart) and call_ready_s is None:
+                call_ready_s = round(time.monotonic() - began, 2)  # the call written: the tool can run
         seconds = time.monotonic() - began
+        usage = next((p for p in parts if isinstance(p, TokenUsage)), None)
         calls = [Call.parse(p.name, p.arguments) for p in parts if isinstance(p, AssistantToolCallPart)]
         said = "".join(p.text for p in parts if isinstance(p, AssistantTextPart))
         expected = expected_call(request)
@@ -90,9 +119,11 @@ def run_model_only(settings: ServerSettings, config: ModelOnlyConfig) -> tuple[d
         samples.append({"name": request["name"], "split": request["split"], "text": request["text"],
                         "expected": request.get("expect"), "calls": [asdict(c) for c in calls], "said": said,
                         "verdict": asdict(verdict) | {"correct": verdict.correct}, "seconds": round(seconds, 2),
-                        "verdict_obj": verdict})
-    summary = {**split_summaries(samples), "model_load_s": round(load_s, 1),
-               "seconds_per_request_p50": sorted(s["seconds"] for s in samples)[len(samples) // 2]}
+                        "call_ready_s": call_ready_s, "prompt_tokens": usage.input_tokens if usage else None,
+                        "cached_tokens": usage.cached_tokens if usage else None, "verdict_obj": verdict})
+    summary = {**split_summaries(samples), "model_load_s": round(load_s, 1), "read_ahead_s": round(read_ahead_s, 2),
+               "seconds_per_request_p50": sorted(s["seconds"] for s in samples)[len(samples) // 2],
+               **call_ready(samples)}
     for sample in samples:
         del sample["verdict_obj"]
     recorded = {"mode": "model-only", "request_set": config.request_set.name, "tools": [t["name"] for t in tools],

@@ -29,11 +29,9 @@ reply decodes on: a reply's prompt and first words before another's rest.
 from __future__ import annotations
 
 import codecs
-import ctypes
 import functools
 import logging
-import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from speech_to_speech import registry
-from speech_to_speech.cache import cached_conversion
-from speech_to_speech.config import GGUFWeightType, LLMSettings, LoadContext
+from speech_to_speech.config import LLMSettings, LoadContext
 from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.cpu import half_the_cpus, physical_cores
 from speech_to_speech.cpu.gate import CpuGate
@@ -58,16 +55,16 @@ from speech_to_speech.llm.call_grammar import (
     first_token_decides,
     no_call,
 )
+from speech_to_speech.llm.call_writer import CallWriter, load_call_writer, writer_path
 from speech_to_speech.llm.chat_prompt import calls_native_tools, knows_tools, prompt_for
 from speech_to_speech.llm.context_window import ModelContext
+from speech_to_speech.llm.gguf_files import gguf_path, rewritten_gguf
 from speech_to_speech.llm.llama_backends import load_cpu_kernels
 from speech_to_speech.llm.llama_contexts import ContextPool, read_ahead
 from speech_to_speech.llm.llama_kv import cut_dropped_block
 from speech_to_speech.llm.local_tokenizer import ChatTemplate
-from speech_to_speech.llm.packaged import packaged_path
 from speech_to_speech.llm.speakable import foreign_token_ids
 from speech_to_speech.llm.tools import offered_tools, split_tool_calls
-from speech_to_speech.llm.weights import gguf_cache_name, gguf_in, packaged_gguf
 from speech_to_speech.pipeline.lm_output_processor import first_chunk_ready
 from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest, TokenUsage
 from speech_to_speech.pool_size import pool_size
@@ -90,7 +87,6 @@ MISSING = (
 # most (Qwen2.5 0.5B on two threads reads ~150 tokens a second here).
 PREFILL_STEP = 6
 MAX_DEFAULT_CONTEXTS = 4  # contexts without --llm_contexts: one per unit up to this many (~150 MB each)
-REWRITTEN = "model.gguf"  # the rewritten file's name in its cache folder
 
 
 class _PlainTranscript:
@@ -129,6 +125,7 @@ class LoadedLlama:
     # sessions' urgent work, and neither uses more threads than are free. None (--llm_threads): the
     # counts are used as they are.
     gate: CpuGate | None = None
+    call_writer: CallWriter | None = None  # the model that writes the calls this one starts (llm/call_writer.py)
 
     @property
     def llm(self) -> Any:
@@ -139,18 +136,6 @@ class LoadedLlama:
         """A llama.cpp logits processor: the tokens of other scripts cannot be chosen."""
         scores[self.foreign_tokens] = -np.inf
         return scores
-
-
-def gguf_path(llm_model: str | None) -> Path:
-    if llm_model is None:
-        return packaged_gguf()
-    path = Path(packaged_path(llm_model) or llm_model).expanduser()
-    if path.is_file() and path.suffix == ".gguf":
-        return path
-    found = gguf_in(path) if path.is_dir() else None
-    if found is None:
-        raise RuntimeError(f"--llm llama-cpp needs a .gguf file or a folder holding one; got {llm_model!r}")
-    return found
 
 
 def _template(llm: Any) -> ChatTemplate | _PlainTranscript:
@@ -174,33 +159,6 @@ def _ends_generation(llm: Any, token: int) -> bool:
     return bool(token == llm.token_eos())
 
 
-def rewritten_gguf(gguf: Path, weight_type: GGUFWeightType) -> Path:
-    """``gguf`` with its weights rewritten as ``weight_type``, made once into the model cache.
-
-    Why: llama.cpp's CPU kernels are not equally fast for every type. The
-    packaged SmolLM2 is Q4_1; as Q8_0 (every weight within 1/254 of its
-    block's range of the Q4_1 value) it decodes ~20 % faster and reads a
-    prompt ~35 % faster on one core here. Its greedy replies are not the Q4_1
-    file's (the two kernels round activations differently, and a 135M model
-    amplifies that): bench quality scored it 65 % against 55 % for the same
-    model in int8 on CTranslate2.
-    """
-    import llama_cpp
-
-    def rewrite(folder: Path) -> None:
-        log.info("rewriting %s as %s once", gguf.name, weight_type)
-        params = llama_cpp.llama_model_quantize_default_params()
-        params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{weight_type.upper()}")
-        params.allow_requantize = True
-        params.nthread = os.cpu_count() or 1
-        status = llama_cpp.llama_model_quantize(str(gguf).encode(), str(folder / REWRITTEN).encode(),
-                                                ctypes.byref(params))
-        if status != 0:
-            raise RuntimeError(f"llama.cpp could not rewrite {gguf} as {weight_type} (status {status})")
-
-    return cached_conversion(f"{gguf_cache_name(gguf)}-{weight_type}", REWRITTEN, rewrite) / REWRITTEN
-
-
 def load_llama_cpp(settings: LLMSettings, context: LoadContext) -> LoadedLlama:
     try:
         from llama_cpp import Llama
@@ -221,9 +179,15 @@ def load_llama_cpp(settings: LLMSettings, context: LoadContext) -> LoadedLlama:
                             rest=settings.threads or half_the_cpus())
     count = settings.contexts or min(pool_size(context.num_pipelines).units, MAX_DEFAULT_CONTEXTS)
     n_ctx = settings.context_tokens or CONTEXT_TOKENS
-    contexts = [Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads.rest,
-                      n_threads_batch=threads.batch, verbose=False) for _ in range(count)]
+
+    def new_context(model: Path) -> Any:
+        return Llama(model_path=str(model), n_ctx=n_ctx, n_threads=threads.rest, n_threads_batch=threads.batch,
+                     verbose=False)
+
+    contexts = [new_context(path) for _ in range(count)]
     llm = contexts[0]
+    writer_file = writer_path(settings.tool_call_model, gguf_path) if settings.tool_call_model else None
+    writer = load_call_writer(writer_file, llm, new_context) if writer_file is not None else None
 
     @functools.lru_cache(maxsize=TOKEN_COUNTS_CACHED)
     def count_tokens(text: str) -> int:
@@ -235,7 +199,7 @@ def load_llama_cpp(settings: LLMSettings, context: LoadContext) -> LoadedLlama:
     gate = None if settings.threads else cpu_gate.shared()
     return LoadedLlama(pool=ContextPool(contexts), template=_template(llm), path=path, foreign_tokens=foreign,
                        call_tokens=call_start_tokens(pieces), markup_tokens=call_markup_tokens(pieces),
-                       threads=threads, context=ModelContext(n_ctx, count_tokens), gate=gate)
+                       threads=threads, context=ModelContext(n_ctx, count_tokens), gate=gate, call_writer=writer)
 
 
 class _Tokens:
@@ -315,17 +279,25 @@ class LlamaCppLM(LLMHandler):
                 return
             index, llm = free
             self._context = index
-            counts = _ThreadCounts(llm)
+            tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
 
-            def still_wanted() -> bool:
-                if not self.queue_in.empty():
-                    return False  # the request itself: it reads the rest
-                threads = lm.threads.batch if lm.gate is None else lm.gate.spare_threads(lm.threads.batch)
-                if threads:
-                    counts.set(min(threads, lm.threads.rest), threads)
-                return threads > 0
+            def still_wanted(context: Any) -> Callable[[], bool]:
+                counts = _ThreadCounts(context)
 
-            read_ahead(llm, llm.tokenize(prompt.encode(), add_bos=False, special=True), still_wanted, PREFILL_STEP)
+                def wanted() -> bool:
+                    if not self.queue_in.empty():
+                        return False  # the request itself: it reads the rest
+                    threads = lm.threads.batch if lm.gate is None else lm.gate.spare_threads(lm.threads.batch)
+                    if threads:
+                        counts.set(min(threads, lm.threads.rest), threads)
+                    return threads > 0
+
+                return wanted
+
+            read_ahead(llm, tokens, still_wanted(llm), PREFILL_STEP)
+            # A call's writer reads the same prompt (its tools) in its own context, once the main one has it.
+            if lm.call_writer is not None and calls_native_tools(lm.template, request):
+                lm.call_writer.read_ahead(tokens, still_wanted, PREFILL_STEP)
 
     def _call_rules(self, request: GenerateResponseRequest, may_call: bool) -> list[LogitsProcessor]:
         """Where the reply may call a tool, its first token decides whether it does (by the threshold, if
@@ -334,6 +306,19 @@ class LlamaCppLM(LLMHandler):
         if may_call:
             return [first_token_decides(lm.call_tokens, threshold)] if threshold is not None else []
         return [no_call(lm.markup_tokens)] if knows_tools(lm.template) and offered_tools(request) else []
+
+    def _call_writer(self, llm: Any, counts: _ThreadCounts, writing: ExitStack,
+                     tokens: list[int]) -> tuple[Any, _ThreadCounts]:
+        """The context that writes a call begun after ``tokens``, and its thread counts: the call writer's,
+        held until the reply ends; without a writer, or one that is busy or has not read the prompt yet, the
+        reply's own."""
+        writer = self.model.call_writer
+        context = None if writer is None else writer.ready_context(tokens, writing)
+        if context is None:
+            return llm, counts
+        counts = _ThreadCounts(context)
+        counts.set(*self._counts(urgent=True))
+        return context, counts
 
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         lm = self.model
@@ -344,7 +329,7 @@ class LlamaCppLM(LLMHandler):
         cached = 0  # of the prompt, the tokens the context held and did not read again
         ended = False
 
-        def texts(llm: Any, urgent: ExitStack) -> Iterator[str]:
+        def texts(llm: Any, urgent: ExitStack, writing: ExitStack) -> Iterator[str]:
             from llama_cpp import LlamaGrammar
 
             nonlocal ended
@@ -373,8 +358,9 @@ class LlamaCppLM(LLMHandler):
                     grammar = LlamaGrammar.from_string(held.tagged if start == "tagged" else held.bare,
                                                        verbose=False)
                     held = None
-                    tokens.switch(llm.generate(prompt + generated, reset=True, logits_processor=speakable or None,
-                                             grammar=grammar, **self._sampling()))
+                    writer, counts = self._call_writer(llm, counts, writing, prompt + generated)
+                    tokens.switch(writer.generate(prompt + generated, reset=True, logits_processor=speakable or None,
+                                                  grammar=grammar, **self._sampling()))
                     continue
                 generated.append(token)  # the end token too: it was generated, and counts
                 if end:
@@ -392,14 +378,14 @@ class LlamaCppLM(LLMHandler):
 
         # Tools in the template's JSON format: a call, once begun, is decoded under its tools' grammar.
         grammars = call_grammars(offered_tools(request)) if calls_native_tools(lm.template, request) else None
-        with lm.pool.checkout(self._context) as (index, llm), ExitStack() as urgent:
+        with lm.pool.checkout(self._context) as (index, llm), ExitStack() as urgent, ExitStack() as writing:
             self._context = index
             prompt = llm.tokenize(text.encode(), add_bos=False, special=True)
             # At least one token is read again, for the logits the first one is drawn from.
             cached = min(cut_dropped_block(llm, prompt), len(prompt) - 1)
             if lm.gate is not None:
                 urgent.enter_context(lm.gate.urgent(lm.threads.batch))
-            yield from split_tool_calls(request, texts(llm, urgent))
+            yield from split_tool_calls(request, texts(llm, urgent, writing))
         yield TokenUsage(request.response_id, request.generation, len(prompt), len(generated), cached)
         if not ended and len(generated) >= limit:
             yield Terminal("incomplete", reason="max_output_tokens")

@@ -122,6 +122,13 @@ class LLMSettings(BaseModel):
         description="llama-cpp, with tools: a reply starts with a call exactly when the model gives starting one "
         "at least this probability, whether or not it is the likeliest first token (unset: when it is)."
     )
+    tool_call_model: str | None = Field(
+        None, alias="llm_tool_call_model",
+        description="llama-cpp, with tools: a second GGUF model (a packaged model's name, a file or a folder) "
+        "with the same tokenizer that writes the calls the main model starts; the main model still decides "
+        "whether to call and says the answer (unset or empty: the main model writes its calls). A packaged "
+        "model whose weights are not installed is left out with a warning."
+    )
     responses_api_reasoning_effort: str | None = Field(None, description="Startup effort.")
     responses_api_disable_thinking: bool = Field(False, description="Send enable_thinking=false.")
 

@@ -43,6 +43,7 @@ FLAGS_OF_SERVE = [
     "--init_chat_prompt", "--chat_size", "--llm_context_tokens", "--max_new_tokens", "--temperature", "--top_p",
     "--repetition_penalty", "--llm_threads", "--llm_contexts", "--llm_compute_type", "--llm_gguf_type",
     "--llm_tool_call_threshold",
+    "--llm_tool_call_model",
     "--responses_api_reasoning_effort", "--responses_api_disable_thinking", "--first_chunk_words", "--tts",
     "--tts_model", "--tts_voice", "--kokoro_voices", "--tts_speed", "--tts_hub_voices", "--tts_base_url",
     "--tts_api_key",
