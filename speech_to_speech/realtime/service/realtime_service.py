@@ -154,7 +154,7 @@ class RealtimeService:
         self.pipeline_events = PipelineEvents(turns, output, responses=responses, speculations=speculations,
                                               overlap_judge=judge)
         # Each group of client events acts on its own few parts (service/client_events.py).
-        input_events = InputClientEvents(user_input, on_track=playback.on_track)
+        input_events = InputClientEvents(user_input, on_track=media is not None)
         self._client_events = ClientEvents(
             [SessionClientEvents(self.updates, emit, session_control=session_control, tools=tools),
              input_events,
