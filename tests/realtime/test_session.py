@@ -194,11 +194,15 @@ async def test_session_language_is_validated_and_reaches_the_pipeline(
     server = make_server(stt_supported_languages=["fr"], tts_supported_languages=["fr"])
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.wait_for("session.created")
-        await client.update_session({"audio": {"input": {"transcription": {"language": " French "}}}})
+        chosen = await client.update_session({"audio": {"input": {"transcription": {"language": " French "}}}})
         event_id = await client.send("session.update", session={
             "type": "realtime", "audio": {"input": {"transcription": {"language": "de"}}}})
         error = await client.wait_for(is_error_for(event_id))
         assert error["error"]["type"] == "invalid_request_error"
+        # The refused language changed nothing: the session object still names the one chosen before.
+        after = await client.update_session({})
+        transcription = after["session"]["audio"]["input"]["transcription"]
+        assert transcription == chosen["session"]["audio"]["input"]["transcription"]
         await client.send("response.create")
         await client.wait_for("response.done")
     assert llm_requests[-1].language == "fr"

@@ -140,6 +140,9 @@ class _SessionState(Protocol):
     @property
     def reports_overlap(self) -> bool: ...  # the client set overlap_policy: it is told the decisions
 
+    @property
+    def config(self) -> RuntimeConfig: ...  # the runtime config derived from the session object
+
 
 class _Responses(Protocol):
     """What the gate needs of the session's responses (realtime/conversation/responses.py)."""
@@ -175,11 +178,10 @@ class OverlapGate:
     responses (conversation/responses.py), given to it at construction.
     """
 
-    def __init__(self, responses: _Responses, state: _SessionState, config: Callable[[], RuntimeConfig], *,
+    def __init__(self, responses: _Responses, state: _SessionState, *,
                  emit: Callable[[ServerEvent], None], going_on_ms: int = 0) -> None:
         self._responses = responses
         self._state = state
-        self._config = config
         self._emit = emit
         self._open: Overlap | None = None  # the listen_only utterance being judged
         self._deferred: _Deferral | None = None
@@ -194,7 +196,7 @@ class OverlapGate:
         judged before it becomes a turn (the utterance to judge); None: it is handled as it comes."""
         response = self._responses.active
         speaking = self._responses.audible or (response is not None and response.message is not None)
-        interrupt = item.interrupt_response and self._config().interrupt_response_enabled
+        interrupt = item.interrupt_response and self._state.config.interrupt_response_enabled
         going_on = item.after_silence_ms is not None and item.after_silence_ms <= self._going_on_ms
         if self._policy() != ADAPTIVE or not speaking or not interrupt or going_on:
             return None
@@ -216,7 +218,7 @@ class OverlapGate:
         policy = self._policy()
         listen_only = policy == LISTEN_ONLY
         self._open = None
-        interrupt = item.interrupt_response and self._config().interrupt_response_enabled
+        interrupt = item.interrupt_response and self._state.config.interrupt_response_enabled
         if listen_only and overlapping and (speaking or not interrupt):
             self._open = Overlap(item.item_id, response.id if response is not None else None)
             return
@@ -283,7 +285,7 @@ class OverlapGate:
         if deferred is None or not deferred.due or self._open is not None or self._responses.active is not None:
             return
         self._deferred = None
-        td = self._config().turn_detection
+        td = self._state.config.turn_detection
         if td is not None and td.create_response:
             self._responses.answer(deferred.item_id)
 
@@ -293,7 +295,7 @@ class OverlapGate:
         return str(self._state.session.get("overlap_policy", OVERLAP_DEFAULTS["overlap_policy"]))
 
     def _thresholds(self) -> Thresholds:
-        return thresholds_of(self._state.session, self._config())
+        return thresholds_of(self._state.session, self._state.config)
 
     def _act(self, overlap: Overlap, decision: Decision) -> None:
         response = self._responses.active

@@ -10,11 +10,9 @@ speculation that asked it (conversation/responses.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from speech_to_speech.pipeline.messages.generation import ChatMessage, GenerateResponseRequest
-from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.wire.mcp_tools import McpServerSpec
@@ -33,10 +31,9 @@ class RequestTools(Protocol):
 class ResponseRequests:
     """The requests one session's responses make of the LLM (runs on the event loop)."""
 
-    def __init__(self, state: SessionState, config: Callable[[], RuntimeConfig], *, conversation: Conversation,
+    def __init__(self, state: SessionState, *, conversation: Conversation,
                  playback: Playback) -> None:
         self._state = state
-        self._config = config
         self._conversation = conversation
         self._playback = playback
         self._tools: RequestTools | None = None
@@ -61,7 +58,7 @@ class ResponseRequests:
     def request(self, response_id: str, generation: int, options: dict[str, Any],
                 history: tuple[ChatMessage, ...], *, first: bool = True) -> GenerateResponseRequest:
         """The request for the model; ``first``: the response's first (a follow-up says no preamble)."""
-        config = self._config()
+        config = self._state.config
         max_tokens = options.get("max_output_tokens", config.max_output_tokens)
         tools = tuple(options.get("tools", config.tools))
         preamble = None

@@ -28,7 +28,6 @@ from speech_to_speech.pipeline.messages.generation import (
     ResponseStatus,
 )
 from speech_to_speech.pipeline.messages.transcription import SpeculativeTranscript
-from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import TIMINGS_EXTENSION, error_codes, error_types
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.conversation import conversation_item_deleted
@@ -77,13 +76,12 @@ class Responses:
     """One session's active response and the rules for opening, submitting and finishing it."""
 
     def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
-                 config: Callable[[], RuntimeConfig], *, conversation: Conversation, user_input: UserInput,
+                 *, conversation: Conversation, user_input: UserInput,
                  speculations: SpeculationSlot, playback: Playback,
                  emit: Callable[[ServerEvent], None]) -> None:
         self._unit = unit
         self._settings = settings
         self._state = state
-        self._config = config
         self._conversation = conversation
         self._input = user_input
         self._speculations = speculations
@@ -96,7 +94,7 @@ class Responses:
         self.active: ResponseState | None = None
         self.last: ResponseState | None = None  # the last to finish, unless it failed
         self._tools: ServerTools | None = None  # MCP servers and preambles (realtime/tools/), once attached
-        self._requests = ResponseRequests(state, config, conversation=conversation, playback=playback)
+        self._requests = ResponseRequests(state, conversation=conversation, playback=playback)
         self._adopted: list[Any] = []  # held output of an adopted speculation, now the response's, not yet taken
 
     def attach_tools(self, tools: ServerTools) -> None:
@@ -127,7 +125,7 @@ class Responses:
 
     def reconfigured(self) -> None:
         """The session's config changed: a speculation that no automatic response will take over stops."""
-        td = self._config().turn_detection
+        td = self._state.config.turn_detection
         if self.active is None and (td is None or not td.create_response):
             self._speculations.drop()
 
@@ -159,7 +157,7 @@ class Responses:
         An automatic response to a user turn takes over that turn's running speculation
         (its id and generation); any other speculation is of no use to it and stops.
         """
-        config = self._config()
+        config = self._state.config
         speculation = self._speculations.current
         if speculation is None or turn_item_id is None or speculation.item_id != turn_item_id:
             self._speculations.drop()
@@ -297,7 +295,7 @@ class Responses:
         answered = status == "completed" and bool(response.input_call_ids) and bool(response.output)
         if answered:
             self._tool_results.answered(response.input_call_ids)
-        response.metadata = finished_metadata(response, timings=self._config().has_extension(TIMINGS_EXTENSION),
+        response.metadata = finished_metadata(response, timings=self._state.config.has_extension(TIMINGS_EXTENSION),
                                               answered_tool_results=answered,
                                               playback=self._playback.settle(response.id, status),
                                               heard_language=self._requests.heard_language)

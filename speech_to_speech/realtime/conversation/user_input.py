@@ -20,7 +20,6 @@ import numpy as np
 from speech_to_speech import ids
 from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import ServerSettings
-from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import error_codes
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.conversation import conversation_item_added
@@ -32,23 +31,24 @@ from speech_to_speech.realtime.conversation.noise import SessionNoise
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.input_limits import input_refusal
+from speech_to_speech.realtime.wire.session import SessionState
 from speech_to_speech.units.unit import PipelineUnit
 
 
 class UserInput:
     """The input audio buffer of one session and the user turns it commits."""
 
-    def __init__(self, unit: PipelineUnit, settings: ServerSettings, config: Callable[[], RuntimeConfig], *,
+    def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState, *,
                  conversation: Conversation, speculations: SpeculationSlot, audio: WireAudio, echo: SessionEcho,
                  emit: Callable[[ServerEvent], None]) -> None:
         self._unit = unit
         self._settings = settings
-        self._config = config
+        self._state = state
         self._conversation = conversation
         self._speculations = speculations
         self._audio = audio
         self._echo = echo
-        self._noise = SessionNoise(config)  # audio.input.noise_reduction, after the echo is taken out
+        self._noise = SessionNoise(lambda: state.config)  # audio.input.noise_reduction, after the echo is taken out
         self._emit = emit
         # Changed only by the methods below (the VAD's and the STT's items reach them through TurnEvents).
         self._uncommitted_samples = 0
@@ -99,7 +99,7 @@ class UserInput:
 
     def refusal(self, samples: int) -> RealtimeError | None:
         return input_refusal(self._settings, self._uncommitted_samples, self._unit.queues.vad_input.qsize(),
-                             samples, manual=self._config().turn_detection is None)
+                             samples, manual=self._state.config.turn_detection is None)
 
     def push(self, samples_16k: np.ndarray) -> None:
         """16 kHz float32 user audio from any transport, already checked against the caps (:meth:`refusal`)."""

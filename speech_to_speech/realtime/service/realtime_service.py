@@ -107,11 +107,7 @@ class RealtimeService:
         self.media = media
         self.state = state = SessionState.for_server(settings, semantic_turns=unit.detects_turns,
                                                      voices=VoiceCatalog(unit.voices))
-        unit.config.replace(state.runtime_config())
-
-        def config() -> RuntimeConfig:  # the session's runtime config as the unit has it now
-            return unit.config.current
-
+        state.publish_to(unit.config.replace)  # the pipeline threads read the unit's copy of its runtime config
         self.conversation = conversation = Conversation(settings.limits.max_conversation_items)
         self.event_limits = EventLimits(settings.limits.max_event_bytes, settings.limits.max_event_depth)
         # When the client last sent anything (an event, media audio): the clock of the idle timeout
@@ -123,7 +119,7 @@ class RealtimeService:
         self._session_control = session_control
         self.audio = audio = WireAudio(lambda: state.input_format, lambda: state.output_format)
         self.echo = echo = SessionEcho(lambda: echo_cancellation_available() and media is None and (
-            settings.vad.echo_cancellation == "server" or config().has_extension(ECHO_CANCELLATION_EXTENSION)),
+            settings.vad.echo_cancellation == "server" or state.config.has_extension(ECHO_CANCELLATION_EXTENSION)),
             on_cancelled=metrics.echo_cancelled if metrics is not None else None)
         # What the user heard of each assistant item; with a media track, also what it played. The one place
         # told where the client's speaker is: the echo canceller follows it.
@@ -134,23 +130,23 @@ class RealtimeService:
         self._stage_errors = stage_errors = errors.Throttle(errors.STAGE_ERROR_INTERVAL_S)
         self.speculations = speculations = SpeculationSlot(unit.cancel_scope, vad=unit)
         self.user_input = user_input = UserInput(
-            unit, settings, config, conversation=conversation, speculations=speculations, audio=audio, echo=echo,
+            unit, settings, state, conversation=conversation, speculations=speculations, audio=audio, echo=echo,
             emit=emit)
         self.responses = responses = Responses(
-            unit, settings, state, config, conversation=conversation, user_input=user_input,
+            unit, settings, state, conversation=conversation, user_input=user_input,
             speculations=speculations, playback=playback, emit=emit)
         # The tools the server runs itself (MCP servers) and the preamble while a reply waits.
-        self.tools = tools = SessionTools(unit, settings, state, config, conversation=conversation,
+        self.tools = tools = SessionTools(unit, settings, state, conversation=conversation,
                                           responses=responses, emit=emit,
                                           on_listed=lambda: self.pipeline_events.dispatch_adopted())
         # What speech over the assistant does (overlap_policy).
-        self.overlap = overlap = OverlapGate(responses, state, config, emit=emit,
+        self.overlap = overlap = OverlapGate(responses, state, emit=emit,
                                              going_on_ms=settings.turns.take_back_within_ms)
-        self.updates = SessionUpdates(unit, state, responses=responses, validate_language=validate_language)
-        turns = TurnEvents(config, user_input=user_input,
+        self.updates = SessionUpdates(state, responses=responses, validate_language=validate_language)
+        turns = TurnEvents(state, user_input=user_input,
                            responses=responses, speculations=speculations, overlap=overlap,
                            take_back=TakeBack(responses, settings.turns.take_back_within_ms), emit=emit)
-        output = ResponseEvents(responses, config, user_input=user_input, playback=playback, overlap=overlap,
+        output = ResponseEvents(responses, state, user_input=user_input, playback=playback, overlap=overlap,
                                 emit=emit, stage_errors=stage_errors)
         judge = OverlapJudge(overlap, cap_ms=lambda: int(state.session.get(
             "overlap_barge_in_ms", OVERLAP_DEFAULTS["overlap_barge_in_ms"])), probe=unit.probe_speech,
@@ -158,7 +154,7 @@ class RealtimeService:
         self.pipeline_events = PipelineEvents(turns, output, responses=responses, speculations=speculations,
                                               overlap_judge=judge)
         # Each group of client events acts on its own few parts (service/client_events.py).
-        input_events = InputClientEvents(user_input, on_track=playback.on_track)
+        input_events = InputClientEvents(user_input, on_track=media is not None)
         self._client_events = ClientEvents(
             [SessionClientEvents(self.updates, emit, session_control=session_control, tools=tools),
              input_events,
@@ -171,7 +167,7 @@ class RealtimeService:
 
     @property
     def config(self) -> RuntimeConfig:
-        return self.unit.config.current
+        return self.state.config
 
     @property
     def conversation_id(self) -> str:
@@ -207,7 +203,7 @@ class RealtimeService:
     def restore_session(self, session: dict[str, Any], last_client_event_id: str | None) -> None:
         """Become the session a store kept (sessions/restore.py): its session object, and the last client event
         it took."""
-        self.unit.config.replace(self.state.restore(session))
+        self.state.restore(session)
         self.last_client_event_id = last_client_event_id
 
     async def aclose(self) -> None:

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from speech_to_speech.pipeline.messages.control import StageError
 from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, LLMFirstToken, ResponseDone, TokenUsage
 from speech_to_speech.pipeline.messages.speech_output import AudioOutput, AudioVisemes, TranscriptText, TTSFirstAudio
-from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import VISEMES_EXTENSION, error_codes, error_types
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.input_audio import input_audio_transcription_failed
@@ -27,6 +26,7 @@ from speech_to_speech.realtime.conversation.playback import Playback
 from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.conversation.user_input import UserInput
 from speech_to_speech.realtime.wire import errors
+from speech_to_speech.realtime.wire.session import SessionState
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +34,11 @@ log = logging.getLogger(__name__)
 class ResponseEvents:
     """The response-side pipeline items of one session, each turned into its events (runs on the event loop)."""
 
-    def __init__(self, responses: Responses, config: Callable[[], RuntimeConfig], *, user_input: UserInput,
+    def __init__(self, responses: Responses, state: SessionState, *, user_input: UserInput,
                  playback: Playback, overlap: OverlapGate, emit: Callable[[ServerEvent], None],
                  stage_errors: errors.Throttle) -> None:
         self._responses = responses
-        self._config = config
+        self._state = state
         self._input = user_input
         self._playback = playback
         self._overlap = overlap
@@ -70,7 +70,7 @@ class ResponseEvents:
     def visemes(self, item: AudioVisemes) -> None:
         """The visemes extension: sent just before the audio chunk they describe (docs/visemes.md)."""
         response = self._responses.current(item)
-        if response is None or not response.audio or not self._config().has_extension(VISEMES_EXTENSION):
+        if response is None or not response.audio or not self._state.config.has_extension(VISEMES_EXTENSION):
             return
         message = self._responses.open_message(response)
         self._emit(response.visemes(message, self._playback.produced_ms(message.item["id"]), item))

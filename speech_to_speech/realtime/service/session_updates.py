@@ -1,9 +1,9 @@
 """Applying a session patch: a ``session.update``, or the session a WebRTC call opens with.
 
 :class:`SessionUpdates` checks the patch against the session object
-(wire/session.py), lets the server check its language, hands the pipeline unit the
-new runtime config, and stops a speculation that no automatic response will
-take over any more.
+(wire/session.py), lets the server check its language there (the session state
+tells the pipeline unit the runtime config it derives), and stops a speculation
+that no automatic response will take over any more.
 """
 
 from __future__ import annotations
@@ -16,15 +16,13 @@ from speech_to_speech.realtime.conversation import noise
 from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.wire.errors import RealtimeError
 from speech_to_speech.realtime.wire.session import SessionState
-from speech_to_speech.units.unit import PipelineUnit
 
 
 class SessionUpdates:
     """How one session's configuration changes (runs on the event loop)."""
 
-    def __init__(self, unit: PipelineUnit, state: SessionState, *, responses: Responses,
+    def __init__(self, state: SessionState, *, responses: Responses,
                  validate_language: Callable[[str | None, str | None], str | None] | None = None) -> None:
-        self._unit = unit
         self._state = state
         self._responses = responses
         self._validate_language = validate_language
@@ -32,11 +30,7 @@ class SessionUpdates:
     def configure(self, session: Any, event_id: str | None = None) -> dict[str, Any]:
         """Apply a session patch; raises RealtimeError. The session object as it now is (``session.updated``)."""
         self._check_noise_reduction(session, event_id)
-        config = self._state.apply_update(session, event_id)
-        if self._validate_language is not None:
-            language = self._validate_language(config.language, event_id)
-            config = config.model_copy(update={"language": language})
-        self._unit.config.replace(config)
+        self._state.apply_update(session, event_id, check_language=self._validate_language)
         self._responses.reconfigured()  # a speculation no automatic response will take over stops
         return self._state.session
 

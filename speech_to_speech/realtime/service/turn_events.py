@@ -30,7 +30,6 @@ from speech_to_speech.pipeline.messages.transcription import (
     TranscriptionSnapshot,
 )
 from speech_to_speech.pipeline.messages.turn_taking import TurnDecision
-from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol import SNAPSHOT_EXTENSION
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.protocol.server_events.conversation import conversation_item_done
@@ -46,15 +45,16 @@ from speech_to_speech.realtime.conversation.responses import Responses
 from speech_to_speech.realtime.conversation.speculation import SpeculationSlot, same_words
 from speech_to_speech.realtime.conversation.take_back import TakeBack
 from speech_to_speech.realtime.conversation.user_input import UserInput
+from speech_to_speech.realtime.wire.session import SessionState
 
 
 class TurnEvents:
     """The user-side pipeline items of one session, each turned into its events (runs on the event loop)."""
 
-    def __init__(self, config: Callable[[], RuntimeConfig], *, user_input: UserInput, responses: Responses,
+    def __init__(self, state: SessionState, *, user_input: UserInput, responses: Responses,
                  speculations: SpeculationSlot, overlap: OverlapGate, take_back: TakeBack,
                  emit: Callable[[ServerEvent], None]) -> None:
-        self._config = config
+        self._state = state
         self._input = user_input
         self._responses = responses
         self._speculations = speculations
@@ -79,7 +79,7 @@ class TurnEvents:
         self._input.speech_stopped()
         answer = self._overlap.speech_stopped(item)  # False: a backchannel, or a turn deferred
         if item.item_id is not None and self._input.committed(item.item_id):
-            td = self._config().turn_detection
+            td = self._state.config.turn_detection
             # As OpenAI's server does, the automatic response opens with the commit; it is
             # submitted once the turn's transcript is in (and adopts a matching speculation).
             if self._responses.active is None and td is not None and td.create_response and answer:
@@ -107,14 +107,14 @@ class TurnEvents:
         self._emit(input_audio_transcription_delta(item.item_id, item.delta))
 
     def transcription_snapshot(self, item: TranscriptionSnapshot) -> None:
-        if self._config().has_extension(SNAPSHOT_EXTENSION):
+        if self._state.config.has_extension(SNAPSHOT_EXTENSION):
             self._emit(input_audio_transcription_snapshot(item.item_id, item.text))
         self._prefill(item)
 
     def _prefill(self, item: TranscriptionSnapshot) -> None:
         """The LLM reads ahead the request the turn would make on the words heard so far, when the turn would
         get an automatic reply. Nothing else may be in the making."""
-        td = self._config().turn_detection
+        td = self._state.config.turn_detection
         if (not item.text.strip() or td is None
                 or not td.create_response or self._responses.active is not None
                 or self._speculations.current is not None
@@ -171,7 +171,7 @@ class TurnEvents:
             if response.submitted or response.turn_item_id != item.item_id:
                 return
         else:
-            td = self._config().turn_detection
+            td = self._state.config.turn_detection
             if self._input.pending_transcriptions or td is None or not td.create_response:
                 return
         self._responses.speculate(item, response)

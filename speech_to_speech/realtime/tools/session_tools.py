@@ -12,7 +12,6 @@ from typing import Any
 
 from speech_to_speech.config import ServerSettings
 from speech_to_speech.pipeline.messages.generation import AssistantToolCallPart, ResponseDone
-from speech_to_speech.pipeline.session_config import RuntimeConfig
 from speech_to_speech.protocol.server_events import ServerEvent
 from speech_to_speech.realtime.conversation.history import Conversation
 from speech_to_speech.realtime.conversation.response import ResponseState
@@ -28,13 +27,12 @@ from speech_to_speech.units.unit import PipelineUnit
 class SessionTools:
     """One session's server-run tools (runs on the event loop)."""
 
-    def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState,
-                 config: Callable[[], RuntimeConfig], *, conversation: Conversation,
+    def __init__(self, unit: PipelineUnit, settings: ServerSettings, state: SessionState, *,
+                 conversation: Conversation,
                  responses: Responses, emit: Callable[[ServerEvent], None],
                  on_listed: Callable[[], None] = lambda: None) -> None:
         """``on_listed``: told after a listing let a waiting response go on (what it adopted is translated)."""
         self._state = state
-        self._config = config
         self._responses = responses
         self._on_listed = on_listed
         self.servers = McpServers(conversation, emit, list_timeout_s=settings.tools.mcp_list_timeout_s,
@@ -42,7 +40,7 @@ class SessionTools:
         self.calls = McpCalls(self.servers, responses, conversation, emit,
                               call_timeout_s=settings.tools.mcp_call_timeout_s)
         self.timer = PreambleTimer(unit, lambda: responses.active, self._preamble_after_ms,
-                                   lambda: config().language)
+                                   lambda: state.config.language)
         responses.attach_tools(self)  # what a response asks of the server's tools, it asks of these
 
     def _preamble_after_ms(self) -> int | None:
@@ -75,7 +73,7 @@ class SessionTools:
     def preamble(self, turns: int) -> str | None:
         if self._preamble_after_ms() is None:
             return None
-        return phrase(self._config().language, turns)
+        return phrase(self._state.config.language, turns)
 
     def submitted(self, response: ResponseState) -> None:
         self.timer.arm(response)

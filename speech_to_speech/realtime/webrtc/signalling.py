@@ -169,8 +169,8 @@ async def read_offer(request: Request) -> tuple[str, dict[str, Any] | None]:
 def check_session(session: dict[str, Any], settings: ServerSettings, languages: LanguageService,
                   voices: VoiceCatalog | None = None) -> None:
     """Validate a call's initial session as its ``session.update`` would be; raises RealtimeError."""
-    config = SessionState.for_server(settings, voices=voices).apply_update(session, None)
-    languages.validate_session_language(config.language, None)
+    SessionState.for_server(settings, voices=voices).apply_update(
+        session, None, check_language=languages.validate_session_language)
 
 
 # ---------------------------------------------------------------- routes

@@ -2,13 +2,15 @@
 
 The wire shape (what ``session.created``/``session.updated`` echo) is kept as
 a plain dict; each update is merged into a copy, validated with the models
-of wire/session_model.py, and only then swapped in, together with the RuntimeConfig the
-pipeline reads. A rejected update changes nothing.
+of wire/session_model.py, and only then swapped in, together with the RuntimeConfig
+derived from it once: the session's parts read it here (:attr:`SessionState.config`), and
+the pipeline unit is told it (:meth:`SessionState.publish_to`). A rejected update changes nothing.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -74,7 +76,7 @@ def _validation_message(error: ValidationError) -> tuple[str, str]:
 
 
 class SessionState:
-    """One session's wire config and the RuntimeConfig derived from it."""
+    """One session's wire config and the RuntimeConfig derived from it, once per change."""
 
     def __init__(self, *, model: str, instructions: str, voice: str, startup_reasoning: str | None,
                  vad_threshold: float, silence_ms: int, prefix_ms: int, transcription_model: str,
@@ -123,6 +125,10 @@ class SessionState:
             "preamble_after_ms": DEFAULT_PREAMBLE_AFTER_MS,
         }
         self._default_instructions = instructions
+        # The runtime config of the session object as it is: derived once per change, read by the session's
+        # parts, and handed to whoever publish_to names (the pipeline unit, whose threads read its copy).
+        self.config = runtime_config(SessionModel.model_validate(self.session))
+        self._publish: Callable[[RuntimeConfig], None] = lambda config: None
 
     @classmethod
     def for_server(cls, settings: ServerSettings, *, semantic_turns: bool = False,
@@ -149,8 +155,15 @@ class SessionState:
 
     # ------------------------------------------------------------ update
 
-    def apply_update(self, patch: Any, event_id: str | None) -> RuntimeConfig:
-        """Validate and merge one ``session.update``; raises RealtimeError, changing nothing."""
+    def publish_to(self, sink: Callable[[RuntimeConfig], None]) -> None:
+        """Tell ``sink`` the runtime config now and after each change (the unit's ``config.replace``)."""
+        self._publish = sink
+        sink(self.config)
+
+    def apply_update(self, patch: Any, event_id: str | None,
+                     check_language: Callable[[str | None, str | None], str | None] | None = None) -> RuntimeConfig:
+        """Validate and merge one ``session.update``; raises RealtimeError, changing nothing. The config it
+        derived (``check_language``: the server's check of its language, which may normalise it)."""
         if not isinstance(patch, dict):
             raise RealtimeError(INVALID_REQUEST, "'session' must be an object", param="session", event_id=event_id)
         if patch.get("type", "realtime") != "realtime":
@@ -198,16 +211,23 @@ class SessionState:
             named = self._mcp_specs(parsed, event_id)
             merged["tools"] = [masked(tool) if isinstance(tool, dict) else tool for tool in merged["tools"] or []]
         config = runtime_config(parsed)
+        if check_language is not None:
+            config = config.model_copy(update={"language": check_language(config.language, event_id)})
         if "tools" in patch:
             self._named_mcp = named
         self.session = merged
         self.reports_overlap = self.reports_overlap or "overlap_policy" in patch
+        self._changed(config)
         return config
 
-    def restore(self, session: dict[str, Any]) -> RuntimeConfig:
-        """Become the session object a store kept (a session taken over from another replica): its config."""
+    def restore(self, session: dict[str, Any]) -> None:
+        """Become the session object a store kept (a session taken over from another replica)."""
         self.session = copy.deepcopy(session)
-        return self.runtime_config()
+        self._changed(runtime_config(SessionModel.model_validate(self.session)))
+
+    def _changed(self, config: RuntimeConfig) -> None:
+        self.config = config
+        self._publish(config)
 
     def _mcp_specs(self, parsed: SessionModel, event_id: str | None) -> tuple[McpServerSpec, ...]:
         specs = []
@@ -271,9 +291,6 @@ class SessionState:
     def output_format(self) -> dict[str, Any]:
         fmt: dict[str, Any] = self.session["audio"]["output"].get("format") or {}
         return fmt
-
-    def runtime_config(self) -> RuntimeConfig:
-        return runtime_config(SessionModel.model_validate(self.session))
 
 
 def _with_voice(patch: dict[str, Any], voice: Any) -> dict[str, Any]:
