@@ -25,6 +25,7 @@ from speech_to_speech.audio.resample import resample
 from speech_to_speech.bench import audio, room_audio
 from speech_to_speech.config import LoadContext, ServerSettings
 from speech_to_speech.stt.faster_whisper import READINGS, load_faster_whisper, short_window
+from speech_to_speech.stt.whisper_window import WindowedWhisper
 from speech_to_speech.turns import listener_words as rules
 
 FIRST_PASS_MS, STEP_MS = 250, 160
@@ -35,7 +36,7 @@ ROOM = Path(__file__).resolve().parent.parent / "docs" / "benchmarks" / "room"
 SETS = ("held_out", "fresh_held_out_3", "fresh_held_out_cues", "fresh_held_out_4", "blind_set7")
 
 
-def judged(window: object, clip: audio.Speech) -> tuple[str | None, int, str]:
+def judged(window: WindowedWhisper, clip: audio.Speech) -> tuple[str | None, int, str]:
     """(the action, the voice in ms when it was decided, the last words heard) for one utterance."""
     x = resample(np.asarray(clip.samples, np.float32), clip.rate, PIPELINE_RATE)
     start, end = clip.start * PIPELINE_RATE // clip.rate, clip.end * PIPELINE_RATE // clip.rate
@@ -43,14 +44,14 @@ def judged(window: object, clip: audio.Speech) -> tuple[str | None, int, str]:
     for ms in range(FIRST_PASS_MS, CAP_MS, STEP_MS):
         if start + ms * 16 >= end:
             break
-        heard = window.decode(x[max(0, start - PRE_ROLL): start + ms * 16], 1, None, "en", READINGS)  # type: ignore[attr-defined]
+        heard = window.decode(x[max(0, start - PRE_ROLL): start + ms * 16], 1, None, "en", READINGS)
         kind = rules.heard_as(heard.text, heard.avg_logprob, heard.readings)
         if kind is rules.Heard.LISTENER:
             remark = rules.words_of(heard.text)
         verdict = rules.judge(kind, ms, final=False, cap_ms=CAP_MS)
         if verdict is not None:
             return verdict.action, ms, heard.text
-    heard = window.decode(x[max(0, start - PRE_ROLL): end + TAIL], 1, None, "en", READINGS)  # type: ignore[attr-defined]
+    heard = window.decode(x[max(0, start - PRE_ROLL): end + TAIL], 1, None, "en", READINGS)
     kind = rules.reread(remark, heard.text, rules.heard_as(heard.text, heard.avg_logprob, heard.readings))
     voiced = (end - start) // 16
     verdict = rules.judge(kind, voiced, final=True, cap_ms=CAP_MS)
@@ -71,6 +72,8 @@ def main() -> None:
             sets[name] = (tuple(config["listener_words"]), tuple(config["interruptions"]))
     settings = ServerSettings.model_validate({}).stt
     window = short_window(load_faster_whisper(settings, LoadContext()), settings)
+    if window is None:
+        raise SystemExit("the STT settings use no short window: nothing here to judge with")
     for name, (words, interruptions) in sets.items():
         clips = {clip.name: clip for clip in room_audio.spoken(words + interruptions)}
         for part, texts, wanted in (("remarks", words, "acknowledge"), ("interruptions", interruptions, "barge_in")):
