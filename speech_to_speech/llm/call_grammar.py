@@ -76,6 +76,8 @@ def _grammars(schema_json: str) -> CallGrammars:
     rules = json_schema_to_gbnf(schema_json)
     # The converter names the call's rule "root"; each grammar wraps it under its own root.
     body = rules.replace("root ::=", "call ::=", 1)
+    # Its strings admit control characters (a raw line break), which JSON does not: such a call would not parse.
+    body = body.replace('char ::= [^"\\\\]', 'char ::= [^"\\\\\\x7F\\x00-\\x1F]', 1)
     tagged = f'root ::= "\\n"? call "\\n"? {json.dumps(CALL_CLOSE)}\n{body}'
     return CallGrammars(tagged=tagged, bare=f"root ::= call\n{body}")
 
