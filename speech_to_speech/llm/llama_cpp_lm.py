@@ -31,7 +31,7 @@ from __future__ import annotations
 import codecs
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +59,7 @@ from speech_to_speech.llm.call_writer import CallWriter, load_call_writer, write
 from speech_to_speech.llm.chat_prompt import calls_native_tools, knows_tools, prompt_for
 from speech_to_speech.llm.context_window import ModelContext
 from speech_to_speech.llm.gguf_files import gguf_path, rewritten_gguf
+from speech_to_speech.llm.grammar_first import grammar_first_tokens
 from speech_to_speech.llm.llama_backends import load_cpu_kernels
 from speech_to_speech.llm.llama_contexts import ContextPool, read_ahead
 from speech_to_speech.llm.llama_kv import cut_dropped_block
@@ -320,6 +321,16 @@ class LlamaCppLM(LLMHandler):
         counts.set(*self._counts(urgent=True))
         return context, counts
 
+    def _call_tokens(self, llm: Any, tokens: list[int], grammar: Any,
+                     processors: Sequence[LogitsProcessor]) -> Iterator[int]:
+        """A call's tokens after ``tokens``, held to ``grammar``: greedy decoding asks the grammar about the model's
+        choice alone first (llm/grammar_first.py), sampling goes through llama.cpp's own sampler."""
+        settings = self.settings
+        if settings.temperature <= 0 and settings.repetition_penalty == 1.0:
+            return grammar_first_tokens(llm, tokens, grammar, processors)
+        return iter(llm.generate(tokens, reset=True, logits_processor=list(processors) or None, grammar=grammar,
+                                 **self._sampling()))
+
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         lm = self.model
         text = prompt_for(lm.template, request, self.settings, lm.context, calls_ruled_out=True)
@@ -359,8 +370,7 @@ class LlamaCppLM(LLMHandler):
                                                        verbose=False)
                     held = None
                     writer, counts = self._call_writer(llm, counts, writing, prompt + generated)
-                    tokens.switch(writer.generate(prompt + generated, reset=True, logits_processor=speakable or None,
-                                                  grammar=grammar, **self._sampling()))
+                    tokens.switch(self._call_tokens(writer, prompt + generated, grammar, speakable))
                     continue
                 generated.append(token)  # the end token too: it was generated, and counts
                 if end:
