@@ -80,7 +80,8 @@ class PreambleTimer:
         if self._unit.cancel_scope.is_stale(generation):
             return
         self._said += 1
-        self._unit.say_preamble(Preamble(response.id, generation, phrase(self._language(), self._said)))
+        language = self._language()
+        self._unit.say_preamble(Preamble(response.id, generation, phrase(language, self._said), language=language))
 
     def cancel(self) -> None:
         if self._timer is not None:

@@ -39,13 +39,18 @@ class SessionTools:
                                   on_listed=self._listed)
         self.calls = McpCalls(self.servers, responses, conversation, emit,
                               call_timeout_s=settings.tools.mcp_call_timeout_s)
-        self.timer = PreambleTimer(unit, lambda: responses.active, self._preamble_after_ms,
-                                   lambda: state.config.language)
+        self._unit = unit
+        self.timer = PreambleTimer(unit, lambda: responses.active, self._preamble_after_ms, self._language)
         responses.attach_tools(self)  # what a response asks of the server's tools, it asks of these
 
     def _preamble_after_ms(self) -> int | None:
         value = self._state.session.get("preamble_after_ms")
         return value if isinstance(value, int) else None
+
+    def _language(self) -> str | None:
+        """The phrases' language: the reply's (the session's, else the one the user was heard in, where the
+        voice speaks it)."""
+        return self._unit.reply_language(self._responses.reply_language)
 
     def session_changed(self) -> None:
         """The session's tools may name new servers: list them now, before a response needs them; the
@@ -73,7 +78,7 @@ class SessionTools:
     def preamble(self, turns: int) -> str | None:
         if self._preamble_after_ms() is None:
             return None
-        return phrase(self._state.config.language, turns)
+        return phrase(self._language(), turns)
 
     def submitted(self, response: ResponseState) -> None:
         self.timer.arm(response)
