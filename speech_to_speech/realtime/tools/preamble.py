@@ -70,13 +70,13 @@ class PreambleTimer:
 
     def __init__(self, unit: PipelineUnit, active: Callable[[], ResponseState | None],
                  after_ms: Callable[[], int | None], language: Callable[[], str | None],
-                 said: Callable[[ResponseState], None] = lambda response: None) -> None:
-        """``said``: told each response it asked a preamble for (the wait after it is watched too)."""
+                 on_said: Callable[[ResponseState], None] = lambda response: None) -> None:
+        """``on_said``: told each response it asked a preamble for (the wait after it is watched too)."""
         self._unit = unit
         self._active = active
         self._after_ms = after_ms
         self._language = language
-        self._said_to = said
+        self._on_said = on_said
         self._timer: asyncio.TimerHandle | None = None
         self._said = 0
 
@@ -108,7 +108,7 @@ class PreambleTimer:
         self._said += 1
         language = self._language()
         self._unit.say_preamble(Preamble(response.id, generation, phrase(language, self._said), language=language))
-        self._said_to(response)
+        self._on_said(response)
 
     def cancel(self) -> None:
         if self._timer is not None:

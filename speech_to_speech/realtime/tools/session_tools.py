@@ -47,7 +47,7 @@ class SessionTools:
         self.holding = HoldingTimer(unit, lambda: responses.active, self._preamble_after_ms, self._language,
                                     lambda: playback.speaker_quiet_at)
         self.timer = PreambleTimer(unit, lambda: responses.active, self._preamble_after_ms, self._language,
-                                   said=lambda response: self.holding.watch(response, asked=True))
+                                   on_said=lambda response: self.holding.watch(response, asked=True))
         responses.attach_tools(self)  # what a response asks of the server's tools, it asks of these
 
     def _preamble_after_ms(self) -> int | None:
