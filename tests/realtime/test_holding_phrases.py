@@ -83,11 +83,11 @@ async def test_preambles_off_means_no_holding_phrases_either(make_server: Server
     assert transcripts(done) == [ANSWER]
 
 
-async def test_a_call_written_slowly_gets_holding_phrases_and_the_client_s_answer_its_own_wait(
+async def test_a_call_written_slowly_gets_holding_phrases_and_its_answer_goes_on_with_them(
         make_server: ServerFactory) -> None:
     # The model takes 4 s to write a function call (the 1.5B on a busy machine): the preamble, then holding
     # phrases, then the call. The client answers it, and the answer to its response.create is slow to start
-    # too: that response is waited on as any other (its own preamble, then holding phrases).
+    # too: for the user it is the same wait, so that response says holding phrases, not a second preamble.
     server = make_server(scripted_replies=["[[pause:4000]]" + ORDER_CALL, "[[pause:3000]]" + ANSWER])
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.wait_for("session.created")
@@ -103,7 +103,47 @@ async def test_a_call_written_slowly_gets_holding_phrases_and_the_client_s_answe
     preambles, held, rest = phrases_then_answer(transcripts(first)[0])
     assert len(preambles) == 1 and len(held) == MAX_HOLDS and rest == ""
     preambles, held, rest = phrases_then_answer(transcripts(second)[0])
-    assert len(preambles) == 1 and 1 <= len(held) <= MAX_HOLDS and rest == ANSWER
+    assert not preambles and 1 <= len(held) <= MAX_HOLDS and rest == ANSWER
+
+
+async def test_a_slow_client_tool_is_bridged_as_soon_as_its_answer_s_response_opens(
+        make_server: ServerFactory) -> None:
+    # The client's tool takes 3.5 s, more than the 3 s quiet (the default preamble_after_ms): no response is
+    # open meanwhile, so nothing can be said; the answer's response says a holding phrase at once, though its
+    # model starts within the 1 s a new response waits before its preamble.
+    server = make_server(scripted_replies=[ORDER_CALL, "[[pause:600]]" + ANSWER])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.update_session({"tools": ORDER_TOOL})
+        await client.send("response.create")
+        first = (await client.response_cycle())[-1]["response"]
+        await asyncio.sleep(3.5)  # the client's slow tool
+        await client.send("conversation.item.create", item={
+            "type": "function_call_output", "call_id": first["output"][-1]["call_id"], "output": "Friday"})
+        await client.send("response.create")
+        second = (await client.response_cycle())[-1]["response"]
+    assert transcripts(first)[0].strip() in PHRASES["en"]
+    preambles, held, rest = phrases_then_answer(transcripts(second)[0])
+    assert not preambles and len(held) == 1 and rest == ANSWER
+
+
+async def test_an_answer_to_a_client_s_tool_after_the_user_spoke_is_a_new_wait(make_server: ServerFactory) -> None:
+    # Text the client adds after the tool's output is a new turn: its response waits for a first word as any
+    # other (the preamble after preamble_after_ms), not as the call's wait going on.
+    server = make_server(scripted_replies=[ORDER_CALL, "[[pause:1500]]" + ANSWER])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await client.update_session({"tools": ORDER_TOOL, **QUICK})
+        await client.send("response.create")
+        first = (await client.response_cycle())[-1]["response"]
+        await client.send("conversation.item.create", item={
+            "type": "function_call_output", "call_id": first["output"][-1]["call_id"], "output": "Friday"})
+        await client.send("conversation.item.create", item={
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": "And when?"}]})
+        await client.send("response.create")
+        second = (await client.response_cycle())[-1]["response"]
+    preambles, held, rest = phrases_then_answer(transcripts(second)[0])
+    assert len(preambles) == 1 and len(held) <= MAX_HOLDS and rest == ANSWER
 
 
 async def test_nothing_is_said_after_a_cancel_during_the_wait(make_server: ServerFactory) -> None:

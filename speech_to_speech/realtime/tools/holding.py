@@ -12,6 +12,13 @@ the request under way have not started (the output processor decides, in
 order with them: ``Preamble.holding``), so it never cuts into the answer;
 a response that ends (answered, cancelled, spoken over) says no more.
 
+A function tool is run by the client between two responses: the call's
+response ends, and the answer's opens at the client's ``response.create``.
+For the user it is one wait, so the answer's response goes on with it
+(SessionTools decides): its quiet counts from when the speaker went quiet,
+not from its creation, and it says a holding phrase rather than a second
+preamble, at once if the client took longer than ``hold_after_s``.
+
 The rule (:func:`step`) is pure, over explicit times; :class:`HoldingTimer`
 drives it on the event loop with one timer at a time.
 """
@@ -110,12 +117,14 @@ class HoldingTimer:
         self._timer: asyncio.TimerHandle | None = None
         self._waits = 0  # waits watched in the session: the phrases vary from one to the next
 
-    def watch(self, response: ResponseState, *, asked: bool = False) -> None:
+    def watch(self, response: ResponseState, *, asked: bool = False, goes_on: bool = False) -> None:
         """``response`` waits for its answer (a call, a tool, the model's words on a result): watched once it
-        has said something (``asked``: the server just asked for its preamble)."""
+        has said something (``asked``: the server just asked for its preamble), or from the start where it
+        ``goes_on`` with a wait the response before it began (the client ran that one's call)."""
         if self._after_ms() is None or not response.audio:
             return
-        if not asked and "first_audio_sent" not in response.marks and response is not self._response:
+        said = asked or goes_on or "first_audio_sent" in response.marks
+        if not said and response is not self._response:
             return  # nothing said yet: the preamble's wait (preamble.py), not this one
         if response is not self._response:
             self.stop()

@@ -37,6 +37,7 @@ class SessionTools:
         """``on_listed``: told after a listing let a waiting response go on (what it adopted is translated);
         ``playback``: where the user's speaker is (the quiet the holding phrases wait for)."""
         self._state = state
+        self._conversation = conversation
         self._responses = responses
         self._on_listed = on_listed
         self.servers = McpServers(conversation, emit, list_timeout_s=settings.tools.mcp_list_timeout_s,
@@ -88,8 +89,19 @@ class SessionTools:
         return phrase(self._language(), turns)
 
     def submitted(self, response: ResponseState) -> None:
+        if self._answers_the_client_s_call(response):
+            self.holding.watch(response, goes_on=True)  # the wait the call's preamble began goes on
+            return
         self.timer.arm(response)  # nothing said yet: the wait for a first word
         self.holding.watch(response)  # something said (a follow-up on a call's result): the wait after it
+
+    def _answers_the_client_s_call(self, response: ResponseState) -> bool:
+        """``response`` answers the output of a function call the client ran, with nobody speaking since the
+        call's response, which said something: to the user, one wait across the two responses."""
+        last = self._conversation.get(self._conversation.last_id or "") or {}
+        before = self._responses.last
+        return (last.get("type") == "function_call_output" and "speech_end" not in response.marks
+                and before is not None and "first_audio_sent" in before.marks)
 
     def tool_call(self, response: ResponseState, part: AssistantToolCallPart) -> bool:
         ours = self.calls.tool_call(response, part)
