@@ -48,6 +48,7 @@ async def test_a_slow_mcp_tool_gets_holding_phrases_then_the_whole_answer(make_s
     _, held, rest = phrases_then_answer(answer)
     # Four seconds of tool after a 1 s quiet each: as many as a response may have, and the answer after them.
     assert len(held) == MAX_HOLDS and rest == ANSWER
+    assert held[0] == HOLDING["en"][0] and len(set(held)) == len(held)  # "Still checking.", then another
     order = said_events(events)
     running = order.index(("response.mcp_call.in_progress", ""))
     completed = order.index(("response.mcp_call.completed", ""))

@@ -115,7 +115,8 @@ class HoldingTimer:
         self._response: ResponseState | None = None
         self._wait = Wait()
         self._timer: asyncio.TimerHandle | None = None
-        self._waits = 0  # waits watched in the session: the phrases vary from one to the next
+        self._waits = 0  # waits watched in the session: the phrases vary from one to the next (the first
+        # wait begins with the first phrase, "Still checking.")
 
     def watch(self, response: ResponseState, *, asked: bool = False, goes_on: bool = False) -> None:
         """``response`` waits for its answer (a call, a tool, the model's words on a result): watched once it
@@ -153,7 +154,7 @@ class HoldingTimer:
         if isinstance(decision, Hold):
             language = self._language()
             self._unit.say_preamble(Preamble(response.id, response.generation,
-                                             holding_phrase(language, self._waits + decision.index),
+                                             holding_phrase(language, self._waits - 1 + decision.index),
                                              holding=True, language=language))
             self._schedule(decision.wake_at)
         elif isinstance(decision, WakeAt):
