@@ -10,7 +10,10 @@ by default: a slow tool). Every request is asked twice, preambles off
 (``preamble_after_ms: null``) and on (the server's default), and timed from
 the end of speech: to the first audio of any kind, to the first audio of
 the answer that carries the tool's result, and the longest silence the user
-hears in between. ``--model-only`` asks the written requests of the LLM
+hears in between. The server's own phrases (the preamble, the holding
+phrases after it) are not the result: the result is the first audio of
+the answer's words, timed when it arrives and when a listener who plays
+what came before it first hears it. ``--model-only`` asks the written requests of the LLM
 alone in this process instead (:mod:`tool_calls`): precision and recall
 without a voice or a server.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -36,6 +40,7 @@ from speech_to_speech.bench.tool_calls import SET_PATH, expected_call, load_requ
 from speech_to_speech.bench.tools_offered import FETCH_TOOL, OUR_TOOLS
 from speech_to_speech.bench.tools_score import calls_in_output, judge, longest_silence_ms, schema_defaults
 from speech_to_speech.cache import cache_root
+from speech_to_speech.realtime.tools.preamble import HOLDING, PHRASES
 from speech_to_speech.testing.mcp_server import serving, time_server, tools_server
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
@@ -45,7 +50,14 @@ MODES = {"no_preamble": None, "preamble": "default"}  # preamble_after_ms: null,
 LEAD_SILENCE_S = 0.3
 FIRST_AUDIO = "end_of_speech_to_first_audio_ms"
 RESULT_AUDIO = "end_of_speech_to_spoken_result_ms"
+RESULT_HEARD = "end_of_speech_to_result_heard_ms"
 LONGEST_SILENCE = "longest_silence_ms"
+HELD = "holding_phrases"
+TIMED = (FIRST_AUDIO, RESULT_AUDIO, RESULT_HEARD, LONGEST_SILENCE)
+# What the server says of its own while the user waits, in any language: never the result.
+SERVER_PHRASES = {text for table in (PHRASES, HOLDING) for texts in table.values() for text in texts}
+HOLDING_PHRASES = {text for texts in HOLDING.values() for text in texts}
+TRANSCRIPT_DELTA = "response.output_audio_transcript.delta"
 
 
 @dataclass(frozen=True)
@@ -76,18 +88,39 @@ def mcp_tools() -> Iterator[list[dict[str, Any]]]:
                FETCH_TOOL]
 
 
-def _audio(log_: list[Received], rid: str) -> list[tuple[float, float]]:
-    return [(entry.at, audio_ms(entry.event) / 1000.0) for entry in log_
-            if entry.event.get("type") == AUDIO_DELTA and entry.event.get("response_id") == rid]
+def _audio(log_: list[Received], rid: str, *, answer_only: bool = False) -> list[tuple[float, float]]:
+    """(arrival, seconds) of response ``rid``'s audio; ``answer_only``: of the model's words alone, without
+    the server's phrases (each is a clause of its own, its transcript delta just before its audio)."""
+    clause, deltas = "", []
+    for entry in log_:
+        event = entry.event
+        if event.get("response_id") != rid:
+            continue
+        if event.get("type") == TRANSCRIPT_DELTA:
+            clause = str(event.get("delta") or "")
+        elif event.get("type") == AUDIO_DELTA and not (answer_only and clause.strip() in SERVER_PHRASES):
+            deltas.append((entry.at, audio_ms(event) / 1000.0))
+    return deltas
 
 
 def _result_audio_after(log_: list[Received], rid: str) -> float | None:
-    """When the first audio of response ``rid`` after its MCP call completed arrived (its answer's voice)."""
+    """When the first audio of response ``rid``'s answer after its MCP call completed arrived."""
     done = next((e.at for e in log_ if e.event.get("type") == "response.mcp_call.completed"
                  and e.event.get("response_id", rid) == rid), None)
     if done is None:
         return None
-    return next((at for at, _ in _audio(log_, rid) if at >= done), None)
+    return next((at for at, _ in _audio(log_, rid, answer_only=True) if at >= done), None)
+
+
+def heard_at(deltas: list[tuple[float, float]], arrival: float) -> float:
+    """When a listener who plays each delta on arrival, or once the one before has played out, starts to hear
+    the delta that arrived at ``arrival`` (later than that when the server's phrases still play)."""
+    play_end = -math.inf
+    for at, seconds in sorted(deltas):
+        if at >= arrival:
+            break
+        play_end = max(play_end, at) + seconds
+    return max(play_end, arrival)
 
 
 async def _answer_fetches(client: RealtimeTestClient, output: list[dict[str, Any]], slow_s: float) -> bool:
@@ -130,7 +163,7 @@ async def ask_request(url: str, request: dict[str, Any], clip: audio.Speech, too
     deltas = _audio(log_, first_rid) + (_audio(log_, answer_rid) if answer_rid != first_rid else [])
     calls = calls_in_output(output)
     if answered:
-        result_at = next((at for at, _ in _audio(log_, answer_rid)), None)
+        result_at = next((at for at, _ in _audio(log_, answer_rid, answer_only=True)), None)
     elif any(item.get("type") == "mcp_call" for item in output):
         result_at = _result_audio_after(log_, first_rid)
     else:
@@ -143,6 +176,8 @@ async def ask_request(url: str, request: dict[str, Any], clip: audio.Speech, too
         return None if at is None else round((at - end) * 1000.0, 1)
 
     heard_until = [d for d in deltas if result_at is None or d[0] <= result_at]
+    held = [e for e in log_ if e.event.get("type") == TRANSCRIPT_DELTA
+            and str(e.event.get("delta") or "").strip() in HOLDING_PHRASES]
     transcripts = [e.event.get("transcript") or "" for e in log_
                    if e.event.get("type") == "response.output_audio_transcript.done"]
     heard = [e.event.get("transcript") or "" for e in log_
@@ -152,7 +187,8 @@ async def ask_request(url: str, request: dict[str, Any], clip: audio.Speech, too
             "calls": [asdict(c) for c in calls], "verdict": asdict(verdict) | {"correct": verdict.correct},
             "reply": " / ".join(t for t in transcripts if t),
             FIRST_AUDIO: ms(min((at for at, _ in deltas), default=None)), RESULT_AUDIO: ms(result_at),
-            LONGEST_SILENCE: longest_silence_ms(end, heard_until), "verdict_obj": verdict}
+            RESULT_HEARD: ms(None if result_at is None else heard_at(deltas, result_at)),
+            LONGEST_SILENCE: longest_silence_ms(end, heard_until), HELD: len(held), "verdict_obj": verdict}
 
 
 def summarise_run(samples: list[dict[str, Any]], modes: tuple[str, ...]) -> dict[str, Any]:
@@ -165,9 +201,9 @@ def summarise_run(samples: list[dict[str, Any]], modes: tuple[str, ...]) -> dict
         slow = [s for s in of_mode if any(c["name"] == "fetch" for c in s["calls"])]
         summary[mode] = {
             "agreement_with_first_mode": sum(s["verdict"]["correct"] for s in of_mode),
-            **{field: summarize(s[field] for s in of_mode) for field in (FIRST_AUDIO, RESULT_AUDIO, LONGEST_SILENCE)},
-            "slow_tool": {field: summarize(s[field] for s in slow)
-                          for field in (FIRST_AUDIO, RESULT_AUDIO, LONGEST_SILENCE)},
+            **{field: summarize(s[field] for s in of_mode) for field in TIMED},
+            HELD: sum(s[HELD] for s in of_mode),
+            "slow_tool": {field: summarize(s[field] for s in slow) for field in TIMED},
         }
     return summary
 

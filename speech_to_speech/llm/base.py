@@ -104,7 +104,7 @@ class LLMHandler(BackendHandler[GenerateResponseRequest | PromptPrefill, ReplyPa
                     continue
                 if isinstance(part, AssistantToolCallPart) and not said and item.preamble:
                     said = True  # a call with nothing said: the user hears a preamble while it runs
-                    yield Preamble(response_id, generation, item.preamble)
+                    yield Preamble(response_id, generation, item.preamble, language=item.language)
                 yield part
         except ContextOverflow as overflow:  # the session asked never to cut: the response says why it failed
             terminal = Terminal("failed", error=str(overflow))

@@ -101,6 +101,7 @@ class LMOutputProcessor(BaseHandler[OrderedPart, SpeakablePart, LLMFirstToken]):
         self._response_id: str | None = None
         self._generation = 0
         self._started = False  # any text of this response went out yet
+        self._model_spoke = False  # any of the model's own words (not a preamble) came for this request
         self._speech = SpeechText()  # the response's spoken form, clause by clause
         self._language: str | None = None  # the reply's language, as its text parts say
 
@@ -112,6 +113,7 @@ class LMOutputProcessor(BaseHandler[OrderedPart, SpeakablePart, LLMFirstToken]):
         self._response_id = response_id
         self._generation = generation
         self._started = False
+        self._model_spoke = False
         self._speech = SpeechText()
         self._language = None
 
@@ -141,14 +143,19 @@ class LMOutputProcessor(BaseHandler[OrderedPart, SpeakablePart, LLMFirstToken]):
         if (item.response_id, item.generation) != (self._response_id, self._generation):
             self._reset(item.response_id, item.generation)
         if isinstance(item, Preamble):
-            # Said only before anything else of the response: text on its way makes it moot, and one
-            # said already (the server's, then the model's call) is enough.
-            if not self._started and not self._buffer and not self.cancel_scope.is_stale(item.generation):
+            # A preamble is said only before anything else of the response: text on its way makes it moot,
+            # and one said already (the server's, then the model's call) is enough. A holding phrase follows
+            # the server's own phrases only: once the model's words of this request came, the answer is
+            # under way (a request's parts end with its ResponseDone, which resets all this).
+            said = self._model_spoke if item.holding else self._started
+            if not said and not self._buffer and not self.cancel_scope.is_stale(item.generation):
                 self._started = True
+                self._language = item.language or self._language
                 yield self._tts_input(item.text.strip() + " ")
             return
         if isinstance(item, AssistantTextPart):
             self._language = item.language or self._language
+            self._model_spoke = self._model_spoke or bool(item.text.strip())
             text = item.text
             if not self._started and not self._buffer:
                 text = text.lstrip()

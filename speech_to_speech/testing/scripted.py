@@ -7,6 +7,7 @@
 - ``ScriptedLLM``: streams the given replies word by word with a given delay per
   token; ``{heard}`` in a reply stands for the last user message;
   ``<tool_call>name {json}</tool_call>`` in a reply becomes a tool call;
+  ``[[pause:MS]]`` holds the reply there for MS milliseconds (a call being written, a slow first token);
   ``[[incomplete:reason]]`` / ``[[failed:message]]`` end it with that status.
 - ``ScriptedTTS``: a tone per clause, ``scripted_tts_ms_per_char`` long, its
   pitch set by the voice (``SCRIPTED_VOICES``).
@@ -160,12 +161,20 @@ HEARD = "{heard}"
 # Stands for every message of the request ("role: text | …"): the reply shows the whole history asked.
 HISTORY = "{history}"
 _TOOL_CALL = re.compile(r"<tool_call>\s*([\w.-]+)\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+_PAUSE = re.compile(r"\[\[pause:(\d+)\]\]")
+_CALL_OR_PAUSE = re.compile(f"{_TOOL_CALL.pattern}|{_PAUSE.pattern}", re.DOTALL)
 _TERMINAL = re.compile(r"\[\[(incomplete|failed):([^\]]*)\]\]")
 _TOKEN = re.compile(r"\S+\s*|\s+")
 
 
 @registry.register("llm", "scripted", _load_replies)
 class ScriptedLLM(_Knobs, LLMHandler):
+    def _pause(self, seconds: float, generation: int) -> None:
+        """Wait ``seconds``, or until the request is cancelled (its output would be dropped anyway)."""
+        until = time.monotonic() + seconds
+        while time.monotonic() < until and not self.cancel_scope.is_stale(generation):
+            time.sleep(min(0.02, max(0.0, until - time.monotonic())))
+
     def generate(self, request: GenerateResponseRequest) -> Iterator[GeneratedPart]:
         heard = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
         asked = " | ".join(f"{m.role}: {m.content}" for m in request.messages)
@@ -183,15 +192,18 @@ class ScriptedLLM(_Knobs, LLMHandler):
             )
         tokens = 0
         position = 0
-        for match in _TOOL_CALL.finditer(reply):
+        for match in _CALL_OR_PAUSE.finditer(reply):
             for token in _TOKEN.findall(reply[position : match.start()]):
                 if delay:
                     time.sleep(delay)
                 tokens += 1
                 yield token
-            yield AssistantToolCallPart(
-                request.response_id, request.generation, ids.call_id(), match.group(1), match.group(2)
-            )
+            if match.group(3) is not None:
+                self._pause(int(match.group(3)) / 1000.0, request.generation)
+            else:
+                yield AssistantToolCallPart(
+                    request.response_id, request.generation, ids.call_id(), match.group(1), match.group(2)
+                )
             position = match.end()
         for token in _TOKEN.findall(reply[position:]):
             if delay:

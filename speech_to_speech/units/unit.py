@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speech_to_speech.audio.chunker import Chunker
+from speech_to_speech.llm.answer_language import reply_language
 from speech_to_speech.pipeline.cancel_scope import CancelScope
 from speech_to_speech.pipeline.handler import HandlerContext
 from speech_to_speech.pipeline.lm_output_processor import FIRST_CHUNK_WORDS, LMOutputProcessor
@@ -123,6 +124,11 @@ class PipelineUnit:
         declared = self._declared_voice_languages
         self.stages.llm.voice_languages = (declared if declared is not None
                                            else self.stages.tts.language_capabilities.languages)
+
+    def reply_language(self, asked: str | None) -> str | None:
+        """The language a reply asked for in ``asked`` is written and spoken in: that one where the voice speaks
+        it, else the voice's first (llm/answer_language.py); None: unknown."""
+        return reply_language(asked, self.stages.llm.voice_languages)
 
     @property
     def voices(self) -> tuple[str, ...] | None:

@@ -21,8 +21,12 @@ SET = {"requests": [
 TIME_CALL = '<tool_call>get_current_time {"timezone": "Asia/Tokyo"}</tool_call>'  # the scripted LLM's form
 FETCH_CALL = '<tool_call>fetch {"url": "example.com"}</tool_call>'
 # Each request in both modes: the MCP call and its answer in one response; the fetch, then its answer.
+# The last answer is slow to start (4 s): with preambles on, the wait the call's preamble began goes on, so the
+# server says a holding phrase 3 s after its speaker went quiet, which is not the result.
+SLOW_ANSWER_MS = 4000
 REPLIES = [TIME_CALL, "It is nine in Tokyo.", TIME_CALL, "It is nine in Tokyo.",
-           FETCH_CALL, "The page says the library opens at nine.", FETCH_CALL, "The page says the library opens."]
+           FETCH_CALL, "The page says the library opens at nine.", FETCH_CALL,
+           f"[[pause:{SLOW_ANSWER_MS}]]The page says the library opens."]
 SLOW_S = 0.6
 
 
@@ -61,4 +65,11 @@ def test_bench_tools_scores_the_calls_and_times_the_silence_with_and_without_pre
     assert quiet["end_of_speech_to_first_audio_ms"] == quiet["end_of_speech_to_spoken_result_ms"]
     assert told["end_of_speech_to_first_audio_ms"] < told["end_of_speech_to_spoken_result_ms"]
     assert told["reply"].split(" / ")[0] != "The page says the library opens."  # the preamble came first
+    # The answer's holding phrase (its first word was late) is not its result: that comes after the pause.
+    answer = told["reply"].split(" / ")[-1]
+    assert answer.endswith("The page says the library opens.") and answer != "The page says the library opens."
+    assert told["end_of_speech_to_spoken_result_ms"] >= (SLOW_S * 1000 + SLOW_ANSWER_MS)
+    assert told["end_of_speech_to_result_heard_ms"] >= told["end_of_speech_to_spoken_result_ms"]
+    assert told["holding_phrases"] == 1 and result["summary"]["preamble"]["holding_phrases"] == 1
+    assert quiet["holding_phrases"] == 0  # preambles off: no phrases of the server's at all
     assert result["summary"]["preamble"]["slow_tool"]["longest_silence_ms"]["n"] == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
 from speech_to_speech.protocol import TIMINGS_EXTENSION
 from speech_to_speech.protocol.metadata import HEARD_LANGUAGE_KEY
+from speech_to_speech.realtime.tools.preamble import PHRASES
 from speech_to_speech.testing.client_audio import spoken_turn
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 
@@ -73,3 +74,28 @@ async def test_the_heard_language_is_reported_with_the_timings(make_server: Serv
             done = await client.wait_for("response.done")
             heard.append((done["response"].get("metadata") or {}).get(HEARD_LANGUAGE_KEY))
     assert heard == ["ja", None]  # only with the timings extension
+
+
+async def _preamble_of_a_call(server_url: str) -> str:
+    """Speak one turn whose reply calls a function at once: what the server said before the call."""
+    async with RealtimeTestClient.connect(server_url) as client:
+        await client.wait_for("session.created")
+        await client.update_session({"tools": [{"type": "function", "name": "look_up_order",
+                                                "parameters": {"type": "object"}}]})
+        await client.append_audio(spoken_turn(RATE), RATE)
+        done = await client.wait_for("response.done")
+    message = next(item for item in done["response"]["output"] if item["type"] == "message")
+    return str(message["content"][0]["transcript"]).strip()
+
+
+async def test_the_preamble_is_said_in_the_language_the_user_was_heard_in(make_server: ServerFactory) -> None:
+    server = make_server(scripted_transcripts=["[fr] Où en est la commande 55 ?"],
+                         scripted_replies=['<tool_call>look_up_order {"order_number": "55"}</tool_call>'])
+    assert await _preamble_of_a_call(server.ws_url) in PHRASES["fr"]
+
+
+async def test_the_preamble_is_in_the_voice_s_language_when_it_cannot_speak_the_user_s(
+        make_server: ServerFactory) -> None:
+    server = make_server(scripted_transcripts=["[de] Wo ist die Bestellung 55?"], tts_supported_languages=["en"],
+                         scripted_replies=['<tool_call>look_up_order {"order_number": "55"}</tool_call>'])
+    assert await _preamble_of_a_call(server.ws_url) in PHRASES["en"]

@@ -11,10 +11,12 @@ an approval for nothing each end in a defined state.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import re
 from typing import Any
 
 from speech_to_speech.pipeline.messages.generation import GenerateResponseRequest
-from speech_to_speech.realtime.tools.preamble import PHRASES
+from speech_to_speech.realtime.tools.preamble import HOLDING, PHRASES
 from speech_to_speech.testing.client_audio import spoken_turn
 from speech_to_speech.testing.event_matchers import types
 from speech_to_speech.testing.mcp_server import serving, tools_server
@@ -26,10 +28,19 @@ from .test_mcp_tools import listed, mcp_tool, shop_response
 RATE = 24000
 ORDER_CALL = '<tool_call>look_up_order {"order_number": "55"}</tool_call>'
 ENGLISH = set(PHRASES["en"])
+ENGLISH_HOLDING = set(HOLDING["en"])
 
 
 def transcripts(done: dict[str, Any]) -> list[str]:
     return [item["content"][0]["transcript"] for item in done["output"] if item["type"] == "message"]
+
+
+def phrases_then_answer(transcript: str) -> tuple[list[str], list[str], str]:
+    """A transcript cut into the server's preambles, then its holding phrases, then the rest (the answer)."""
+    sentences = re.split(r"(?<=[.!?])\s+", transcript.strip())
+    preambles = list(itertools.takewhile(ENGLISH.__contains__, sentences))
+    held = list(itertools.takewhile(ENGLISH_HOLDING.__contains__, sentences[len(preambles):]))
+    return preambles, held, " ".join(sentences[len(preambles) + len(held):])
 
 
 async def test_a_function_call_with_nothing_said_gets_a_preamble(make_server: ServerFactory) -> None:
@@ -75,8 +86,9 @@ async def test_a_turn_answered_by_its_speculation_gets_a_preamble_while_its_firs
         done = await client.wait_for("response.done")
     assert len(llm_requests) == 1  # adopted, not asked again
     said = transcripts(done["response"])
-    first, _, rest = said[0].partition(". ")
-    assert first + "." in ENGLISH and rest.strip() == "Paris."
+    # A first token 1.5 s late may also get a holding phrase after the preamble (realtime/tools/holding.py).
+    preambles, _, answer = phrases_then_answer(said[0])
+    assert len(preambles) == 1 and answer == "Paris."
 
 
 async def test_the_wait_before_a_preamble_is_counted_from_the_end_of_the_user_s_speech(

@@ -72,9 +72,15 @@ class AssistantTextPart(ResponseOwned):
 @dataclass(frozen=True)
 class Preamble(ResponseOwned):
     """A short phrase to say while the user waits ("Let me check that."), said only if nothing of the
-    response was said or is on its way (the output processor decides, in order with the model's text)."""
+    response was said or is on its way (the output processor decides, in order with the model's text).
+
+    ``holding``: a phrase said later in the same wait ("Still checking."), after the preamble: said only if
+    nothing of the model's own text of the request under way was said or is on its way, so it never cuts
+    into the answer. ``language``: what the phrase is written in (the voice speaks it so)."""
 
     text: str
+    holding: bool = False
+    language: str | None = None
 
 
 @dataclass(frozen=True)

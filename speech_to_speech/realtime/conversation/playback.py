@@ -25,10 +25,12 @@ Everything here runs on the event loop (the track reports from its ``recv``).
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from speech_to_speech.audio.rates import TTS_RATE
 from speech_to_speech.protocol import error_codes
 from speech_to_speech.protocol.metadata import AUDIO_DURATION_KEY, AUDIO_TEXT_MARKS_KEY, PLAYBACK_KEY
 from speech_to_speech.protocol.policies import ACK_ONLY, COMMIT_ALL_ON_DONE
@@ -97,6 +99,7 @@ class Playback:
         self._last_response: str | None = None
         # Items of a session taken over from another replica: their history text as the ledger there had it.
         self._restored: dict[str, str] = {}
+        self._quiet_at = 0.0  # when the speaker runs out of what it was sent (see ``speaker_quiet_at``)
         if media is not None:
             media.set_play_listener(self._played)
 
@@ -159,6 +162,7 @@ class Playback:
             self._listener.sent(samples, item_id)  # the client plays it from now on, after what came before
         if not count:
             return
+        self._quiet_at = max(self._quiet_at, time.monotonic()) + count / TTS_RATE
         entry = self._entry(response_id, item_id)
         entry.produced += count
         entry.generated += count
@@ -193,6 +197,13 @@ class Playback:
         if response_id == self._playing or any(self._items[i].response_id == response_id for i, _ in self._queue):
             self._ended.add(response_id)
             self._stop_if_drained()
+
+    @property
+    def speaker_quiet_at(self) -> float:
+        """When the user's speaker will have played all the assistant audio sent so far (monotonic seconds): by
+        the send clock, each chunk plays from when it is sent, after what came before; dropped audio (a
+        barge-in, a cancel) is not played. Past: the speaker is quiet (the wait of realtime/tools/holding.py)."""
+        return self._quiet_at
 
     @property
     def audible(self) -> bool:
@@ -240,6 +251,7 @@ class Playback:
         """
         if self._media is not None:
             self._clear_track(self._media, requested)
+        self._quiet_at = min(self._quiet_at, time.monotonic())
         self._stopped_playing()
 
     def _stopped_playing(self) -> None:

@@ -47,6 +47,11 @@ class ResponseRequests:
         """The STT heard the user's words in ``language`` (None: it did not say)."""
         self.heard_language = language or self.heard_language
 
+    def reply_language(self) -> str | None:
+        """The language the reply is in: the session's, else the one the user was heard in (None: unknown)."""
+        language = self._state.config.language
+        return language if base_language(language) else self.heard_language
+
     def history(self, heard: tuple[str | None, str] | None = None) -> tuple[ChatMessage, ...]:
         """The LLM's view of the conversation (``heard``: a user turn whose transcript is not in yet)."""
         return self._conversation.history(heard=heard, said=self._playback.history_text)
@@ -77,7 +82,7 @@ class ResponseRequests:
             reasoning_effort=options.get("reasoning_effort", config.reasoning_effort),
             max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
             voice=options.get("voice") or config.voice,
-            language=config.language if base_language(config.language) else self.heard_language,
+            language=self.reply_language(),
             input_call_ids=self._conversation.input_call_ids(history),
             output_modalities=tuple(options.get("output_modalities") or config.output_modalities),
             metadata=options.get("metadata"),

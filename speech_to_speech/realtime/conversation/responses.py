@@ -115,6 +115,11 @@ class Responses:
         session chose one."""
         self._requests.heard(language)
 
+    @property
+    def reply_language(self) -> str | None:
+        """The language replies are in: the session's, else the one the user was last heard in."""
+        return self._requests.reply_language()
+
     def answered_already(self, call_ids: list[str]) -> bool:
         """A completed answer already took in every one of these tool results (a follow-up is a duplicate)."""
         return self._tool_results.all_answered(call_ids)

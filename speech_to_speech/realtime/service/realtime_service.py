@@ -136,7 +136,7 @@ class RealtimeService:
             unit, settings, state, conversation=conversation, user_input=user_input,
             speculations=speculations, playback=playback, emit=emit)
         # The tools the server runs itself (MCP servers) and the preamble while a reply waits.
-        self.tools = tools = SessionTools(unit, settings, state, conversation=conversation,
+        self.tools = tools = SessionTools(unit, settings, state, conversation=conversation, playback=playback,
                                           responses=responses, emit=emit,
                                           on_listed=lambda: self.pipeline_events.dispatch_adopted())
         # What speech over the assistant does (overlap_policy).

@@ -1,2 +1,3 @@
 """Tools the server runs itself: a session's MCP servers (listed once, called inside responses), the pure
-life of a response's calls, and the preamble said while a reply waits (docs/sessions.md, "MCP tools")."""
+life of a response's calls, the preamble said while a reply waits and the holding phrases when the wait goes
+on (docs/sessions.md, "MCP tools", "No dead air")."""

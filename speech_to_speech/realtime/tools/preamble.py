@@ -9,7 +9,8 @@ ended (a slow first token, a listing still under way) gets one from
 :class:`PreambleTimer`; the output processor says it only if nothing of the
 reply was said or is on its way, so it can never cut into the answer. The
 wait is the user's: from the end of their speech, not from the end of the
-turn (which the VAD decides a silence later, 0.3-0.6 s).
+turn (which the VAD decides a silence later, 0.3-0.6 s). What comes after
+the preamble, while the reply still waits, is realtime/tools/holding.py's.
 """
 
 from __future__ import annotations
@@ -34,23 +35,48 @@ PHRASES: dict[str, tuple[str, ...]] = {
     "ja": ("確認します。", "少々お待ちください。", "調べてみます。"),
     "zh": ("我查一下。", "请稍等。", "让我看看。"),
 }
+# Said later in the same wait, when it goes on after the preamble (realtime/tools/holding.py): the user was
+# told already, so these only say the line is alive; none promises how long is left.
+HOLDING: dict[str, tuple[str, ...]] = {
+    "en": ("Still checking.", "Just a moment more.", "Thanks for waiting."),
+    "fr": ("Je cherche encore.", "Encore un petit instant.", "Merci de patienter."),
+    "es": ("Sigo buscando.", "Un momento más.", "Gracias por esperar."),
+    "de": ("Ich suche noch.", "Noch einen kleinen Moment.", "Danke für die Geduld."),
+    "it": ("Sto ancora controllando.", "Ancora un attimo.", "Grazie per l'attesa."),
+    "pt": ("Ainda estou a verificar.", "Só mais um momento.", "Obrigado pela espera."),
+    "nl": ("Ik ben nog aan het zoeken.", "Nog een momentje.", "Bedankt voor het wachten."),
+    "ja": ("まだ確認しています。", "もう少々お待ちください。", "お待たせしております。"),
+    "zh": ("我还在查。", "请再稍等一下。", "谢谢您的耐心等待。"),
+}
+
+
+def _in_language(phrases: dict[str, tuple[str, ...]], language: str | None, turn: int) -> str:
+    options = phrases.get((language or "en").split("-")[0].lower(), phrases["en"])
+    return options[turn % len(options)]
 
 
 def phrase(language: str | None, turn: int) -> str:
     """The preamble for the ``turn``-th request of a conversation, in its language (English if unknown)."""
-    options = PHRASES.get((language or "en").split("-")[0].lower(), PHRASES["en"])
-    return options[turn % len(options)]
+    return _in_language(PHRASES, language, turn)
+
+
+def holding_phrase(language: str | None, turn: int) -> str:
+    """The ``turn``-th holding phrase of a conversation, in its language (English if unknown)."""
+    return _in_language(HOLDING, language, turn)
 
 
 class PreambleTimer:
     """Says a preamble when a submitted response has produced nothing by ``after_ms`` past its start."""
 
     def __init__(self, unit: PipelineUnit, active: Callable[[], ResponseState | None],
-                 after_ms: Callable[[], int | None], language: Callable[[], str | None]) -> None:
+                 after_ms: Callable[[], int | None], language: Callable[[], str | None],
+                 on_said: Callable[[ResponseState], None] = lambda response: None) -> None:
+        """``on_said``: told each response it asked a preamble for (the wait after it is watched too)."""
         self._unit = unit
         self._active = active
         self._after_ms = after_ms
         self._language = language
+        self._on_said = on_said
         self._timer: asyncio.TimerHandle | None = None
         self._said = 0
 
@@ -80,7 +106,9 @@ class PreambleTimer:
         if self._unit.cancel_scope.is_stale(generation):
             return
         self._said += 1
-        self._unit.say_preamble(Preamble(response.id, generation, phrase(self._language(), self._said)))
+        language = self._language()
+        self._unit.say_preamble(Preamble(response.id, generation, phrase(language, self._said), language=language))
+        self._on_said(response)
 
     def cancel(self) -> None:
         if self._timer is not None:

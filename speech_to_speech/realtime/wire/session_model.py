@@ -133,7 +133,8 @@ class SessionModel(_Open):
     extensions: list[str] | None = None
     # How much of an answer enters the LLM's history (docs/sessions.md, "Playback truth").
     playback_commit_policy: PlaybackCommitPolicy = COMMIT_ALL_ON_DONE
-    # Our extension: silence (ms) before a preamble; None: never say one.
+    # Our extension: silence (ms) before a preamble, and three times it (1 s at least) before each holding
+    # phrase after it (realtime/tools/holding.py); None: never say one.
     preamble_after_ms: int | None = Field(default=DEFAULT_PREAMBLE_AFTER_MS, ge=0, le=MAX_THRESHOLD_MS,
                                           strict=True)
 
