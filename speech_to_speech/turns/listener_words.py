@@ -40,6 +40,14 @@ LISTENER_PHRASES: frozenset[tuple[str, ...]] = frozenset(tuple(p.split()) for p 
     "sweet", "fascinating", "incredible", "excellent", "beautiful", "impressive", "oh my", "my god",
     "oh my god", "my gosh", "oh my gosh", "my goodness", "oh boy", "oh dear", "oh man", "geez", "jeez",
     "hm", "you",  # Whisper's word for a breath or a click it cannot place
+    # Reactions to what happens in a story, "no" among them: "No." alone disagrees, "Oh no!" and "No way!" do not.
+    "oh no", "no way", "no kidding", "no wonder", "you're kidding", "you're joking", "seriously", "get out",
+    "holy cow", "holy moly", "good grief", "goodness", "gosh", "whoa", "woah", "yikes", "ouch", "ugh", "aw", "aww",
+    "poor thing", "poor guy", "poor girl", "poor soul", "poor her", "poor him", "good for her", "good for him",
+    "good for them", "good for you",
+    "wild", "crazy", "sad", "awful", "terrible", "scary", "spooky", "creepy", "cute", "weird", "strange", "insane",
+    "unbelievable", "hilarious", "adorable", "horrible", "tragic", "classic", "brutal", "rough", "tough", "harsh",
+    "heartbreaking", "fun",
 ))
 # Words that open a listener's assessment as well as a bid ("How nice." / "How does it end?", "I'm sure." /
 # "I'm lost."): followed by listener words they are a remark. Whisper also writes a hum before a word as
@@ -48,7 +56,6 @@ LISTENER_PHRASES: frozenset[tuple[str, ...]] = frozenset(tuple(p.split()) for p 
 # "Ah, okay." as "Are okay.", "Mm, interesting." as "I'm interested." (bench room, fifth and sixth sets).
 FILLER_SPELLINGS = frozenset({"i", "i'm", "are", "our", "and", "on", "a"})
 LEAD_INS = frozenset({"i'm", "how", "so", "that's", "it's", "sounds", "very", "pretty"})
-_STARTS = frozenset(phrase[:n] for phrase in LISTENER_PHRASES for n in range(1, len(phrase)))
 # Hums and laughs, however many letters: "mmm", "mhm", "hmmm", "mm-hmm" written as one word; "haha", "heh".
 _HUM = re.compile(r"^(?:u?h?m+h?m*|h+m+|m+h+m+)$")
 _LAUGH = re.compile(r"^(?:h+[ae]+){2,}h?$|^ha+h$|^he+h$")
@@ -90,6 +97,9 @@ TURN_CUES = frozenset({
     "second", "moment", "minute", "sec", "just", "up",
 })
 FEW_WORDS = 2
+# The starts of listener phrases, which wait for the next word; not "No", though it may go on to "no way": it is
+# decided at once, as "No, I meant…" is the commonest correction.
+_STARTS = frozenset(phrase[:n] for phrase in LISTENER_PHRASES for n in range(1, len(phrase)) if phrase[0] != "no")
 
 
 class Heard(Enum):
