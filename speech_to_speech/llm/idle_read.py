@@ -1,0 +1,177 @@
+"""A prompt read into a context in the process's idle time: how the call writer comes to hold a session's tools.
+
+The call writer (llm/call_writer.py) writes a session's call only where its
+KV cache already holds the session's prompt, all but a few hundred tokens of
+it: the system prompt and the tools, ~1,100 tokens for bench tools' five
+(~11 s for the 1.5B on two quiet cores). It used to read them in the unit's
+prefill, after the main model, in what the CPU gate called spare, and only
+until the next queue item came: each partial transcript stopped it, nothing
+resumed it between turns, and with a busy neighbour it read ~300 of them in
+the first 35 s after a start (so the first sessions' calls were the 0.5B's).
+
+An :class:`IdleReader` reads the newest prompt it was asked for on a thread of
+its own, a few tokens a step, whenever none of our own work runs (``idle``:
+the CPU gate holds no urgent or background job and no context of the main
+model is checked out, llm/llama_cpp_lm.py), for as long as it takes: on the
+threads that neighbours leave, and on one where they leave none, since
+reading then slows the neighbours and not our users. Once our own work
+starts, the step in flight ends first and the reader looks again every
+``poll_s``; it starts again only after ``poll_s`` of idleness, so the moment
+between a prefill and the request queued behind it is not taken for idle time.
+"""
+
+from __future__ import annotations
+
+import atexit
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from speech_to_speech.cpu.gate import CpuGate
+from speech_to_speech.llm.llama_contexts import ContextPool
+from speech_to_speech.llm.llama_kv import cut_dropped_block
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.05  # how often a reader kept from its work by ours looks again
+LOGGED_FROM = 256  # a read this long is a prompt's tools, not a turn's words: it is worth a line in the log
+
+
+class _Step(enum.Enum):
+    READ = "read"  # a step of tokens read
+    HELD = "held"  # the context holds the whole prompt
+    WAIT = "wait"  # our own work runs, or the context is out (a call is being written in it)
+
+
+class IdleReader:
+    """Reads the newest prompt :meth:`want` was given into a context of ``pool`` while ``idle()`` says so.
+
+    ``prepare`` is called on the context before each step (it sets the step's threads); ``step`` tokens are
+    read between two looks at ``idle``.
+    """
+
+    def __init__(self, name: str, pool: ContextPool, idle: Callable[[], bool], prepare: Callable[[Any], None],
+                 step: int, poll_s: float = POLL_S) -> None:
+        self.name = name
+        self._pool = pool
+        self._idle = idle
+        self._prepare = prepare
+        self._step = step
+        self._poll_s = poll_s
+        self._wanted: tuple[int, ...] = ()
+        self._caught_up = True  # the context held all of ``_wanted`` when last looked at
+        self._asked_at = 0.0  # when the reader was last asked for a prompt while it was caught up
+        self._read = 0  # tokens read since then
+        self._closed = False
+        self._changed = threading.Condition()
+        self._stepping = threading.Lock()  # held through each step: paused() waits for the one in flight
+        self._thread = threading.Thread(target=self._run, name=f"idle-read {name}", daemon=True)
+        self._thread.start()
+        atexit.register(self.close)  # a step must not be running while the interpreter frees the context
+
+    def want(self, tokens: Sequence[int]) -> None:
+        """Read ``tokens`` into the context in idle time, instead of what was wanted before (from where the
+        context stops holding them)."""
+        with self._changed:
+            if self._caught_up:
+                self._asked_at, self._read = time.monotonic(), 0
+            self._wanted = tuple(tokens)
+            self._caught_up = False
+            self._changed.notify_all()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """No step runs inside the block; a step in flight ends first (it is short: ``step`` tokens)."""
+        with self._stepping:
+            yield
+
+    def wait_caught_up(self, timeout: float | None = None) -> bool:
+        """Wait until nothing is left to read of what was wanted (the context holds it, or a read of it failed
+        and was logged), or the reader is closed; whether nothing is left."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._caught_up or self._closed, timeout)
+            return self._caught_up
+
+    def close(self) -> None:
+        """Stop reading (a step in flight ends first)."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+        atexit.unregister(self.close)
+
+    def _run(self) -> None:
+        quiet = False  # idle when last looked at, ``poll_s`` ago
+        while True:
+            with self._changed:
+                if self._caught_up:
+                    quiet = False  # what it saw before it waited says nothing of the time it is woken
+                self._changed.wait_for(lambda: self._closed or not self._caught_up)
+                if self._closed:
+                    return
+                wanted = self._wanted
+            idle = self._idle()
+            try:
+                step = self._read_step(wanted) if idle and quiet else _Step.WAIT
+            except Exception:  # the reader must outlive a prompt it could not read
+                log.exception("the %s could not read a prompt ahead; it reads the next one it is asked for", self.name)
+                self._settle(wanted, held=False)
+                continue
+            quiet = idle
+            if step is _Step.HELD:
+                self._settle(wanted, held=True)
+            elif step is _Step.WAIT:
+                with self._changed:
+                    self._changed.wait(self._poll_s)  # closing wakes it sooner
+
+    def _read_step(self, wanted: tuple[int, ...]) -> _Step:
+        with self._stepping, self._pool.checkout_if_free() as free:
+            # Looked at again under the lock: once paused() has returned, no step starts while work of ours runs.
+            if free is None or not self._idle():
+                return _Step.WAIT
+            _, llm = free
+            held = cut_dropped_block(llm, wanted)
+            if held >= len(wanted):
+                return _Step.HELD
+            batch = list(wanted[held: held + self._step])
+            self._prepare(llm)
+            llm.n_tokens = held  # eval drops the cache past here before it reads on
+            llm.eval(batch)
+        with self._changed:
+            self._read += len(batch)
+        return _Step.READ
+
+    def _settle(self, wanted: tuple[int, ...], held: bool) -> None:
+        """Nothing is left to read of ``wanted``: the context holds it (or it failed, and is given up)."""
+        with self._changed:
+            if self._wanted is not wanted:
+                return  # asked for another prompt meanwhile: read on towards it
+            self._caught_up = True
+            self._changed.notify_all()
+            read, seconds = self._read, time.monotonic() - self._asked_at
+        if held and read >= LOGGED_FROM:
+            log.info("the %s holds the prompt's %d tokens: read %d of them in idle time, %.1f s after it was asked",
+                     self.name, len(wanted), read, seconds)
+
+
+def no_work_of_ours(pool: ContextPool, gate: CpuGate | None) -> Callable[[], bool]:
+    """Whether nothing of ours runs: no urgent or background job in ``gate`` (None: not asked), no reply or
+    prompt read ahead in a context of the main model's ``pool``."""
+    return lambda: pool.idle and (gate is None or gate.idle)
+
+
+def spare_threads_or_one(gate: CpuGate | None, most: int) -> Callable[[Any], None]:
+    """What sets a llama.cpp context's threads before a step: what neighbours leave of ``most``, one where they
+    leave none (``most`` as it is without a gate: --llm_threads)."""
+    def prepare(context: Any) -> None:
+        import llama_cpp
+
+        threads = most if gate is None else max(1, gate.spare_threads(most))
+        llama_cpp.llama_set_n_threads(context.ctx, threads, threads)
+
+    return prepare
