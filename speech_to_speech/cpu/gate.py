@@ -14,8 +14,9 @@ not speak for seconds. So the stages say which kind of work they do:
   says how many threads are left for it.
 - idle: work that may wait as long as it takes (the call writer reading the
   tools ahead, llm/idle_read.py). It runs only while :attr:`CpuGate.idle`,
-  so a background job that is not a model's decode (an interim STT pass)
-  says it runs with :meth:`CpuGate.background`.
+  so background work it must not slow (an interim STT pass, the main model's
+  own read ahead) says it runs with :meth:`CpuGate.background`; a reply past
+  its first words, whose voice sets its pace, does not.
 
 The free CPUs are what other processes leave (:mod:`speech_to_speech.cpu.share`).
 """

@@ -10,14 +10,19 @@ resumed it between turns, and with a busy neighbour it read ~300 of them in
 the first 35 s after a start (so the first sessions' calls were the 0.5B's).
 
 An :class:`IdleReader` reads the newest prompt it was asked for on a thread of
-its own, a few tokens a step, whenever none of our own work runs (``idle``:
-the CPU gate holds no urgent or background job and no context of the main
-model is checked out, llm/llama_cpp_lm.py), for as long as it takes: on the
-threads that neighbours leave, and on one where they leave none, since
-reading then slows the neighbours and not our users. Once our own work
-starts, the step in flight ends first and the reader looks again every
-``poll_s``; it starts again only after ``poll_s`` of idleness, so the moment
-between a prefill and the request queued behind it is not taken for idle time.
+its own, a few tokens a step, whenever ``idle()`` says so, for as long as it
+takes. For the call writer that is whenever no urgent work of ours runs (a
+prompt, a reply's first words, an STT pass a user waits for) and neither the
+main model's own read ahead nor an interim STT pass does (:func:`no_urgent_work`):
+beside a reply past its first words too, on one thread, as a reply's voice
+sets its pace, and otherwise on the threads that neighbours leave, one where
+they leave none, since reading then slows the neighbours and not our users.
+Waiting for all of our work instead (replies to their end) left it ~3 s a
+request of spoken bench tools on a busy machine, against ~8 s: 324 of the
+tools' ~1,090 tokens read after eight requests, against 804. Once such work starts, the step in flight ends
+first and the reader looks again every ``poll_s``; it starts again only after
+``poll_s`` of idleness, so the moment between a prefill and the request queued
+behind it is not taken for idle time.
 """
 
 from __future__ import annotations
@@ -159,19 +164,28 @@ class IdleReader:
                      self.name, len(wanted), read, seconds)
 
 
-def no_work_of_ours(pool: ContextPool, gate: CpuGate | None) -> Callable[[], bool]:
-    """Whether nothing of ours runs: no urgent or background job in ``gate`` (None: not asked), no reply or
-    prompt read ahead in a context of the main model's ``pool``."""
-    return lambda: pool.idle and (gate is None or gate.idle)
+def no_urgent_work(pool: ContextPool, gate: CpuGate | None) -> Callable[[], bool]:
+    """Whether a read ahead may step now: ``gate`` holds no urgent job (a prompt, a reply's first words, an STT
+    pass a user waits for) and no marked background job (the main model's own read ahead, an interim STT
+    pass). A reply past its first words, whose pace its voice sets, goes on beside it. Without a gate
+    (--llm_threads), only while no context of the main model's ``pool`` is out."""
+    return (lambda: pool.idle) if gate is None else (lambda: gate.idle)
 
 
-def spare_threads_or_one(gate: CpuGate | None, most: int) -> Callable[[Any], None]:
-    """What sets a llama.cpp context's threads before a step: what neighbours leave of ``most``, one where they
-    leave none (``most`` as it is without a gate: --llm_threads)."""
+def step_threads(gate: CpuGate | None, most: int, pool: ContextPool) -> int:
+    """The threads of a read ahead's step: beside a reply of ours (a context of ``pool`` is out), one; else what
+    neighbours leave of ``most``, and one where they leave none. ``most`` as it is without a gate (--llm_threads)."""
+    if gate is None:
+        return most
+    return max(1, gate.spare_threads(most)) if pool.idle else 1
+
+
+def spare_threads_or_one(gate: CpuGate | None, most: int, pool: ContextPool) -> Callable[[Any], None]:
+    """What sets a llama.cpp context's threads to :func:`step_threads` before each step."""
     def prepare(context: Any) -> None:
         import llama_cpp
 
-        threads = most if gate is None else max(1, gate.spare_threads(most))
+        threads = step_threads(gate, most, pool)
         llama_cpp.llama_set_n_threads(context.ctx, threads, threads)
 
     return prepare

@@ -32,7 +32,7 @@ import codecs
 import functools
 import logging
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,7 @@ from speech_to_speech.llm.call_writer import CallWriter, load_call_writer, write
 from speech_to_speech.llm.chat_prompt import calls_native_tools, knows_tools, prompt_for
 from speech_to_speech.llm.context_window import ModelContext
 from speech_to_speech.llm.gguf_files import gguf_path, rewritten_gguf
-from speech_to_speech.llm.idle_read import no_work_of_ours, spare_threads_or_one
+from speech_to_speech.llm.idle_read import no_urgent_work, spare_threads_or_one
 from speech_to_speech.llm.llama_backends import load_cpu_kernels
 from speech_to_speech.llm.llama_contexts import ContextPool, read_ahead
 from speech_to_speech.llm.llama_kv import cut_dropped_block
@@ -192,7 +192,7 @@ def load_llama_cpp(settings: LLMSettings, context: LoadContext) -> LoadedLlama:
     gate = None if settings.threads else cpu_gate.shared()
     writer_file = writer_path(settings.tool_call_model, gguf_path) if settings.tool_call_model else None
     writer = None if writer_file is None else load_call_writer(
-        writer_file, llm, new_context, no_work_of_ours(pool, gate), spare_threads_or_one(gate, threads.batch))
+        writer_file, llm, new_context, no_urgent_work(pool, gate), spare_threads_or_one(gate, threads.batch, pool))
 
     @functools.lru_cache(maxsize=TOKEN_COUNTS_CACHED)
     def count_tokens(text: str) -> int:
@@ -277,7 +277,9 @@ class LlamaCppLM(LLMHandler):
         have anyway."""
         lm = self.model
         prompt = prompt_for(lm.template, request, self.settings, lm.context, calls_ruled_out=True)
-        with lm.pool.checkout_if_free(self._context) as free:
+        # Marked as background work: the next reply reads less for it, so the call writer's read ahead waits.
+        running = lm.gate.background() if lm.gate is not None else nullcontext()
+        with lm.pool.checkout_if_free(self._context) as free, running:
             if free is None:
                 return
             index, llm = free
@@ -293,8 +295,8 @@ class LlamaCppLM(LLMHandler):
                     counts.set(min(threads, lm.threads.rest), threads)
                 return threads > 0
 
-            # A call's writer reads the same prompt (its tools) into its own context, in idle time: once this
-            # read ahead and every other piece of our work are over, between turns too (llm/idle_read.py).
+            # A call's writer reads the same prompt (its tools) into its own context, once this read ahead is
+            # over, whenever no urgent work of ours runs, between turns too (llm/idle_read.py).
             if lm.call_writer is not None and calls_native_tools(lm.template, request):
                 lm.call_writer.read_ahead(tokens)
             read_ahead(llm, tokens, still_wanted, PREFILL_STEP)

@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from speech_to_speech.cpu.gate import CpuGate
 from speech_to_speech.llm.call_writer import MAX_UNREAD, CallWriter, load_call_writer, same_tokenizer, writer_path
-from speech_to_speech.llm.idle_read import IdleReader
+from speech_to_speech.llm.idle_read import IdleReader, no_urgent_work, step_threads
 from speech_to_speech.llm.llama_contexts import ContextPool
 from speech_to_speech.llm.llama_kv import held_prefix
 
@@ -106,6 +107,23 @@ def test_a_call_that_comes_in_the_middle_of_a_read_ahead_step_waits_for_its_end_
             assert writer.ready_context(PROMPT[:MAX_UNREAD], reply) is context
             assert step_may_end.is_set()  # it waited for the step, rather than leave the call to the main model
         ending.join()
+
+
+def test_the_writer_reads_beside_a_reply_past_its_first_words_but_never_beside_urgent_or_marked_work() -> None:
+    gate, pool = CpuGate(lambda: 2), ContextPool(["main"])
+    may_read = no_urgent_work(pool, gate)
+    assert may_read() and step_threads(gate, 2, pool) == 2  # nothing of ours runs: the threads neighbours leave
+    with pool.checkout():  # a reply, past its first words: its voice sets its pace
+        assert may_read() and step_threads(gate, 2, pool) == 1
+        with gate.urgent(2):  # its prompt and first words, or another session's
+            assert not may_read()
+    with gate.background():  # the main model's own read ahead, an interim STT pass
+        assert not may_read()
+    assert may_read()
+    assert step_threads(CpuGate(lambda: 1), 2, pool) == 1  # a busy neighbour took a CPU: one left, and used
+    with pool.checkout():  # without a gate (--llm_threads): the user's count, and only while no reply runs
+        assert not no_urgent_work(pool, None)() and step_threads(None, 3, pool) == 3
+    assert no_urgent_work(pool, None)()
 
 
 @given(st.integers(0, len(PROMPT)))
