@@ -41,9 +41,11 @@ log = logging.getLogger(__name__)
 # (~1100 tokens for bench tools' five) would keep the user waiting far longer than a wrong argument costs.
 MAX_UNREAD = 256
 PROBED_TOKENS = 200  # tokens compared, spread over the two vocabularies (all of them would take a second)
-# Tokens the writer reads ahead between two looks at whether our own work has started: a reply starting
-# meanwhile shares the CPU with the rest of the step (six of the 1.5B's cost about what two of the 0.5B's do).
-READ_STEP = 6
+# Tokens the writer reads ahead between two looks at whether urgent work of ours has started (which shares the
+# CPU with the rest of the step). A step costs the 1.5B about one read of its weights whatever its size, up to
+# a few dozen tokens: 16 took ~210 ms on two quiet cores here (~400 ms on one), 6 took ~150 (~300), at half
+# the rate; 16 held bench tools' tools after five requests on a busy machine, 6 not after eight.
+READ_STEP = 16
 
 
 @dataclass(frozen=True)

@@ -3,15 +3,15 @@
 The call writer (llm/call_writer.py) writes a session's call only where its
 KV cache already holds the session's prompt, all but a few hundred tokens of
 it: the system prompt and the tools, ~1,100 tokens for bench tools' five
-(~11 s for the 1.5B on two quiet cores). It used to read them in the unit's
-prefill, after the main model, in what the CPU gate called spare, and only
-until the next queue item came: each partial transcript stopped it, nothing
-resumed it between turns, and with a busy neighbour it read ~300 of them in
-the first 35 s after a start (so the first sessions' calls were the 0.5B's).
+(~12 s for the 1.5B in large batches on two quiet cores). It used to read
+them in the unit's prefill, after the main model, in what the CPU gate called
+spare, and only until the next queue item came: each partial transcript
+stopped it, nothing resumed it between turns, and on a busy machine it held
+174 of them after three minutes of spoken bench tools (every call the 0.5B's).
 
 An :class:`IdleReader` reads the newest prompt it was asked for on a thread of
-its own, a few tokens a step, whenever ``idle()`` says so, for as long as it
-takes. For the call writer that is whenever no urgent work of ours runs (a
+its own, a step of tokens at a time, whenever ``idle()`` says so, for as long
+as it takes. For the call writer that is whenever no urgent work of ours runs (a
 prompt, a reply's first words, an STT pass a user waits for) and neither the
 main model's own read ahead nor an interim STT pass does (:func:`no_urgent_work`):
 beside a reply past its first words too, on one thread, as a reply's voice
@@ -19,10 +19,11 @@ sets its pace, and otherwise on the threads that neighbours leave, one where
 they leave none, since reading then slows the neighbours and not our users.
 Waiting for all of our work instead (replies to their end) left it ~3 s a
 request of spoken bench tools on a busy machine, against ~8 s: 324 of the
-tools' ~1,090 tokens read after eight requests, against 804. Once such work starts, the step in flight ends
-first and the reader looks again every ``poll_s``; it starts again only after
-``poll_s`` of idleness, so the moment between a prefill and the request queued
-behind it is not taken for idle time.
+tools' ~1,090 tokens read after eight requests, against 804 (in steps of
+six). Once such work starts, the step in flight ends first and the reader
+looks again every ``poll_s``; it starts again only after ``poll_s`` of
+idleness, so the moment between a prefill and the request queued behind it
+is not taken for idle time.
 """
 
 from __future__ import annotations
