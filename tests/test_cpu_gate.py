@@ -86,3 +86,21 @@ def test_every_job_gets_at_least_one_thread_and_never_more_than_it_wants(
 
 def test_the_shared_gate_is_one_per_process() -> None:
     assert cpu_gate.shared() is cpu_gate.shared()
+
+
+@given(st.lists(st.sampled_from(["urgent", "background"]), max_size=6), st.integers(0, 6))
+def test_the_gate_is_idle_exactly_when_no_urgent_or_background_job_runs(jobs: list[str], ended: int) -> None:
+    """Idle work (a prompt read ahead in idle time) waits for every job of ours, however many run and end."""
+    gate = CpuGate(lambda: 2)
+    assert gate.idle
+    running = [gate.urgent(1) if job == "urgent" else gate.background() for job in jobs]
+    for job in running:
+        job.__enter__()
+    for job in running[:ended]:
+        job.__exit__(None, None, None)
+    left = jobs[ended:]
+    assert gate.idle == (not left)
+    assert gate.busy == ("urgent" in left)  # a background job is not urgent: it takes no thread from one
+    for job in running[ended:]:
+        job.__exit__(None, None, None)
+    assert gate.idle

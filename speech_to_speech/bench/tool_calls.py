@@ -100,6 +100,9 @@ def run_model_only(settings: ServerSettings, config: ModelOnlyConfig) -> tuple[d
     began = time.monotonic()
     for _ in handler.process(PromptPrefill(ask(requests[0], 0, tools, config))):
         pass
+    writer = getattr(model, "call_writer", None)  # a call writer reads it in idle time (llama.cpp's)
+    if writer is not None:
+        writer.reader.wait_caught_up()
     read_ahead_s = time.monotonic() - began
     samples = []
     for index, request in enumerate(requests):

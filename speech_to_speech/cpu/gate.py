@@ -12,6 +12,11 @@ not speak for seconds. So the stages say which kind of work they do:
   :meth:`CpuGate.background_threads`, which waits (a bounded time, so its own
   voice never starves) while urgent work holds every free CPU, and then
   says how many threads are left for it.
+- idle: work that may wait as long as it takes (the call writer reading the
+  tools ahead, llm/idle_read.py). It runs only while :attr:`CpuGate.idle`,
+  so background work it must not slow (an interim STT pass, the main model's
+  own read ahead) says it runs with :meth:`CpuGate.background`; a reply past
+  its first words, whose voice sets its pace, does not.
 
 The free CPUs are what other processes leave (:mod:`speech_to_speech.cpu.share`).
 """
@@ -35,6 +40,7 @@ class CpuGate:
         self._max_wait_s = max_wait_s
         self._urgent_jobs = 0
         self._urgent_threads = 0
+        self._background_jobs = 0
         self._changed = threading.Condition()
 
     @contextmanager
@@ -49,6 +55,19 @@ class CpuGate:
             with self._changed:
                 self._urgent_jobs -= 1
                 self._urgent_threads -= threads
+                self._changed.notify_all()
+
+    @contextmanager
+    def background(self) -> Iterator[None]:
+        """Mark background work running while the block runs: it claims no threads (it takes what
+        :meth:`background_threads` leaves), but idle work waits for it to end."""
+        with self._changed:
+            self._background_jobs += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._background_jobs -= 1
                 self._changed.notify_all()
 
     def urgent_threads(self, wanted: int) -> int:
@@ -78,6 +97,12 @@ class CpuGate:
         """Urgent work is running."""
         with self._changed:
             return self._urgent_jobs > 0
+
+    @property
+    def idle(self) -> bool:
+        """No urgent work, and no background work marked with :meth:`background`, is running."""
+        with self._changed:
+            return self._urgent_jobs == 0 and self._background_jobs == 0
 
 
 _shared: CpuGate | None = None

@@ -34,6 +34,12 @@ class ContextPool:
     def __len__(self) -> int:
         return len(self.contexts)
 
+    @property
+    def idle(self) -> bool:
+        """No context is checked out: nothing reads a prompt or decodes in any of them."""
+        with self._changed:
+            return len(self._free) == len(self.contexts)
+
     @contextmanager
     def checkout(self, preferred: int | None = None) -> Iterator[tuple[int, Any]]:
         """A free context (``preferred`` if it is free), as (its index, the context), until the block ends;

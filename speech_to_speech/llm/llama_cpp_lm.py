@@ -31,8 +31,8 @@ from __future__ import annotations
 import codecs
 import functools
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,7 @@ from speech_to_speech.llm.chat_prompt import calls_native_tools, knows_tools, pr
 from speech_to_speech.llm.context_window import ModelContext
 from speech_to_speech.llm.gguf_files import gguf_path, rewritten_gguf
 from speech_to_speech.llm.grammar_first import grammar_first_tokens
+from speech_to_speech.llm.idle_read import no_urgent_work, spare_threads_or_one
 from speech_to_speech.llm.llama_backends import load_cpu_kernels
 from speech_to_speech.llm.llama_contexts import ContextPool, read_ahead
 from speech_to_speech.llm.llama_kv import cut_dropped_block
@@ -186,9 +187,13 @@ def load_llama_cpp(settings: LLMSettings, context: LoadContext) -> LoadedLlama:
                      verbose=False)
 
     contexts = [new_context(path) for _ in range(count)]
+    pool = ContextPool(contexts)
     llm = contexts[0]
+    # --llm_threads is a number the user chose: kept as it is, busy neighbours or not.
+    gate = None if settings.threads else cpu_gate.shared()
     writer_file = writer_path(settings.tool_call_model, gguf_path) if settings.tool_call_model else None
-    writer = load_call_writer(writer_file, llm, new_context) if writer_file is not None else None
+    writer = None if writer_file is None else load_call_writer(
+        writer_file, llm, new_context, no_urgent_work(pool, gate), spare_threads_or_one(gate, threads.batch, pool))
 
     @functools.lru_cache(maxsize=TOKEN_COUNTS_CACHED)
     def count_tokens(text: str) -> int:
@@ -196,9 +201,7 @@ def load_llama_cpp(settings: LLMSettings, context: LoadContext) -> LoadedLlama:
 
     pieces = [llm.detokenize([token]) for token in range(llm.n_vocab())]
     foreign = foreign_token_ids(pieces)
-    # --llm_threads is a number the user chose: kept as it is, busy neighbours or not.
-    gate = None if settings.threads else cpu_gate.shared()
-    return LoadedLlama(pool=ContextPool(contexts), template=_template(llm), path=path, foreign_tokens=foreign,
+    return LoadedLlama(pool=pool, template=_template(llm), path=path, foreign_tokens=foreign,
                        call_tokens=call_start_tokens(pieces), markup_tokens=call_markup_tokens(pieces),
                        threads=threads, context=ModelContext(n_ctx, count_tokens), gate=gate, call_writer=writer)
 
@@ -275,30 +278,29 @@ class LlamaCppLM(LLMHandler):
         have anyway."""
         lm = self.model
         prompt = prompt_for(lm.template, request, self.settings, lm.context, calls_ruled_out=True)
-        with lm.pool.checkout_if_free(self._context) as free:
+        # Marked as background work: the next reply reads less for it, so the call writer's read ahead waits.
+        running = lm.gate.background() if lm.gate is not None else nullcontext()
+        with lm.pool.checkout_if_free(self._context) as free, running:
             if free is None:
                 return
             index, llm = free
             self._context = index
             tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+            counts = _ThreadCounts(llm)
 
-            def still_wanted(context: Any) -> Callable[[], bool]:
-                counts = _ThreadCounts(context)
+            def still_wanted() -> bool:
+                if not self.queue_in.empty():
+                    return False  # the request itself: it reads the rest
+                threads = lm.threads.batch if lm.gate is None else lm.gate.spare_threads(lm.threads.batch)
+                if threads:
+                    counts.set(min(threads, lm.threads.rest), threads)
+                return threads > 0
 
-                def wanted() -> bool:
-                    if not self.queue_in.empty():
-                        return False  # the request itself: it reads the rest
-                    threads = lm.threads.batch if lm.gate is None else lm.gate.spare_threads(lm.threads.batch)
-                    if threads:
-                        counts.set(min(threads, lm.threads.rest), threads)
-                    return threads > 0
-
-                return wanted
-
-            read_ahead(llm, tokens, still_wanted(llm), PREFILL_STEP)
-            # A call's writer reads the same prompt (its tools) in its own context, once the main one has it.
+            # A call's writer reads the same prompt (its tools) into its own context, once this read ahead is
+            # over, whenever no urgent work of ours runs, between turns too (llm/idle_read.py).
             if lm.call_writer is not None and calls_native_tools(lm.template, request):
-                lm.call_writer.read_ahead(tokens, still_wanted, PREFILL_STEP)
+                lm.call_writer.read_ahead(tokens)
+            read_ahead(llm, tokens, still_wanted, PREFILL_STEP)
 
     def _call_rules(self, request: GenerateResponseRequest, may_call: bool) -> list[LogitsProcessor]:
         """Where the reply may call a tool, its first token decides whether it does (by the threshold, if

@@ -6,7 +6,7 @@ import queue
 import time
 from collections import deque
 from collections.abc import Iterator
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import Any, ClassVar, NamedTuple
 
@@ -156,8 +156,13 @@ class STTHandler(BackendHandler[Utterance, Transcript]):
                 if self._superseded(item):
                     return
         self._running = item
+        # Marked as what it is: idle work (a prompt read ahead in idle time) waits for a background pass too.
+        running: AbstractContextManager[None] = nullcontext()
+        if self.uses_local_cpu:
+            gate = cpu_gate.shared()
+            running = gate.urgent(self.settings.threads) if urgent else gate.background()
         try:
-            with cpu_gate.shared().urgent(self.settings.threads) if urgent else nullcontext():
+            with running:
                 heard = Heard(*self.transcribe_utterance(item))
         except PassAbandoned:
             return

@@ -5,12 +5,15 @@ answer to the result is the main model's; a writer with another tokenizer is ref
 from __future__ import annotations
 
 import json
+import logging
+from contextlib import ExitStack
 from importlib import metadata
 from typing import Any
 
 import pytest
 
 from speech_to_speech.config import ServerSettings
+from speech_to_speech.llm.chat_prompt import prompt_for
 from speech_to_speech.llm.llama_cpp_lm import LlamaCppLM, LoadedLlama, load_llama_cpp
 from speech_to_speech.llm.packaged import PACKAGED
 from speech_to_speech.llm.weights import packaged_gguf
@@ -60,6 +63,11 @@ def _request(*messages: ChatMessage) -> GenerateResponseRequest:
     return GenerateResponseRequest("resp_1", 0, messages, tools=TOOLS, max_output_tokens=96)
 
 
+def _prompt_tokens(model: LoadedLlama, settings: ServerSettings, request: GenerateResponseRequest) -> list[int]:
+    text = prompt_for(model.template, request, settings.llm, model.context, calls_ruled_out=True)
+    return list(model.llm.tokenize(text.encode(), add_bos=False, special=True))
+
+
 def _writer_holds(model: LoadedLlama) -> int:
     assert model.call_writer is not None
     return int(model.call_writer.pool.contexts[0].n_tokens)
@@ -70,8 +78,8 @@ def test_the_writer_reads_the_tools_ahead_and_writes_the_call_with_its_iana_name
     settings, model = writing
     handler = make_handler(LlamaCppLM, model, settings)
     request = _request(ChatMessage("user", "What time is it in Chicago when it is 7:15 in Madrid?"))
-    for _ in range(5):  # the read ahead gives way to busy neighbours; each time it reads on from where it was
-        list(handler.process(PromptPrefill(request)))
+    list(handler.process(PromptPrefill(request)))
+    assert model.call_writer is not None and model.call_writer.reader.wait_caught_up()  # in idle time, busy or not
     read = _writer_holds(model)
     assert read > 200  # the system prompt and the tools, at least
     parts = list(handler.process(request))
@@ -82,14 +90,20 @@ def test_the_writer_reads_the_tools_ahead_and_writes_the_call_with_its_iana_name
     assert _writer_holds(model) > read  # the writer's context wrote it, on from what it had read
 
 
-def test_a_writer_that_has_not_read_the_tools_leaves_the_call_to_the_main_model(writing: Any,
-                                                                                  make_handler: Any) -> None:
+def test_a_writer_that_has_not_read_the_tools_leaves_the_call_to_the_main_model_and_reads_them_after(
+        writing: Any, make_handler: Any, caplog: pytest.LogCaptureFixture) -> None:
     settings, model = writing
     model.call_writer.pool.contexts[0].reset()  # as after a start: nothing read yet
     handler = make_handler(LlamaCppLM, model, settings)
-    parts = list(handler.process(_request(ChatMessage("user", "What's the time in Lisbon right now?"))))
+    request = _request(ChatMessage("user", "What's the time in Lisbon right now?"))
+    with caplog.at_level(logging.INFO, logger="speech_to_speech.llm.call_writer"):
+        parts = list(handler.process(request))
     assert [p.name for p in parts if isinstance(p, AssistantToolCallPart)] == ["get_current_time"], parts
-    assert _writer_holds(model) == 0  # not read during the reply: the main model wrote the call
+    assert "holds 0 of the prompt's" in caplog.text and "the main model writes the call" in caplog.text
+    # No read ahead asked for it (no prefill): the writer reads the prompt of the call it missed, once idle.
+    assert model.call_writer.reader.wait_caught_up()
+    with ExitStack() as next_call:
+        assert model.call_writer.ready_context(_prompt_tokens(model, settings, request), next_call) is not None
 
 
 def test_the_answer_to_a_result_is_the_main_model_s_words(writing: Any, make_handler: Any) -> None:

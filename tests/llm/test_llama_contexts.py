@@ -54,6 +54,7 @@ def test_no_context_is_ever_out_twice(size: int, steps: list[tuple[bool, int]]) 
     pool = ContextPool(list(range(size)))
     held: list[tuple[object, int]] = []
     for take, preferred in steps:
+        assert pool.idle == (not held)  # idle: nothing reads or decodes in any context
         if take and len(held) < size:
             block = pool.checkout(preferred if preferred < size else None)
             index, _ = block.__enter__()

@@ -186,6 +186,28 @@ def test_an_interim_pass_with_anything_newer_of_its_turn_waiting_is_skipped() ->
         assert handler.passes == 1 and [t.text for t in out] == [f"{len(newer.samples)} samples"]
 
 
+def test_an_interim_pass_is_background_work_that_idle_work_waits_for_and_a_probe_is_urgent() -> None:
+    """Not urgent (no user waits on it), but the call writer's read ahead must not slow it (cpu/gate.py)."""
+    from speech_to_speech.cpu import gate as cpu_gate
+
+    seen: list[tuple[bool, bool]] = []
+
+    class Watching(CountingSTT):
+        def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
+            seen.append((cpu_gate.shared().busy, cpu_gate.shared().idle))
+            return super().transcribe(samples, language)
+
+    context = HandlerContext(CancelScope(), ConfigHolder())
+    handler = Watching(context, queue.Queue(), queue.Queue(), model=None, settings=scripted_settings().stt)
+    run(handler, interim(0.6))
+    run(handler, Utterance(speech(0.6), 0, 600, item_id="item_2", interim=True, probe=True))
+    assert seen == [(False, False), (True, False)] and cpu_gate.shared().idle
+    Watching.uses_local_cpu = False  # a backend that only waits on a remote service takes no CPU of ours
+    seen.clear()
+    run(handler, interim(0.9, item_id="item_3"))
+    assert seen == [(False, True)]
+
+
 def test_an_stt_slower_than_the_interim_budget_makes_no_interim_passes() -> None:
     class Slow(CountingSTT):
         def transcribe(self, samples: FloatAudio, language: str | None) -> tuple[str, str | None]:
