@@ -20,8 +20,8 @@ from speech_to_speech.turns.listener_words import (
 )
 
 PHRASES = sorted(" ".join(p) for p in LISTENER_PHRASES)
-# Words no listener phrase holds or starts with: a bid for the turn.
-TURN_WORDS = ("stop", "wait", "no", "what", "actually", "sorry", "hang", "can", "tell", "but", "why", "is")
+# Words no listener phrase holds or starts with: a bid for the turn ("no" starts "no way": its own tests below).
+TURN_WORDS = ("stop", "wait", "what", "actually", "sorry", "hang", "can", "tell", "but", "why", "is")
 
 
 @pytest.mark.parametrize("text", ["Yeah.", "Okay.", "Right.", "I see.", "I hear you.", "I understand.", "Mm-hmm.",
