@@ -165,9 +165,13 @@ def _starts_phrase(words: tuple[str, ...]) -> bool:
 
 def _heard_as(text: str, avg_logprob: float | None) -> Heard:
     # A laugh is no word; a hum ("mhm", "hmmm") is a listener's, however Whisper spells it.
-    words = _once_each(tuple("hm" if _HUM.match(w) else w for w in words_of(text)
-                             if not _LAUGH.match(w) and ((w,) in LISTENER_PHRASES or not _BABBLE.match(w))))
+    said = tuple("hm" if _HUM.match(w) else w for w in words_of(text)
+                 if not _LAUGH.match(w) and ((w,) in LISTENER_PHRASES or not _BABBLE.match(w)))
+    words = _once_each(said)
     heard = _classify(words, "?" in text, avg_logprob)
+    if heard is Heard.TURN and words != said and len(words) <= MAX_REMARK_WORDS and \
+            _remark_from(said, 0) is Heard.LISTENER:
+        return Heard.LISTENER  # not a loop: two phrases meet on one word ("Sounds good, good for her.")
     if heard is not Heard.TURN or not words or words[0] not in FILLER_SPELLINGS:
         return heard
     # The first word may be a filler Whisper spelled as a word: it is no bid if the rest is none.
@@ -180,22 +184,31 @@ def _classify(words: tuple[str, ...], question: bool, avg_logprob: float | None)
         return Heard.NOTHING
     if len(words) > MAX_REMARK_WORDS:
         return Heard.TURN
-    at = 0
-    while at < len(words):
-        # The longest listener phrase that starts here (phrases are at most three words).
-        step = next((n for n in (3, 2, 1) if words[at:at + n] in LISTENER_PHRASES), 0)
-        if step == 0 and words[at] in LEAD_INS:
-            if at + 1 == len(words):
-                return Heard.LISTENER_SO_FAR  # "I'm", "How": the next word says which
-            step = 1 if _starts_phrase(words[at + 1:]) else 0
-        if step == 0:
-            if words[at:] in _STARTS:
-                return Heard.LISTENER_SO_FAR
-            unsure = avg_logprob is not None and avg_logprob < UNSURE_LOGPROB and len(words) <= UNSURE_MAX_WORDS
-            uncued = len(set(words)) <= FEW_WORDS and not question and not TURN_CUES.intersection(words)
-            return Heard.UNSURE if unsure or uncued else Heard.TURN
-        at += step
-    return Heard.LISTENER
+    remark = _remark_from(words, 0)
+    if remark is not None:
+        return remark
+    unsure = avg_logprob is not None and avg_logprob < UNSURE_LOGPROB and len(words) <= UNSURE_MAX_WORDS
+    uncued = len(set(words)) <= FEW_WORDS and not question and not TURN_CUES.intersection(words)
+    return Heard.UNSURE if unsure or uncued else Heard.TURN
+
+
+def _remark_from(words: tuple[str, ...], at: int) -> Heard | None:
+    """LISTENER where ``words[at:]`` is a run of listener phrases, LISTENER_SO_FAR where it may become one with
+    the next word, else None. Every way of splitting it is tried: "Oh, no kidding." is "oh" and "no kidding",
+    though "oh no" is a phrase too."""
+    if at == len(words):
+        return Heard.LISTENER
+    steps = [n for n in (3, 2, 1) if at + n <= len(words) and words[at:at + n] in LISTENER_PHRASES]
+    if not steps and words[at] in LEAD_INS:
+        if at + 1 == len(words):
+            return Heard.LISTENER_SO_FAR  # "I'm", "How": the next word says which
+        steps = [1] if _starts_phrase(words[at + 1:]) else []
+    found = [_remark_from(words, at + n) for n in steps]
+    if Heard.LISTENER in found:
+        return Heard.LISTENER
+    if Heard.LISTENER_SO_FAR in found or words[at:] in _STARTS:
+        return Heard.LISTENER_SO_FAR
+    return None
 
 
 # ---------------------------------------------------------------- the decision
