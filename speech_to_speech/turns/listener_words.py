@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from speech_to_speech.pipeline.messages.transcription import Readings
+from speech_to_speech.pipeline.messages.transcription import Readings, SecondReading
 from speech_to_speech.protocol.overlap_decisions import (
     ACKNOWLEDGE,
     BACKCHANNEL,
@@ -47,7 +47,11 @@ LISTENER_PHRASES: frozenset[tuple[str, ...]] = frozenset(tuple(p.split()) for p 
     "good for them", "good for you",
     "wild", "crazy", "sad", "awful", "terrible", "scary", "spooky", "creepy", "cute", "weird", "strange", "insane",
     "unbelievable", "hilarious", "adorable", "horrible", "tragic", "classic", "brutal", "rough", "tough", "harsh",
-    "heartbreaking", "fun",
+    "heartbreaking", "fun", "bad", "too bad", "a shame", "shame", "a pity", "pity", "lucky", "gross", "clever",
+    "smart", "rude", "nasty", "odd", "ironic", "typical", "bizarre", "magical",
+    # Liking what is told, and sympathy: "I like that.", "Love it.", "Bless him."
+    "i like that", "i like it", "i love that", "i love it", "love that", "love it", "like that", "bless",
+    "bless him", "bless her", "bless them", "bless you", "aw bless", "oh bless",
 ))
 # Words that open a listener's assessment as well as a bid ("How nice." / "How does it end?", "I'm sure." /
 # "I'm lost."): followed by listener words they are a remark. Whisper also writes a hum before a word as
@@ -55,7 +59,10 @@ LISTENER_PHRASES: frozenset[tuple[str, ...]] = frozenset(tuple(p.split()) for p 
 # How Whisper spells a listener's "ah", "mm" or "uh" before a word: "Uh-huh, yeah." heard as "I hurt you.",
 # "Ah, okay." as "Are okay.", "Mm, interesting." as "I'm interested." (bench room, fifth and sixth sets).
 FILLER_SPELLINGS = frozenset({"i", "i'm", "are", "our", "and", "on", "a"})
-LEAD_INS = frozenset({"i'm", "how", "so", "that's", "it's", "sounds", "very", "pretty"})
+LEAD_INS = frozenset({"i'm", "how", "so", "that's", "it's", "sounds", "very", "pretty", "huh"})
+# Words that make an assessment stronger ("That's so cute.", "It's really sad.", "How very sweet."): after a
+# lead-in they lead on to the assessment.
+INTENSIFIERS = frozenset({"so", "very", "pretty", "really", "quite", "too", "super", "just", "such"})
 # Hums and laughs, however many letters: "mmm", "mhm", "hmmm", "mm-hmm" written as one word; "haha", "heh".
 _HUM = re.compile(r"^(?:u?h?m+h?m*|h+m+|m+h+m+)$")
 _LAUGH = re.compile(r"^(?:h+[ae]+){2,}h?$|^ha+h$|^he+h$")
@@ -135,17 +142,42 @@ def heard_as(text: str, avg_logprob: float | None = None, readings: Readings = (
     return Heard.UNSURE if any(_heard_as(reading, None) in _NO_BID for reading in close) else heard
 
 
-def reread(remark: tuple[str, ...] | None, text: str, heard: Heard) -> Heard:
+def undecided(text: str, avg_logprob: float | None = None, readings: Readings = ()) -> bool:
+    """Whether these words of a whole utterance over the answer decide nothing by themselves (a few words the
+    STT was unsure of, or with no bid's word), so that a second reading of the speech is worth its cost."""
+    return heard_as(text, avg_logprob, readings) is Heard.UNSURE
+
+
+def reread(remark: tuple[str, ...] | None, text: str, heard: Heard, second: SecondReading | None = None) -> Heard:
     """The whole utterance's words (``text``, heard as ``heard``), where an earlier pass on its start heard
     listener words (``remark``; None: none did). A final pass that hears a few other words in their place
     ("Right, right." three times, then "Rate rate.") read the same sound anew: a remark still, unless they
-    hold a bid's word or a question. Words that go on from the remark ("Okay, stop.") take the turn."""
+    hold a bid's word or a question. Words that go on from the remark ("Okay, stop.") take the turn.
+    ``second``: a larger model's reading of the same speech, if it was asked for one (see ``undecided``):
+    where it is sure of a bid ("Pause.", where the STT heard "Pies."), the words it left undecided are one."""
+    if heard is Heard.UNSURE and second is not None and _sure_bid(*second):
+        return Heard.TURN
     words = words_of(text)
+    if heard is Heard.LISTENER_SO_FAR and asked(text) and set(words) <= LEAD_INS | INTENSIFIERS:
+        return Heard.TURN  # nothing followed the lead-in, and it was asked: "Huh?", "How?", "So?"
     if heard is not Heard.TURN or remark is None or len(words) > UNSURE_MAX_WORDS:
         return heard
-    if "?" in text or TURN_CUES.intersection(words):
+    if asked(text) or TURN_CUES.intersection(words):
         return heard  # a bid's words or a question: "Hmm, no." heard as "Hmm", then as "Who number?"
     return heard if words[:len(remark)] == remark else Heard.UNSURE
+
+
+def asked(text: str) -> bool:
+    """Whether the words end in a question: "Huh? That's great." is a reaction, "Wait, why?" a question."""
+    return _ANNOTATION.sub(" ", text).rstrip(" .…").endswith("?")
+
+
+def _sure_bid(text: str, avg_logprob: float) -> bool:
+    """Whether a second reading is a bid for the turn, and one its model was sure of."""
+    words = words_of(text)
+    spelled = any(len(w) == 1 and w not in ("i", "a") for w in words)  # "R I C" for "Ah, I see.": a sound
+    return avg_logprob >= UNSURE_LOGPROB and not spelled and _heard_as(text, avg_logprob) is Heard.TURN and (
+        asked(text) or _cued(words))
 
 
 def _once_each(words: tuple[str, ...]) -> tuple[str, ...]:
@@ -168,14 +200,14 @@ def _heard_as(text: str, avg_logprob: float | None) -> Heard:
     said = tuple("hm" if _HUM.match(w) else w for w in words_of(text)
                  if not _LAUGH.match(w) and ((w,) in LISTENER_PHRASES or not _BABBLE.match(w)))
     words = _once_each(said)
-    heard = _classify(words, "?" in text, avg_logprob)
+    heard = _classify(words, asked(text), avg_logprob)
     if heard is Heard.TURN and words != said and len(words) <= MAX_REMARK_WORDS and \
             _remark_from(said, 0) is Heard.LISTENER:
         return Heard.LISTENER  # not a loop: two phrases meet on one word ("Sounds good, good for her.")
     if heard is not Heard.TURN or not words or words[0] not in FILLER_SPELLINGS:
         return heard
     # The first word may be a filler Whisper spelled as a word: it is no bid if the rest is none.
-    rest = _classify(words[1:], "?" in text, avg_logprob) if len(words) > 1 else Heard.LISTENER_SO_FAR
+    rest = _classify(words[1:], asked(text), avg_logprob) if len(words) > 1 else Heard.LISTENER_SO_FAR
     return Heard.UNSURE if rest in (Heard.LISTENER, Heard.UNSURE, Heard.NOTHING) else rest
 
 
@@ -192,6 +224,11 @@ def _classify(words: tuple[str, ...], question: bool, avg_logprob: float | None)
     return Heard.UNSURE if unsure or uncued else Heard.TURN
 
 
+def _leads_in(words: tuple[str, ...], at: int) -> bool:
+    """Whether ``words[at]`` may open a listener's assessment: a lead-in, or an intensifier after one."""
+    return words[at] in LEAD_INS or (at > 0 and words[at - 1] in LEAD_INS | INTENSIFIERS and words[at] in INTENSIFIERS)
+
+
 def _remark_from(words: tuple[str, ...], at: int) -> Heard | None:
     """LISTENER where ``words[at:]`` is a run of listener phrases, LISTENER_SO_FAR where it may become one with
     the next word, else None. Every way of splitting it is tried: "Oh, no kidding." is "oh" and "no kidding",
@@ -199,10 +236,11 @@ def _remark_from(words: tuple[str, ...], at: int) -> Heard | None:
     if at == len(words):
         return Heard.LISTENER
     steps = [n for n in (3, 2, 1) if at + n <= len(words) and words[at:at + n] in LISTENER_PHRASES]
-    if not steps and words[at] in LEAD_INS:
+    if not steps and _leads_in(words, at):
         if at + 1 == len(words):
-            return Heard.LISTENER_SO_FAR  # "I'm", "How": the next word says which
-        steps = [1] if _starts_phrase(words[at + 1:]) else []
+            return Heard.LISTENER_SO_FAR  # "I'm", "How", "That's so": the next word says which
+        rest = words[at + 1:]
+        steps = [1] if _starts_phrase(rest) or rest[0] in LEAD_INS | INTENSIFIERS else []
     found = [_remark_from(words, at + n) for n in steps]
     if Heard.LISTENER in found:
         return Heard.LISTENER

@@ -16,6 +16,7 @@ from speech_to_speech.turns.listener_words import (
     heard_as,
     judge,
     reread,
+    undecided,
     words_of,
 )
 
@@ -192,3 +193,55 @@ def test_each_utterance_over_the_answer_is_decided_exactly_once(steps: list[tupl
         any(heard_as(*v) is Heard.TURN for v in passes)
         or any(isinstance(v, int) and v >= cap_ms for k, v in steps if k == "voiced")
         or reread(remarks[-1] if remarks else None, final[0], heard_as(*final)) is Heard.TURN)
+
+
+@pytest.mark.parametrize("text", ["That's so cute.", "It's really sad.", "How very sweet.", "That's pretty wild.",
+                                  "Huh, interesting.", "Huh? That's great.", "Oh, I like that.", "Love it.",
+                                  "Aw, bless him.", "That's too bad.", "Oh, that's such a shame."])
+def test_an_assessment_made_stronger_or_after_a_huh_is_a_remark(text: str) -> None:
+    assert heard_as(text) is Heard.LISTENER
+
+
+@pytest.mark.parametrize("text", ["That's so", "Huh?", "How?", "It's so very"])
+def test_a_lead_in_waits_for_its_next_word(text: str) -> None:
+    assert heard_as(text) is Heard.LISTENER_SO_FAR
+
+
+@pytest.mark.parametrize("text", ["Huh?", "How?", "So?", "How so?"])
+def test_a_lead_in_asked_alone_is_a_bid_at_the_utterance_s_end(text: str) -> None:
+    assert reread(None, text, heard_as(text)) is Heard.TURN
+
+
+@pytest.mark.parametrize("text", ["Huh. That's great.", "That's so cute."])
+def test_a_lead_in_that_went_on_to_a_remark_stays_one_at_the_end(text: str) -> None:
+    assert reread(None, text, heard_as(text)) is Heard.LISTENER
+
+
+def test_a_question_is_where_the_words_end_in_one() -> None:
+    assert heard_as("Climb?") is Heard.TURN
+    assert heard_as("Huh? Climb.") is Heard.UNSURE  # no bid's word, and no longer a question
+    assert heard_as("That's great, why?") is Heard.TURN
+
+
+def test_a_larger_model_sure_of_a_bid_makes_undecided_words_one() -> None:
+    # tiny.en heard "Pause." as "Pies." (-0.6); the packaged Whisper base heard "Pause." (-0.4).
+    assert undecided("Pies.", -0.6) and not undecided("Stop.", -0.2) and not undecided("Yeah.", -0.3)
+    assert reread(None, "Pies.", Heard.UNSURE, ("Pause.", -0.4)) is Heard.TURN
+    assert reread(None, "Pies.", Heard.UNSURE, ("Who's number?", -0.44)) is Heard.TURN  # a question
+    assert reread(None, "Pies.", Heard.UNSURE, ("Pause.", -1.2)) is Heard.UNSURE  # it was unsure too
+    assert reread(None, "Bye.", Heard.UNSURE, ("Okay.", -0.3)) is Heard.UNSURE  # it heard a remark
+    assert reread(None, "A-pirthing.", Heard.UNSURE, ("Aw, per thing.", -0.5)) is Heard.UNSURE  # no bid's word
+    assert reread(None, "Pies.", Heard.UNSURE, None) is Heard.UNSURE  # no larger model
+    assert reread(None, "RIC", Heard.UNSURE, ("R I C", -0.45)) is Heard.UNSURE  # letters: a sound it spelled
+    assert reread(("yeah",), "Yeah.", Heard.LISTENER, ("Stop.", -0.1)) is Heard.LISTENER  # only undecided words
+
+
+SECOND = st.tuples(st.sampled_from(["Pause.", "Stop!", "Okay.", "Why?", "Mama.", "Nice day.", "Thank you for "
+                                    "your time."]), st.floats(-3.0, 0.0))
+
+
+@settings(max_examples=300)
+@given(st.sampled_from(list(Heard)), SECOND)
+def test_a_second_reading_only_ever_turns_undecided_words_into_a_bid(heard: Heard, second: tuple[str, float]) -> None:
+    alone, weighed = reread(None, "Pies.", heard), reread(None, "Pies.", heard, second)
+    assert weighed is alone or (alone is Heard.UNSURE and weighed is Heard.TURN and second[1] >= -0.7)

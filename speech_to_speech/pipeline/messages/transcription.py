@@ -8,6 +8,10 @@ from speech_to_speech.pipeline.messages.input_audio import UNKNOWN_END, TurnEnd
 
 # Other readings of the same speech by the STT, most likely first: (text, mean log-probability of its tokens).
 Readings = tuple[tuple[str, float], ...]
+# A larger model's reading of speech over the answer whose words the STT left undecided: (text, mean
+# log-probability). Whisper tiny.en heard "Pause." as "Pies." and a sure "Cancel." as an unsure one; the
+# larger model hears such words as they were said (see stt.faster_whisper).
+SecondReading = tuple[str, float]
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,7 @@ class Transcript:
     continuation: float | None = None
     avg_logprob: float | None = None  # how sure the STT was of the words (see stt.base.Heard); None: unknown
     readings: Readings = ()  # where the STT was asked for them (speech over the answer: see stt.base.Heard)
+    second_reading: SecondReading | None = None  # see SecondReading; only on a final transcript
 
     @property
     def speculative(self) -> bool:
@@ -70,3 +75,4 @@ class TranscriptionCompleted:
     ended: TurnEnd = UNKNOWN_END
     avg_logprob: float | None = None  # see Transcript.avg_logprob
     readings: Readings = ()  # see Transcript.readings
+    second_reading: SecondReading | None = None  # see Transcript.second_reading
