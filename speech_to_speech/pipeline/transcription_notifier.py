@@ -109,4 +109,5 @@ class TranscriptionNotifier(BaseHandler[Transcript, TranscriptionEvent]):
             ended=item.ended,
             avg_logprob=item.avg_logprob,
             readings=item.readings,
+            second_reading=item.second_reading,
         )

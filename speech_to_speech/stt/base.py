@@ -17,7 +17,7 @@ from speech_to_speech.cpu import gate as cpu_gate
 from speech_to_speech.pipeline.handler import BackendHandler, HandlerContext
 from speech_to_speech.pipeline.messages.control import StageError
 from speech_to_speech.pipeline.messages.input_audio import Utterance
-from speech_to_speech.pipeline.messages.transcription import Readings, Transcript
+from speech_to_speech.pipeline.messages.transcription import Readings, SecondReading, Transcript
 from speech_to_speech.pipeline.queue_items import Transcripts, Utterances
 from speech_to_speech.pipeline.queues import Sink
 
@@ -43,6 +43,7 @@ class Heard(NamedTuple):
     # Where asked (:meth:`STTHandler.wants_readings`): the decoder's best readings of the same speech. A
     # remark over the answer is judged by them too: "Cool." heard as "Come on.", with "C'mon." close behind.
     readings: Readings = ()
+    second_reading: SecondReading | None = None  # see Transcript.second_reading
 
 
 class PassAbandoned(Exception):
@@ -124,6 +125,12 @@ class STTHandler(BackendHandler[Utterance, Transcript]):
         probed utterance): its words decide whether it interrupts, so the backend gives its other readings."""
         running = self._running
         return running is not None and (running.probe or running.item_id in self._probed)
+
+    def ends_probed(self) -> bool:
+        """Whether the pass running now is an utterance's own (not a probe, not interim words) and the
+        utterance was probed: speech over the assistant's answer, whose words decide whether it interrupts."""
+        running = self._running
+        return running is not None and not running.probe and not running.interim and running.item_id in self._probed
 
     def still_wanted(self) -> bool:
         """Whether the pass running now is still of use; a backend may ask between phases and then raise
@@ -209,6 +216,7 @@ class STTHandler(BackendHandler[Utterance, Transcript]):
             ended=item.ended,
             avg_logprob=heard.avg_logprob,
             readings=heard.readings,
+            second_reading=heard.second_reading,
         )
 
     def on_error(self, item: Utterance, error: BaseException) -> Iterator[Transcript | StageError]:

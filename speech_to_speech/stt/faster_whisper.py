@@ -20,6 +20,11 @@ its language head says which language the turn is in, and a turn in another
 language is transcribed by it in that language instead of being answered as
 English nonsense. A session that chose another language is transcribed by it
 throughout. English turns cost what they did.
+
+The same larger model gives a second reading of speech over the assistant's
+answer whose own words leave it undecided (a few words tiny.en was unsure of,
+or that hold no bid for the turn): tiny.en heard "Pause." as "Pies." and
+"Cancel." with doubt, and such words would pass as a listener's remark.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.config import Device, LoadContext, STTSettings
 from speech_to_speech.pipeline.handler import SpeechLanguageCapabilities
+from speech_to_speech.pipeline.messages.transcription import SecondReading
 from speech_to_speech.pool_size import pool_size
 from speech_to_speech.stt.base import Heard, STTHandler
 from speech_to_speech.stt.packaged import PACKAGED, packaged_path
@@ -50,6 +56,7 @@ from speech_to_speech.stt.whisper_window import (
     restarted,
     suspicious,
 )
+from speech_to_speech.turns.listener_words import undecided
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +264,8 @@ class FasterWhisperSTT(STTHandler):
                 return self._pass(self._checker, self._checker_window, samples, language)
             log.debug("English-only Whisper model: ignoring language %r", language)
         heard, doubtful = self._english(samples)
+        if self.ends_probed() and undecided(heard.text, heard.avg_logprob, heard.readings):
+            heard = heard._replace(second_reading=self._second_reading(samples))
         if doubtful and language is None and self._checker is not None and self._worth_checking(samples):
             heard_in = identify_language(self._checker, samples, LANGUAGE_ID_MAX_S)
             other = max(heard_in, key=heard_in.__getitem__)
@@ -264,6 +273,15 @@ class FasterWhisperSTT(STTHandler):
                 log.debug("not English (%s, p=%.2f): transcribed by the language check's model", other, heard_in[other])
                 return self._checked(samples, other) or heard
         return heard
+
+    def _second_reading(self, samples: FloatAudio) -> SecondReading | None:
+        """The language check's model's words for the end of speech over the answer (None: there is none,
+        or the speech is too long for its short window)."""
+        window = self._checker_window
+        if window is None:
+            return None
+        decoded = windowed(window, samples, self.settings.beam_size, self.still_wanted, "en")
+        return None if decoded is None else (decoded.text.strip(), decoded.avg_logprob)
 
     def _worth_checking(self, samples: FloatAudio) -> bool:
         """A doubtful turn goes to the language check unless it is too short to tell, or an interim pass

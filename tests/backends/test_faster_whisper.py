@@ -287,3 +287,49 @@ def test_speech_over_the_answer_comes_with_the_decoder_s_other_readings(
         assert len(set(texts)) == len(texts)  # distinct readings, not one repeated
     assert "okay" in final.text.lower() and any("okay" in text.lower() for text, _ in final.readings)
     assert other.readings == () and other.text == final.text
+
+
+class FixedWindow:
+    """A short window that always hears ``text`` with mean log-probability ``logprob``."""
+
+    def __init__(self, text: str, logprob: float) -> None:
+        self.text, self.logprob, self.heard = text, logprob, 0
+
+    def fits(self, samples: Any) -> bool:
+        return True
+
+    def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None, language: Any = None,
+               readings: int = 0) -> Decoded:
+        self.heard += 1
+        return Decoded(self.text, len(self.text.split()) + 1, self.logprob, False)
+
+
+@pytest.mark.parametrize(("small", "second"), [((" Pies.", -0.6), ("Pause.", -0.4)),
+                                               ((" Cancel.", -0.8), ("Cancel.", -0.3))])
+def test_speech_over_the_answer_its_words_left_undecided_gets_the_larger_model_s_reading(
+    whisper: Any, make_handler: Any, small: tuple[str, float], second: tuple[str, float]
+) -> None:
+    """The end of a probed utterance whose words decide nothing (a few unsure or uncued words) is read by
+    the language check's model too; its words go beside the transcript, which stays the small model's."""
+    stt = make_handler(FasterWhisperSTT, whisper)
+    stt._window, stt._window_built = FixedWindow(*small), True
+    stt._checker_window = larger = FixedWindow(*second)
+    said = np.zeros(12000, np.float32)
+    (probe,) = stt.process(Utterance(said[:6000], 0, 400, item_id="item_1", interim=True, probe=True))
+    assert probe.second_reading is None and larger.heard == 0  # a probe is quick: its words alone
+    (final,) = stt.process(Utterance(said, 0, 700, item_id="item_1"))
+    assert final.text == small[0].strip() and final.second_reading == second and larger.heard == 1
+    (own,) = stt.process(Utterance(said, 0, 700, item_id="item_2"))
+    assert own.second_reading is None and larger.heard == 1  # a turn of its own: not over the answer
+
+
+@pytest.mark.parametrize("small", [(" Stop.", -0.2), (" Yeah.", -0.3), (" Wait, what did you say?", -0.9)])
+def test_words_that_decide_by_themselves_get_no_second_reading(whisper: Any, make_handler: Any,
+                                                               small: tuple[str, float]) -> None:
+    stt = make_handler(FasterWhisperSTT, whisper)
+    stt._window, stt._window_built = FixedWindow(*small), True
+    stt._checker_window = larger = FixedWindow("Pause.", -0.4)
+    said = np.zeros(12000, np.float32)
+    stt.process(Utterance(said[:6000], 0, 400, item_id="item_1", interim=True, probe=True))
+    (final,) = stt.process(Utterance(said, 0, 700, item_id="item_1"))
+    assert final.second_reading is None and larger.heard == 0

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from speech_to_speech.pipeline.messages.input_audio import SpeechOngoing, SpeechStarted, SpeechStopped
 from speech_to_speech.pipeline.messages.transcription import (
     Readings,
+    SecondReading,
     SpeculativeTranscript,
     TranscriptionCompleted,
     TranscriptionSnapshot,
@@ -63,12 +64,12 @@ class Judged:
         self.verdict: Verdict | None = None
 
     def hear(self, words: str, avg_logprob: float | None = None, *, final: bool = False,
-             readings: Readings = ()) -> Verdict | None:
+             readings: Readings = (), second_reading: SecondReading | None = None) -> Verdict | None:
         """The words of an STT pass on it (cumulative), or (``final``) of the whole utterance, how sure the
-        STT was of them, and its other readings of the same speech."""
+        STT was of them, its other readings of the same speech, and (final) a larger model's reading of it."""
         heard = heard_as(words, avg_logprob, readings)
         if final:
-            heard = reread(self.remark, words, heard)
+            heard = reread(self.remark, words, heard, second_reading)
         if heard is Heard.LISTENER:
             self.remark = words_of(words)
         self.words, self.heard = words, heard
@@ -136,7 +137,8 @@ class OverlapJudge:
         if isinstance(item, SpeechStopped):
             return judged.voiced(item.speech_ms or 0, stopped=True)
         if isinstance(item, TranscriptionCompleted):
-            return judged.hear(item.transcript, item.avg_logprob, final=True, readings=item.readings)
+            return judged.hear(item.transcript, item.avg_logprob, final=True, readings=item.readings,
+                               second_reading=item.second_reading)
         if isinstance(item, SpeculativeTranscript):
             self._pause_words(item)  # so that a pause can still end the held turn
             return None
