@@ -10,6 +10,7 @@ from speech_to_speech.protocol.overlap_decisions import ACKNOWLEDGE, BARGE_IN
 from speech_to_speech.realtime.conversation.overlap import Overlap
 from speech_to_speech.realtime.conversation.overlap_judge import Judged
 from speech_to_speech.turns.listener_words import (
+    LISTENER_CAP,
     LISTENER_PHRASES,
     MAX_REMARK_WORDS,
     Heard,
@@ -152,10 +153,23 @@ def test_a_word_no_listener_says_makes_it_a_turn_wherever_it_comes(phrases: list
 HEARD = st.one_of(st.none(), st.sampled_from(list(Heard)))
 
 
+def cap_limit(heard: Heard | None, cap_ms: int) -> int:
+    """Voiced this long, speech over the answer is a barge-in: longer while its latest words are a listener's."""
+    return cap_ms * (LISTENER_CAP if heard in (Heard.LISTENER, Heard.LISTENER_SO_FAR) else 1)
+
+
+def test_listener_words_get_longer_before_the_cap() -> None:
+    assert judge(Heard.LISTENER, 1500, final=True, cap_ms=1200).action == ACKNOWLEDGE  # "Ha! ... Brilliant."
+    assert judge(Heard.LISTENER_SO_FAR, 1500, final=False, cap_ms=1200) is None
+    assert judge(Heard.UNSURE, 1500, final=False, cap_ms=1200).action == BARGE_IN
+    assert judge(None, 1200, final=False, cap_ms=1200).action == BARGE_IN  # no words yet
+    assert judge(Heard.LISTENER, 2400, final=False, cap_ms=1200).action == BARGE_IN
+
+
 @given(HEARD, st.integers(0, 5000), st.booleans(), st.integers(1, 5000))
 def test_the_rule(heard: Heard | None, voiced_ms: int, final: bool, cap_ms: int) -> None:
     verdict = judge(heard, voiced_ms, final=final, cap_ms=cap_ms)
-    if voiced_ms >= cap_ms or heard is Heard.TURN:
+    if voiced_ms >= cap_limit(heard, cap_ms) or heard is Heard.TURN:
         assert verdict is not None and verdict.action == BARGE_IN
     elif final and heard is not None:
         assert verdict is not None and verdict.action == ACKNOWLEDGE
@@ -187,12 +201,21 @@ def test_each_utterance_over_the_answer_is_decided_exactly_once(steps: list[tupl
     verdicts.append(judged.hear(*final, final=True))
     made = [v for v in verdicts if v is not None]
     assert len(made) == 1 and made[0] == judged.verdict  # exactly once, whatever follows it
-    passes = [v for k, v in steps if k == "words" and isinstance(v, tuple)]
-    remarks = [words_of(text) for text, sure in passes if heard_as(text, sure) is Heard.LISTENER]
-    assert (made[0].action == BARGE_IN) == (
-        any(heard_as(*v) is Heard.TURN for v in passes)
-        or any(isinstance(v, int) and v >= cap_ms for k, v in steps if k == "voiced")
-        or reread(remarks[-1] if remarks else None, final[0], heard_as(*final)) is Heard.TURN)
+    # What it should be: a barge-in on a bid's words, or on voice past the cap for the words heard then.
+    latest: Heard | None = None
+    voiced, remark, barged = 0, None, False
+    for kind, value in steps:
+        if kind == "words":
+            assert isinstance(value, tuple)
+            latest = heard_as(*value)
+            remark = words_of(value[0]) if latest is Heard.LISTENER else remark
+        else:
+            assert isinstance(value, int)
+            voiced = max(voiced, value)
+        barged = barged or latest is Heard.TURN or voiced >= cap_limit(latest, cap_ms)
+    whole = reread(remark, final[0], heard_as(*final))
+    barged = barged or whole is Heard.TURN or voiced >= cap_limit(whole, cap_ms)
+    assert (made[0].action == BARGE_IN) == barged
 
 
 @pytest.mark.parametrize("text", ["That's so cute.", "It's really sad.", "How very sweet.", "That's pretty wild.",
