@@ -51,14 +51,15 @@ LISTENER_PHRASES: frozenset[tuple[str, ...]] = frozenset(tuple(p.split()) for p 
     "smart", "rude", "nasty", "odd", "ironic", "typical", "bizarre", "magical",
     # Liking what is told, and sympathy: "I like that.", "Love it.", "Bless him."
     "i like that", "i like it", "i love that", "i love it", "love that", "love it", "like that", "bless",
-    "bless him", "bless her", "bless them", "bless you", "aw bless", "oh bless",
+    "bless him", "bless her", "bless them", "bless you", "aw bless", "oh bless", "nice one", "good one",
 ))
 # Words that open a listener's assessment as well as a bid ("How nice." / "How does it end?", "I'm sure." /
 # "I'm lost."): followed by listener words they are a remark. Whisper also writes a hum before a word as
 # "I'm" ("Hmm, okay." heard as "I'm okay.", "Mhm, sure." as "I'm sure."; bench room, fourth held-out set).
 # How Whisper spells a listener's "ah", "mm" or "uh" before a word: "Uh-huh, yeah." heard as "I hurt you.",
-# "Ah, okay." as "Are okay.", "Mm, interesting." as "I'm interested." (bench room, fifth and sixth sets).
-FILLER_SPELLINGS = frozenset({"i", "i'm", "are", "our", "and", "on", "a"})
+# "Ah, okay." as "Are okay.", "Mm, interesting." as "I'm interested." (bench room, fifth and sixth sets),
+# "Aw, that's heartbreaking." as "All that's heartbreaking." (twelfth set).
+FILLER_SPELLINGS = frozenset({"i", "i'm", "are", "our", "and", "on", "a", "all"})
 LEAD_INS = frozenset({"i'm", "how", "so", "that's", "it's", "sounds", "very", "pretty", "huh"})
 # Words that make an assessment stronger ("That's so cute.", "It's really sad.", "How very sweet."): after a
 # lead-in they lead on to the assessment.

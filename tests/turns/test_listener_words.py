@@ -96,7 +96,7 @@ def test_a_loop_on_one_word_is_one_word(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", ["Come on.", "Climb.", "Oh, well.", "Rate rate", "Nice day.", "Short. Short. Short.",
-                                  "Out... Out... Out..."])
+                                  "Out... Out... Out...", "All that's heartbreaking."])
 def test_a_few_words_without_a_bid_s_words_wait_for_more(text: str) -> None:
     assert heard_as(text) is Heard.UNSURE  # and at the utterance's end a remark (see test_the_rule)
 
@@ -220,7 +220,7 @@ def test_each_utterance_over_the_answer_is_decided_exactly_once(steps: list[tupl
 
 @pytest.mark.parametrize("text", ["That's so cute.", "It's really sad.", "How very sweet.", "That's pretty wild.",
                                   "Huh, interesting.", "Huh? That's great.", "Oh, I like that.", "Love it.",
-                                  "Aw, bless him.", "That's too bad.", "Oh, that's such a shame."])
+                                  "Aw, bless him.", "That's too bad.", "Oh, that's such a shame.", "Oh, nice one."])
 def test_an_assessment_made_stronger_or_after_a_huh_is_a_remark(text: str) -> None:
     assert heard_as(text) is Heard.LISTENER
 
