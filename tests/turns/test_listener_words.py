@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -90,6 +92,11 @@ def test_a_lead_in_followed_by_a_bid_s_words_takes_the_turn(text: str) -> None:
     assert heard_as(text) is Heard.TURN
 
 
+@pytest.mark.parametrize("text", ["I love it. I love it. I love", "Oh wow, oh wow, oh wow, oh wow."])
+def test_a_loop_on_a_phrase_is_the_phrase(text: str) -> None:
+    assert heard_as(text) in (Heard.LISTENER, Heard.LISTENER_SO_FAR)
+
+
 @pytest.mark.parametrize("text", ["left left left left left left left left", "O O O O O O O O O"])
 def test_a_loop_on_one_word_is_one_word(text: str) -> None:
     assert heard_as(text) is Heard.UNSURE  # "Mm." heard as a loop: the utterance's end decides
@@ -138,8 +145,10 @@ def test_a_final_pass_that_reads_a_remark_anew_leaves_it_a_remark() -> None:
 def test_any_short_run_of_listener_phrases_is_a_remark_however_punctuated(phrases: list[str], mark: str) -> None:
     text = (mark + " ").join(p.capitalize() for p in phrases) + mark
     words = ["hm" if "m" in w and set(w) <= set("uhm") else w for w in words_of(text)]  # a hum, however spelled
-    said = [w for i, w in enumerate(words) if i == 0 or words[i - 1] != w]  # a word said again at once: once
-    expected = Heard.LISTENER if len(said) <= MAX_REMARK_WORDS else Heard.TURN
+    said = " ".join(words)
+    while (again := re.sub(r"\b((?:\S+ ){0,2}\S+) \1\b", r"\1", said)) != said:
+        said = again  # a word or a phrase of up to three said again at once: once
+    expected = Heard.LISTENER if len(said.split()) <= MAX_REMARK_WORDS else Heard.TURN
     assert heard_as(text) is expected
 
 
