@@ -125,7 +125,7 @@ def judged(read: Reader, clip: audio.Speech, second: SecondReader = lambda sampl
         began = time.process_time()
         heard = read(x[max(0, start - PRE_ROLL): start + ms * 16])
         costs.append((time.process_time() - began) * 1000)
-        kind = rules.heard_as(*heard)
+        kind = rules.heard_so_far(*heard)
         if kind is rules.Heard.LISTENER:
             remark = rules.words_of(heard.text)
         verdict = rules.judge(kind, ms, final=False, cap_ms=CAP_MS)

@@ -70,6 +70,7 @@ _LAUGH = re.compile(r"^(?:h+[ae]+){2,}h?$|^ha+h$|^he+h$")
 # Whisper writes sounds it hears but cannot spell as annotations: "(laughs)", "[coughing]", "*sighs*", "♪".
 _ANNOTATION = re.compile(r"\([^)]*\)|\[[^\]]*\]|\*[^*]*\*|♪")
 _WORD = re.compile(r"[a-z']+")
+_CUT_OFF = re.compile(r"[a-z'](?:\.\.\.|…|-)\s*$", re.IGNORECASE)  # "like...", "br-": the speech went on
 # Whisper writes a hummed or sung sound it cannot spell as open syllables, often repeated: "A- A- A-",
 # "La-la-la-", "Mama? Mama?" (bench room heard these for "uh-huh" and "mm-hmm"). Alone they are no words.
 _BABBLE = re.compile(r"^(?:[bdhlmn]?a)+$")
@@ -105,6 +106,8 @@ TURN_CUES = frozenset({
     "second", "moment", "minute", "sec", "just", "up",
 })
 FEW_WORDS = 2
+# Bid's words that stop the answer by themselves, cut off or not.
+STOPS = frozenset({"stop", "wait", "pause", "hold", "hang", "enough", "cancel", "quiet", "shut", "sorry", "excuse"})
 # The starts of listener phrases, which wait for the next word; not "No", though it may go on to "no way": it is
 # decided at once, as "No, I meant…" is the commonest correction.
 _STARTS = frozenset(phrase[:n] for phrase in LISTENER_PHRASES for n in range(1, len(phrase)) if phrase[0] != "no")
@@ -147,6 +150,19 @@ def heard_as(text: str, avg_logprob: float | None = None, readings: Readings = (
     # Words with no bid's word, where the STT was nearly as ready to hear a remark or fewer words: not yet a bid.
     close = (reading for reading, logprob in readings if avg_logprob - logprob <= READING_MARGIN)
     return Heard.UNSURE if any(_heard_as(reading, None) in _NO_BID for reading in close) else heard
+
+
+def heard_so_far(text: str, avg_logprob: float | None = None, readings: Readings = ()) -> Heard:
+    """``heard_as`` for a pass on speech that goes on (a probe). Its last word may be cut off, as Whisper marks
+    with "..." or "-": "Oh, that's like..." was "Oh, that's lovely." and "Oh, that's what..." the same
+    (blind set 14). Where the words before it are a listener's so far, the next pass, on more speech, decides;
+    a word that stops the answer whole ("Okay, stop...") is not waited on."""
+    heard = heard_as(text, avg_logprob, readings)
+    words = words_of(text)
+    if heard is not Heard.TURN or len(words) < 2 or words[-1] in STOPS or not _CUT_OFF.search(text):
+        return heard
+    before = heard_as(" ".join(words[:-1]), avg_logprob)
+    return Heard.LISTENER_SO_FAR if before in _LISTENERS else heard
 
 
 def undecided(text: str, avg_logprob: float | None = None, readings: Readings = ()) -> bool:

@@ -17,6 +17,7 @@ from speech_to_speech.turns.listener_words import (
     MAX_REMARK_WORDS,
     Heard,
     heard_as,
+    heard_so_far,
     judge,
     reread,
     undecided,
@@ -277,3 +278,22 @@ SECOND = st.tuples(st.sampled_from(["Pause.", "Stop!", "Okay.", "Why?", "Mama.",
 def test_a_second_reading_only_ever_turns_undecided_words_into_a_bid(heard: Heard, second: tuple[str, float]) -> None:
     alone, weighed = reread(None, "Pies.", heard), reread(None, "Pies.", heard, second)
     assert weighed is alone or (alone is Heard.UNSURE and weighed is Heard.TURN and second[1] >= -0.7)
+
+
+@pytest.mark.parametrize("text", ["Oh, that's like...", "Oh, that's what...", "Huh, br-", "Yeah, but..."])
+def test_a_probe_whose_last_word_was_cut_off_after_a_listener_s_words_waits(text: str) -> None:
+    assert heard_so_far(text) in (Heard.LISTENER_SO_FAR, Heard.UNSURE)
+
+
+@pytest.mark.parametrize("text", ["Wait...", "Okay, stop...", "Oh, wait-", "Stop, what-", "Oh, that's wrong.",
+                                  "Yeah, but why?"])
+def test_a_probe_with_a_stop_or_whole_bid_takes_the_turn(text: str) -> None:
+    assert heard_so_far(text) is Heard.TURN
+
+
+@settings(max_examples=300)
+@given(st.sampled_from(["Oh, that's like...", "Wait...", "Okay, stop...", "Yeah, but...", "Stop.", "Huh? Brilliant",
+                        "I see.", "Come on there..."]), st.one_of(st.none(), st.floats(-3.0, 0.0)))
+def test_a_probe_only_ever_waits_where_the_utterance_s_end_would_decide(text: str, logprob: float | None) -> None:
+    whole, so_far = heard_as(text, logprob), heard_so_far(text, logprob)
+    assert so_far is whole or (whole is Heard.TURN and so_far is Heard.LISTENER_SO_FAR)

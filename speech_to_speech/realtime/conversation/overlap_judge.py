@@ -41,7 +41,15 @@ from speech_to_speech.pipeline.messages.transcription import (
 from speech_to_speech.pipeline.messages.turn_taking import ProbeSpeech
 from speech_to_speech.protocol.overlap_decisions import ACKNOWLEDGE
 from speech_to_speech.realtime.conversation.overlap import Decision, Overlap
-from speech_to_speech.turns.listener_words import Heard, Verdict, heard_as, judge, reread, words_of
+from speech_to_speech.turns.listener_words import (
+    Heard,
+    Verdict,
+    heard_as,
+    heard_so_far,
+    judge,
+    reread,
+    words_of,
+)
 
 # While its words leave it undecided, an utterance is transcribed again after this much more voice (one
 # pass takes ~100 ms of a core: a "yeah" gets one or two).
@@ -67,7 +75,7 @@ class Judged:
              readings: Readings = (), second_reading: SecondReading | None = None) -> Verdict | None:
         """The words of an STT pass on it (cumulative), or (``final``) of the whole utterance, how sure the
         STT was of them, its other readings of the same speech, and (final) a larger model's reading of it."""
-        heard = heard_as(words, avg_logprob, readings)
+        heard = heard_as(words, avg_logprob, readings) if final else heard_so_far(words, avg_logprob, readings)
         if final:
             heard = reread(self.remark, words, heard, second_reading)
         if heard is Heard.LISTENER:
