@@ -61,6 +61,9 @@ LISTENER_PHRASES: frozenset[tuple[str, ...]] = frozenset(tuple(p.split()) for p 
 # "Aw, that's heartbreaking." as "All that's heartbreaking." (twelfth set).
 FILLER_SPELLINGS = frozenset({"i", "i'm", "are", "our", "and", "on", "a", "all"})
 LEAD_INS = frozenset({"i'm", "how", "so", "that's", "it's", "sounds", "very", "pretty", "huh"})
+# Words of sympathy for someone in the story, whoever it is: "Poor thing.", "Poor little seagull." (three
+# blind sets said the last: 9, 14, 15).
+SYMPATHY = frozenset({"poor"})
 # Words that make an assessment stronger ("That's so cute.", "It's really sad.", "How very sweet."): after a
 # lead-in they lead on to the assessment.
 INTENSIFIERS = frozenset({"so", "very", "pretty", "really", "quite", "too", "super", "just", "such"})
@@ -272,6 +275,8 @@ def _remark_from(words: tuple[str, ...], at: int) -> Heard | None:
             return Heard.LISTENER_SO_FAR  # "I'm", "How", "That's so": the next word says which
         rest = words[at + 1:]
         steps = [1] if _starts_phrase(rest) or rest[0] in LEAD_INS | INTENSIFIERS else []
+    if words[at] in SYMPATHY:  # "Poor little seagull.", "Poor Marcus.": whoever it is, at the remark's end
+        steps += [n for n in (2, 3) if at + n == len(words) and not TURN_CUES.intersection(words[at + 1:])]
     found = [_remark_from(words, at + n) for n in steps]
     if Heard.LISTENER in found:
         return Heard.LISTENER

@@ -88,6 +88,7 @@ def test_a_listener_s_assessment_is_a_remark(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", ["I'm lost.", "I'm sorry, what?", "How come?", "How does it end?", "So what?",
+                                  "Poor thing, but why?", "Poor little seagull, what happened next?",
                                   "That's wrong.", "I'm sure, but why?", "How nice, stop."])
 def test_a_lead_in_followed_by_a_bid_s_words_takes_the_turn(text: str) -> None:
     assert heard_as(text) is Heard.TURN
@@ -230,7 +231,8 @@ def test_each_utterance_over_the_answer_is_decided_exactly_once(steps: list[tupl
 
 @pytest.mark.parametrize("text", ["That's so cute.", "It's really sad.", "How very sweet.", "That's pretty wild.",
                                   "Huh, interesting.", "Huh? That's great.", "Oh, I like that.", "Love it.",
-                                  "Aw, bless him.", "That's too bad.", "Oh, that's such a shame.", "Oh, nice one."])
+                                  "Aw, bless him.", "That's too bad.", "Oh, that's such a shame.", "Oh, nice one.",
+                                  "Poor little seagull.", "Oh no, poor Marcus."])
 def test_an_assessment_made_stronger_or_after_a_huh_is_a_remark(text: str) -> None:
     assert heard_as(text) is Heard.LISTENER
 
