@@ -278,7 +278,7 @@ def _remark_from(words: tuple[str, ...], at: int) -> Heard | None:
         if at + 1 == len(words):
             return Heard.LISTENER_SO_FAR  # "I'm", "How", "That's so": the next word says which
         rest = words[at + 1:]
-        steps = [1] if _starts_phrase(rest) or rest[0] in LEAD_INS | INTENSIFIERS else []
+        steps = [1] if _starts_phrase(rest) or rest[0] in LEAD_INS | INTENSIFIERS | SYMPATHY else []
     if words[at] in SYMPATHY:  # "Poor little seagull.", "Poor Marcus.": whoever it is, at the remark's end
         steps += [n for n in (2, 3) if at + n == len(words) and not TURN_CUES.intersection(words[at + 1:])]
     found = [_remark_from(words, at + n) for n in steps]

@@ -232,7 +232,7 @@ def test_each_utterance_over_the_answer_is_decided_exactly_once(steps: list[tupl
 @pytest.mark.parametrize("text", ["That's so cute.", "It's really sad.", "How very sweet.", "That's pretty wild.",
                                   "Huh, interesting.", "Huh? That's great.", "Oh, I like that.", "Love it.",
                                   "Aw, bless him.", "That's too bad.", "Oh, that's such a shame.", "Oh, nice one.",
-                                  "Poor little seagull.", "Oh no, poor Marcus."])
+                                  "Poor little seagull.", "Oh no, poor Marcus.", "Huh, poor seagull."])
 def test_an_assessment_made_stronger_or_after_a_huh_is_a_remark(text: str) -> None:
     assert heard_as(text) is Heard.LISTENER
 
