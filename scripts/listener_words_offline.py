@@ -41,8 +41,8 @@ from speech_to_speech.stt.faster_whisper import (
     READINGS,
     language_check_of,
     load_faster_whisper,
+    read_again,
     short_window,
-    windowed,
 )
 from speech_to_speech.turns import listener_words as rules
 
@@ -75,10 +75,7 @@ def second_reader() -> SecondReader:
     if window is None:
         print("no second reading: the language check's model (whisper-base) is not installed")
 
-    def read(samples: np.ndarray) -> tuple[str, float] | None:
-        decoded = None if window is None else windowed(window, samples, settings.beam_size, None, "en")
-        return None if decoded is None else (decoded.text.strip(), decoded.avg_logprob)
-    return read
+    return lambda samples: None if window is None else read_again(window, samples, settings.beam_size)
 
 
 def whisper_reader() -> Reader:

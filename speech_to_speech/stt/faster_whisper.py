@@ -214,6 +214,14 @@ def transcribe_windowed(
     return None if decoded is None else heard_of(decoded)
 
 
+def read_again(window: WindowedWhisper, samples: FloatAudio, beam_size: int,
+               still_wanted: Callable[[], bool] | None = None) -> SecondReading | None:
+    """A second reading of English speech by the model of ``window``: its words and how sure it was of them
+    (None: the speech does not fit its short window, or the window's guard doubted it)."""
+    decoded = windowed(window, samples, beam_size, still_wanted, "en")
+    return None if decoded is None else (decoded.text.strip(), decoded.avg_logprob)
+
+
 def heard_of(decoded: Decoded) -> Heard:
     return Heard(decoded.text, decoded.language, decoded.continuation, decoded.avg_logprob, decoded.readings)
 
@@ -278,10 +286,7 @@ class FasterWhisperSTT(STTHandler):
         """The language check's model's words for the end of speech over the answer (None: there is none,
         or the speech is too long for its short window)."""
         window = self._checker_window
-        if window is None:
-            return None
-        decoded = windowed(window, samples, self.settings.beam_size, self.still_wanted, "en")
-        return None if decoded is None else (decoded.text.strip(), decoded.avg_logprob)
+        return None if window is None else read_again(window, samples, self.settings.beam_size, self.still_wanted)
 
     def _worth_checking(self, samples: FloatAudio) -> bool:
         """A doubtful turn goes to the language check unless it is too short to tell, or an interim pass
