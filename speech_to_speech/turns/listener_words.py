@@ -52,18 +52,28 @@ LISTENER_PHRASES: frozenset[tuple[str, ...]] = frozenset(tuple(p.split()) for p 
     # Liking what is told, and sympathy: "I like that.", "Love it.", "Bless him."
     "i like that", "i like it", "i love that", "i love it", "love that", "love it", "like that", "bless",
     "bless him", "bless her", "bless them", "bless you", "aw bless", "oh bless", "nice one", "good one",
+    # News to the listener, and following along ("I didn't know that.", "Go on.", "With you."; sets 18, 19).
+    "i didn't know that", "didn't know that", "i never knew that", "i had no idea", "who knew", "go on",
+    "keep going", "carry on", "with you", "i'm with you", "i'm following", "not again", "easy enough",
 ))
+_PHRASE_LENGTHS = tuple(range(max(map(len, LISTENER_PHRASES)), 0, -1))  # longest first
 # Words that open a listener's assessment as well as a bid ("How nice." / "How does it end?", "I'm sure." /
 # "I'm lost."): followed by listener words they are a remark. Whisper also writes a hum before a word as
 # "I'm" ("Hmm, okay." heard as "I'm okay.", "Mhm, sure." as "I'm sure."; bench room, fourth held-out set).
 # How Whisper spells a listener's "ah", "mm" or "uh" before a word: "Uh-huh, yeah." heard as "I hurt you.",
 # "Ah, okay." as "Are okay.", "Mm, interesting." as "I'm interested." (bench room, fifth and sixth sets),
 # "Aw, that's heartbreaking." as "All that's heartbreaking." (twelfth set).
-FILLER_SPELLINGS = frozenset({"i", "i'm", "are", "our", "and", "on", "a", "all"})
-LEAD_INS = frozenset({"i'm", "how", "so", "that's", "it's", "sounds", "very", "pretty", "huh"})
-# Words of sympathy for someone in the story, whoever it is: "Poor thing.", "Poor little seagull." (three
-# blind sets said the last: 9, 14, 15).
-SYMPATHY = frozenset({"poor"})
+# "Ah, makes sense." as "I'll make sense.", "Ha, that's wild." as "Hi, that's what..." (set 18, 19).
+FILLER_SPELLINGS = frozenset({"i", "i'm", "i'll", "are", "our", "and", "on", "a", "all", "hi"})
+LEAD_INS = frozenset({"i'm", "how", "so", "that's", "it's", "sounds", "very", "pretty", "huh", "the"})
+# Words that judge what they name, whatever it is, at a remark's end: sympathy for someone in the story
+# ("Poor little seagull.", said in blind sets 9, 14 and 15) and assessments of a thing told ("Neat trick.",
+# "Classic Nero.", sets 18 and 19), as in "Good point." or "Great idea.".
+NAMING = frozenset({
+    "poor", "classic", "neat", "nice", "good", "great", "clever", "smart", "lovely", "sweet", "cute", "cool",
+    "crazy", "wild", "fancy", "amazing", "beautiful", "brilliant", "fascinating", "interesting", "wonderful",
+    "fantastic", "perfect", "funny", "sad", "weird", "strange", "terrible", "awful", "lucky", "true",
+})
 # Words that make an assessment stronger ("That's so cute.", "It's really sad.", "How very sweet."): after a
 # lead-in they lead on to the assessment.
 INTENSIFIERS = frozenset({"so", "very", "pretty", "really", "quite", "too", "super", "just", "such"})
@@ -230,7 +240,7 @@ def _cued(words: tuple[str, ...]) -> bool:
 
 
 def _starts_phrase(words: tuple[str, ...]) -> bool:
-    return any(words[:n] in LISTENER_PHRASES for n in (3, 2, 1))
+    return any(words[:n] in LISTENER_PHRASES for n in _PHRASE_LENGTHS)
 
 
 def _heard_as(text: str, avg_logprob: float | None) -> Heard:
@@ -240,7 +250,7 @@ def _heard_as(text: str, avg_logprob: float | None) -> Heard:
     words = _once_each(said)
     heard = _classify(words, asked(text), avg_logprob)
     if heard is Heard.TURN and words != said and len(words) <= MAX_REMARK_WORDS and \
-            _remark_from(said, 0) is Heard.LISTENER:
+            _remark_from(said, 0, named=not asked(text)) is Heard.LISTENER:
         return Heard.LISTENER  # not a loop: two phrases meet on one word ("Sounds good, good for her.")
     if heard is not Heard.TURN or not words or words[0] not in FILLER_SPELLINGS or len(words) > MAX_REMARK_WORDS:
         return heard  # more words than a remark's are someone talking, a filler among them or not
@@ -254,7 +264,7 @@ def _classify(words: tuple[str, ...], question: bool, avg_logprob: float | None)
         return Heard.NOTHING
     if len(words) > MAX_REMARK_WORDS:
         return Heard.TURN
-    remark = _remark_from(words, 0)
+    remark = _remark_from(words, 0, named=not question)
     if remark is not None:
         return remark
     unsure = avg_logprob is not None and avg_logprob < UNSURE_LOGPROB and len(words) <= UNSURE_MAX_WORDS
@@ -267,21 +277,22 @@ def _leads_in(words: tuple[str, ...], at: int) -> bool:
     return words[at] in LEAD_INS or (at > 0 and words[at - 1] in LEAD_INS | INTENSIFIERS and words[at] in INTENSIFIERS)
 
 
-def _remark_from(words: tuple[str, ...], at: int) -> Heard | None:
+def _remark_from(words: tuple[str, ...], at: int, *, named: bool = True) -> Heard | None:
     """LISTENER where ``words[at:]`` is a run of listener phrases, LISTENER_SO_FAR where it may become one with
     the next word, else None. Every way of splitting it is tried: "Oh, no kidding." is "oh" and "no kidding",
-    though "oh no" is a phrase too."""
+    though "oh no" is a phrase too. ``named``: a word of NAMING may end it with what it names (not where the
+    words are asked: "Nice weather tomorrow?" is a question)."""
     if at == len(words):
         return Heard.LISTENER
-    steps = [n for n in (3, 2, 1) if at + n <= len(words) and words[at:at + n] in LISTENER_PHRASES]
+    steps = [n for n in _PHRASE_LENGTHS if at + n <= len(words) and words[at:at + n] in LISTENER_PHRASES]
     if not steps and _leads_in(words, at):
         if at + 1 == len(words):
             return Heard.LISTENER_SO_FAR  # "I'm", "How", "That's so": the next word says which
         rest = words[at + 1:]
-        steps = [1] if _starts_phrase(rest) or rest[0] in LEAD_INS | INTENSIFIERS | SYMPATHY else []
-    if words[at] in SYMPATHY:  # "Poor little seagull.", "Poor Marcus.": whoever it is, at the remark's end
+        steps = [1] if _starts_phrase(rest) or rest[0] in LEAD_INS | INTENSIFIERS | NAMING or rest in _STARTS else []
+    if named and words[at] in NAMING:  # "Poor little seagull.", "Neat trick.": whoever or whatever it is
         steps += [n for n in (2, 3) if at + n == len(words) and not TURN_CUES.intersection(words[at + 1:])]
-    found = [_remark_from(words, at + n) for n in steps]
+    found = [_remark_from(words, at + n, named=named) for n in steps]
     if Heard.LISTENER in found:
         return Heard.LISTENER
     if Heard.LISTENER_SO_FAR in found or words[at:] in _STARTS:

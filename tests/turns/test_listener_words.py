@@ -104,7 +104,7 @@ def test_a_loop_on_one_word_is_one_word(text: str) -> None:
     assert heard_as(text) is Heard.UNSURE  # "Mm." heard as a loop: the utterance's end decides
 
 
-@pytest.mark.parametrize("text", ["Come on.", "Climb.", "Oh, well.", "Rate rate", "Nice day.", "Short. Short. Short.",
+@pytest.mark.parametrize("text", ["Come on.", "Climb.", "Oh, well.", "Rate rate", "Short. Short. Short.",
                                   "Out... Out... Out...", "All that's heartbreaking."])
 def test_a_few_words_without_a_bid_s_words_wait_for_more(text: str) -> None:
     assert heard_as(text) is Heard.UNSURE  # and at the utterance's end a remark (see test_the_rule)
@@ -112,7 +112,7 @@ def test_a_few_words_without_a_bid_s_words_wait_for_more(text: str) -> None:
 
 @pytest.mark.parametrize("text", ["Stop.", "Why?", "Paris?", "Come on, stop.", "Hold up.", "One second.",
                                   "Never mind.", "Come on over here.", "No, no, no.", "Stop. Stop. Stop.",
-                                  "Nice, nice, nice day, Anna."])
+                                  "Nice, nice, nice day, Anna?"])
 def test_a_bid_s_word_a_question_or_more_words_take_the_turn(text: str) -> None:
     assert heard_as(text) is Heard.TURN
 
@@ -310,3 +310,30 @@ def test_a_probe_with_a_stop_or_whole_bid_takes_the_turn(text: str) -> None:
 def test_a_probe_only_ever_waits_where_the_utterance_s_end_would_decide(text: str, logprob: float | None) -> None:
     whole, so_far = heard_as(text, logprob), heard_so_far(text, logprob)
     assert so_far is whole or (whole is Heard.TURN and so_far is Heard.LISTENER_SO_FAR)
+
+
+@pytest.mark.parametrize("text", ["Neat trick.", "Classic Nero.", "Good point.", "Poor little seagull.", "Nice day.",
+                                  "How neat trick!", "Huh? Classic Nero.", "Oh, great idea."])
+def test_a_word_that_judges_what_it_names_is_a_remark(text: str) -> None:
+    assert heard_as(text) is Heard.LISTENER
+
+
+@pytest.mark.parametrize("text", ["Nice weather tomorrow?", "Good, now stop.", "Great, tell me more.", "Poor who?"])
+def test_what_is_named_may_not_be_asked_or_a_bid(text: str) -> None:
+    assert heard_as(text) is Heard.TURN
+
+
+@pytest.mark.parametrize("text", ["Oh, I didn't know that.", "Huh, I never knew that.", "Go on.", "Mm, go on.",
+                                  "Yep, with you.", "Oh no, not again.", "Oh, that's easy enough.", "The poor thing."])
+def test_news_to_the_listener_and_following_along_are_remarks(text: str) -> None:
+    assert heard_as(text) is Heard.LISTENER
+
+
+@pytest.mark.parametrize("text", ["Go back.", "That's enough.", "Not that one.", "Go to the end."])
+def test_words_like_those_that_direct_the_assistant_take_the_turn(text: str) -> None:
+    assert heard_as(text) is Heard.TURN
+
+
+@pytest.mark.parametrize("text", ["How I didn't...", "Oh no, the price..."])
+def test_a_probe_cut_off_inside_a_listener_s_phrase_waits(text: str) -> None:
+    assert heard_so_far(text) in (Heard.LISTENER_SO_FAR, Heard.UNSURE)
