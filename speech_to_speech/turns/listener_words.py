@@ -120,6 +120,8 @@ TURN_CUES = frozenset({
     # What people ask a voice assistant to do, in the middle of anything ("Call Mom.", blind set 16).
     "call", "play", "text", "send", "set", "turn", "open", "show", "find", "remind", "add", "check", "book",
     "order", "start", "give", "make", "read", "search", "switch", "change", "put",
+    # How and of what the assistant should talk ("Slow down.", "Let's talk about something else.").
+    "slow", "down", "let's", "your", "talk", "talking", "about", "else", "other", "different", "more", "less",
 })
 FEW_WORDS = 2
 # Bid's words that stop the answer by themselves, cut off or not.
@@ -243,6 +245,15 @@ def _starts_phrase(words: tuple[str, ...]) -> bool:
     return any(words[:n] in LISTENER_PHRASES for n in _PHRASE_LENGTHS)
 
 
+def _beside_phrases(words: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The words beside the listener's phrases that open and end ``words``, or None where neither end is one
+    ("Okay, admin page, fair enough.": "admin page")."""
+    opening = next((n for n in _PHRASE_LENGTHS if n < len(words) and words[:n] in LISTENER_PHRASES), 0)
+    rest = words[opening:]
+    ending = next((n for n in _PHRASE_LENGTHS if n < len(rest) and rest[-n:] in LISTENER_PHRASES), 0)
+    return rest[:len(rest) - ending] if opening or ending else None
+
+
 def _heard_as(text: str, avg_logprob: float | None) -> Heard:
     # A laugh is no word; a hum ("mhm", "hmmm") is a listener's, however Whisper spells it.
     said = tuple("hm" if _HUM.match(w) else w for w in words_of(text)
@@ -268,7 +279,11 @@ def _classify(words: tuple[str, ...], question: bool, avg_logprob: float | None)
     if remark is not None:
         return remark
     unsure = avg_logprob is not None and avg_logprob < UNSURE_LOGPROB and len(words) <= UNSURE_MAX_WORDS
-    uncued = len(set(words)) <= FEW_WORDS and not question and not TURN_CUES.intersection(words)
+    # No bid's word and no question, in few words or with a listener's phrase before or after them ("Oh wow,
+    # that long.", "Ah, right, the Senate.", "Salah, of course."; sets 18, 19, 23): a reaction to what is told,
+    # or not yet a bid.
+    rest = words if len(set(words)) <= FEW_WORDS else _beside_phrases(words)
+    uncued = rest is not None and not question and not TURN_CUES.intersection(rest)
     return Heard.UNSURE if unsure or uncued else Heard.TURN
 
 

@@ -112,7 +112,7 @@ def test_a_few_words_without_a_bid_s_words_wait_for_more(text: str) -> None:
 
 @pytest.mark.parametrize("text", ["Stop.", "Why?", "Paris?", "Come on, stop.", "Hold up.", "One second.",
                                   "Never mind.", "Come on over here.", "No, no, no.", "Stop. Stop. Stop.",
-                                  "Nice, nice, nice day, Anna?"])
+                                  "Nice, nice, nice day, Anna?", "Okay, slow down.", "Let's talk about dogs."])
 def test_a_bid_s_word_a_question_or_more_words_take_the_turn(text: str) -> None:
     assert heard_as(text) is Heard.TURN
 
@@ -334,6 +334,30 @@ def test_words_like_those_that_direct_the_assistant_take_the_turn(text: str) -> 
     assert heard_as(text) is Heard.TURN
 
 
+@pytest.mark.parametrize("text", ["Oh wow, that long.", "Ah, right, the Senate.", "Okay, admin page, yep.",
+                                  "Salah, of course.", "Three meals a day, okay.", "Okay, admin page, fair enough.",
+                                  "I'll make sense."])
+def test_a_listener_s_phrase_with_words_that_make_no_bid_is_no_bid(text: str) -> None:
+    assert heard_as(text) is Heard.UNSURE  # the next pass decides; at the utterance's end, a remark
+
+
 @pytest.mark.parametrize("text", ["How I didn't...", "Oh no, the price..."])
 def test_a_probe_cut_off_inside_a_listener_s_phrase_waits(text: str) -> None:
     assert heard_so_far(text) in (Heard.LISTENER_SO_FAR, Heard.UNSURE)
+
+
+PHRASE_WORDS = sorted({w for p in LISTENER_PHRASES for w in p})
+OTHER_WORDS = ("admin", "page", "train", "ride", "valley", "senate", "three", "meals", "tram", "red", "card")
+
+
+@settings(max_examples=300)
+@given(st.sampled_from(PHRASES), st.lists(st.sampled_from(OTHER_WORDS), min_size=1, max_size=3),
+       st.booleans(), st.sampled_from(TURN_WORDS))
+def test_words_beside_a_listener_s_phrase_make_no_bid_until_a_bid_s_word_or_a_question(
+        phrase: str, others: list[str], before: bool, word: str) -> None:
+    said = [phrase, *others] if before else [*others, phrase]
+    if len(words_of(" ".join(said))) > MAX_REMARK_WORDS:
+        return
+    assert heard_as(" ".join(said) + ".") is not Heard.TURN
+    assert heard_as(" ".join(said) + "?") is Heard.TURN
+    assert heard_as(" ".join([*said, word]) + ".") is Heard.TURN
