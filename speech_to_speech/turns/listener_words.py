@@ -144,10 +144,13 @@ class Heard(Enum):
 _REMARKS = frozenset({Heard.NOTHING, Heard.LISTENER, Heard.LISTENER_SO_FAR})
 _LISTENERS = frozenset({Heard.LISTENER, Heard.LISTENER_SO_FAR})
 # Listener words take longer than the cap now and then: a laugh, a pause, then the assessment ("Ha! ...
-# Brilliant.", "Ha ha, that's great.": 1.2-1.5 s voiced in bench room's voices). While the latest pass heard
-# a listener's words, the cap on speech over the answer is this many times longer; any bid's word still
-# takes the turn the moment it is heard, and more than MAX_REMARK_WORDS words are a turn whatever they are.
+# Brilliant.", "Ha ha, that's great.": 1.2-1.5 s voiced in bench room's voices), or a detail said back ("Okay,
+# admin page, yep.", "Oh, that's a long train ride.": 1.3-1.6 s, sets 20 and 22). While the latest pass heard a
+# listener's words, or a few words with no bid's word, the cap on speech over the answer is this many times
+# longer; any bid's word still takes the turn the moment it is heard, and more than MAX_REMARK_WORDS words are
+# a turn whatever they are. Sounds without words keep the cap as it is.
 LISTENER_CAP = 2
+_LONGER_CAP = _LISTENERS | {Heard.UNSURE}
 # Readings that make no bid for the turn: a remark, or a few words with no bid's word ("Huh." beside "Huh?").
 _NO_BID = _REMARKS | {Heard.UNSURE}
 
@@ -332,10 +335,11 @@ def judge(heard: Heard | None, voiced_ms: int, *, final: bool, cap_ms: int) -> V
     yet); ``voiced_ms``: its voiced span so far; ``final``: ``heard`` is the
     whole utterance's (its final transcript). Anything but listener words is
     a barge-in the moment it is heard, as is anything voiced for ``cap_ms``
-    (``LISTENER_CAP`` times that while its latest words are a listener's);
+    (``LISTENER_CAP`` times that while its latest words are a listener's or
+    make no bid);
     a remark is acknowledged only once it is whole.
     """
-    if voiced_ms >= cap_ms * (LISTENER_CAP if heard in _LISTENERS else 1):
+    if voiced_ms >= cap_ms * (LISTENER_CAP if heard in _LONGER_CAP else 1):
         return Verdict(BARGE_IN, LONG_OVERLAP)
     if heard is Heard.TURN:
         return Verdict(BARGE_IN, INTERRUPTION)

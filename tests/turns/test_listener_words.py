@@ -166,13 +166,14 @@ HEARD = st.one_of(st.none(), st.sampled_from(list(Heard)))
 
 def cap_limit(heard: Heard | None, cap_ms: int) -> int:
     """Voiced this long, speech over the answer is a barge-in: longer while its latest words are a listener's."""
-    return cap_ms * (LISTENER_CAP if heard in (Heard.LISTENER, Heard.LISTENER_SO_FAR) else 1)
+    return cap_ms * (LISTENER_CAP if heard in (Heard.LISTENER, Heard.LISTENER_SO_FAR, Heard.UNSURE) else 1)
 
 
 def test_listener_words_get_longer_before_the_cap() -> None:
     assert judge(Heard.LISTENER, 1500, final=True, cap_ms=1200).action == ACKNOWLEDGE  # "Ha! ... Brilliant."
     assert judge(Heard.LISTENER_SO_FAR, 1500, final=False, cap_ms=1200) is None
-    assert judge(Heard.UNSURE, 1500, final=False, cap_ms=1200).action == BARGE_IN
+    assert judge(Heard.UNSURE, 1500, final=True, cap_ms=1200).action == ACKNOWLEDGE  # "Okay, admin page, yep."
+    assert judge(Heard.NOTHING, 1500, final=False, cap_ms=1200).action == BARGE_IN  # sounds keep the cap
     assert judge(None, 1200, final=False, cap_ms=1200).action == BARGE_IN  # no words yet
     assert judge(Heard.LISTENER, 2400, final=False, cap_ms=1200).action == BARGE_IN
 
