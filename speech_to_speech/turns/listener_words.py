@@ -24,59 +24,17 @@ from speech_to_speech.protocol.overlap_decisions import (
     OverlapAction,
     OverlapReason,
 )
+from speech_to_speech.turns.listener_lexicon import (
+    FILLER_SPELLINGS,
+    INTENSIFIERS,
+    LEAD_INS,
+    LISTENER_PHRASES,
+    NAMING,
+    STOPS,
+    TURN_CUES,
+)
 
-# What listeners say while someone else talks, as normalised words (lowercase, no punctuation, hyphens
-# split: "Mm-hmm." is ("mm", "hmm")). A remark is any run of these ("yeah, yeah", "oh, okay, I see").
-LISTENER_PHRASES: frozenset[tuple[str, ...]] = frozenset(tuple(p.split()) for p in (
-    "yeah", "yea", "yeh", "ya", "yes", "yep", "yup", "ok", "okay", "kay", "right", "alright", "all right",
-    "sure", "uh huh", "uh hu", "uh-huh", "mm hmm", "mm hm", "um hmm", "m hmm", "ah", "aha", "ahh", "oh", "ooh",
-    "wow", "cool", "nice", "great", "good", "true", "exactly", "indeed", "totally", "absolutely", "definitely",
-    "gotcha", "i see", "got it", "of course", "i know", "sounds good", "makes sense", "that's right",
-    "that's true", "fair enough", "thank you", "thanks", "interesting", "really", "uh", "um", "er", "erm",
-    "for sure", "okay then", "alright then", "all right then", "make sense", "i hear you", "i get it",
-    "i understand", "i agree", "i guess", "i bet", "me too", "you bet",
-    # Assessments and exclamations: how a listener reacts to what is told.
-    "funny", "lovely", "amazing", "awesome", "perfect", "fine", "fantastic", "wonderful", "brilliant", "neat",
-    "sweet", "fascinating", "incredible", "excellent", "beautiful", "impressive", "oh my", "my god",
-    "oh my god", "my gosh", "oh my gosh", "my goodness", "oh boy", "oh dear", "oh man", "geez", "jeez",
-    "hm", "you",  # Whisper's word for a breath or a click it cannot place
-    # Reactions to what happens in a story, "no" among them: "No." alone disagrees, "Oh no!" and "No way!" do not.
-    "oh no", "no way", "no kidding", "no wonder", "you're kidding", "you're joking", "seriously", "get out",
-    "holy cow", "holy moly", "good grief", "goodness", "gosh", "whoa", "woah", "yikes", "ouch", "ugh", "aw", "aww",
-    "poor thing", "poor guy", "poor girl", "poor soul", "poor her", "poor him", "good for her", "good for him",
-    "good for them", "good for you",
-    "wild", "crazy", "sad", "awful", "terrible", "scary", "spooky", "creepy", "cute", "weird", "strange", "insane",
-    "unbelievable", "hilarious", "adorable", "horrible", "tragic", "classic", "brutal", "rough", "tough", "harsh",
-    "heartbreaking", "fun", "bad", "too bad", "shame", "pity", "lucky", "gross", "clever",
-    "smart", "rude", "nasty", "odd", "ironic", "typical", "bizarre", "magical",
-    # Liking what is told, and sympathy: "I like that.", "Love it.", "Bless him."
-    "i like that", "i like it", "i love that", "i love it", "love that", "love it", "like that", "bless",
-    "bless him", "bless her", "bless them", "bless you", "aw bless", "oh bless", "nice one", "good one",
-    # News to the listener, and following along ("I didn't know that.", "Go on.", "With you."; sets 18, 19).
-    "i didn't know that", "didn't know that", "i never knew that", "i had no idea", "who knew", "go on",
-    "keep going", "carry on", "with you", "i'm with you", "i'm following", "not again", "easy enough",
-))
 _PHRASE_LENGTHS = tuple(range(max(map(len, LISTENER_PHRASES)), 0, -1))  # longest first
-# Words that open a listener's assessment as well as a bid ("How nice." / "How does it end?", "I'm sure." /
-# "I'm lost."): followed by listener words they are a remark. Whisper also writes a hum before a word as
-# "I'm" ("Hmm, okay." heard as "I'm okay.", "Mhm, sure." as "I'm sure."; bench room, fourth held-out set).
-# How Whisper spells a listener's "ah", "mm" or "uh" before a word: "Uh-huh, yeah." heard as "I hurt you.",
-# "Ah, okay." as "Are okay.", "Mm, interesting." as "I'm interested." (bench room, fifth and sixth sets),
-# "Aw, that's heartbreaking." as "All that's heartbreaking." (twelfth set).
-# "Ah, makes sense." as "I'll make sense.", "Ha, that's wild." as "Hi, that's what..." (set 18, 19).
-FILLER_SPELLINGS = frozenset({"i", "i'm", "i'll", "are", "our", "and", "on", "a", "all", "hi"})
-LEAD_INS = frozenset({"i'm", "how", "so", "that's", "it's", "sounds", "very", "pretty", "huh", "the"})
-# Words that judge what they name, whatever it is, at a remark's end: sympathy for someone in the story
-# ("Poor little seagull.", said in blind sets 9, 14 and 15) and assessments of a thing told ("Neat trick.",
-# "Classic Nero.", sets 18 and 19), as in "Good point." or "Great idea.".
-NAMING = frozenset({
-    "poor", "classic", "neat", "nice", "good", "great", "clever", "smart", "lovely", "sweet", "cute", "cool",
-    "crazy", "wild", "fancy", "amazing", "beautiful", "brilliant", "fascinating", "interesting", "wonderful",
-    "fantastic", "perfect", "funny", "sad", "weird", "strange", "terrible", "awful", "lucky", "true",
-})
-# Words that make an assessment stronger ("That's so cute.", "It's really sad.", "How very sweet."): after a
-# lead-in they lead on to the assessment.
-INTENSIFIERS = frozenset({"so", "very", "pretty", "really", "quite", "too", "super", "just", "such"})
 # Hums and laughs, however many letters: "mmm", "mhm", "hmmm", "mm-hmm" written as one word; "haha", "heh".
 _HUM = re.compile(r"^(?:u?h?m+h?m*|h+m+|m+h+m+)$")
 _LAUGH = re.compile(r"^(?:h+[ae]+){2,}h?$|^ha+h$|^he+h$")
@@ -102,30 +60,9 @@ UNSURE_MAX_WORDS = 3
 # interruptions (19 of 20 remarks heard as remarks at 0.5 and 0.8, up from 18; every interruption still one).
 READING_MARGIN = 0.8
 
-# Words people open a bid for the turn with: a stop, a question, a correction, a request, a wait. A few words
-# over the answer with none of these and no question mark are not yet a bid: tiny.en spelled listeners'
-# sounds as such words ("Come on." and "Climb." for "Cool.", "Oh, well." for "Oh wow.", "Rate rate" for
-# "Right, right."; bench room, held-out remarks), so the next pass, on more speech, decides, and at the
-# utterance's end so few words are a remark. Written from how people interrupt, not from those words. The words
-# are counted once each: on a short stretch Whisper loops on one word ("Short. Short. Short." for "Sure, sure.",
-# "Out... Out... Out..." for "Uh, okay.", bench room's second held-out set), and a loop is one word heard.
-TURN_CUES = frozenset({
-    "stop", "wait", "hold", "hang", "no", "nope", "not", "don't", "sorry", "excuse", "pardon", "pause", "hey",
-    "enough", "listen", "hello", "help", "quiet", "shut", "what", "what's", "why", "how", "who", "when", "where",
-    "which", "whose", "can", "could", "would", "will", "should", "shall", "is", "are", "was", "do", "does", "did",
-    "actually", "but", "please", "tell", "let", "i", "i'm", "me", "my", "we", "repeat", "again", "say", "said",
-    "mean", "meant", "wrong", "skip", "next", "back", "louder", "slower", "faster", "shorter", "longer", "cancel",
-    "never", "mind", "instead", "question", "lost", "confused", "missed",
-    "second", "moment", "minute", "sec", "just", "up",
-    # What people ask a voice assistant to do, in the middle of anything ("Call Mom.", blind set 16).
-    "call", "play", "text", "send", "set", "turn", "open", "show", "find", "remind", "add", "check", "book",
-    "order", "start", "give", "make", "read", "search", "switch", "change", "put",
-    # How and of what the assistant should talk ("Slow down.", "Let's talk about something else.").
-    "slow", "down", "let's", "your", "talk", "talking", "about", "else", "other", "different", "more", "less",
-})
+# A few words with none of TURN_CUES and no question mark are not yet a bid (the next pass decides; at the
+# utterance's end a remark): tiny.en spells a listener's sounds as such words ("Come on." for "Cool.").
 FEW_WORDS = 2
-# Bid's words that stop the answer by themselves, cut off or not.
-STOPS = frozenset({"stop", "wait", "pause", "hold", "hang", "enough", "cancel", "quiet", "shut", "sorry", "excuse"})
 # The starts of listener phrases, which wait for the next word; not "No", though it may go on to "no way": it is
 # decided at once, as "No, I meant…" is the commonest correction.
 _STARTS = frozenset(phrase[:n] for phrase in LISTENER_PHRASES for n in range(1, len(phrase)) if phrase[0] != "no")

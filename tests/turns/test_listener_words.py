@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from speech_to_speech.protocol.overlap_decisions import ACKNOWLEDGE, BARGE_IN
 from speech_to_speech.realtime.conversation.overlap import Overlap
 from speech_to_speech.realtime.conversation.overlap_judge import Judged
+from speech_to_speech.turns.listener_lexicon import LISTENER_PHRASES
 from speech_to_speech.turns.listener_words import (
     LISTENER_CAP,
-    LISTENER_PHRASES,
     MAX_REMARK_WORDS,
     Heard,
     heard_as,
@@ -347,7 +347,6 @@ def test_a_probe_cut_off_inside_a_listener_s_phrase_waits(text: str) -> None:
     assert heard_so_far(text) in (Heard.LISTENER_SO_FAR, Heard.UNSURE)
 
 
-PHRASE_WORDS = sorted({w for p in LISTENER_PHRASES for w in p})
 OTHER_WORDS = ("admin", "page", "train", "ride", "valley", "senate", "three", "meals", "tram", "red", "card")
 
 
