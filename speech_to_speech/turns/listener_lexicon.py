@@ -79,6 +79,9 @@ TURN_CUES = frozenset({
     "order", "start", "give", "make", "read", "search", "switch", "change", "put",
     # How and of what the assistant should talk ("Slow down.", "Let's talk about something else.").
     "slow", "down", "let's", "your", "talk", "talking", "about", "else", "other", "different", "more", "less",
+    # A complaint of too much ("Too long.", "Ah, too many spoilers."); "That's too sad." is an assessment first.
+    # A denial ("That doesn't make sense.", "That isn't right.").
+    "too", "doesn't", "isn't", "wasn't", "can't", "won't", "didn't", "haven't",
 })
 # Bid's words that stop the answer by themselves, cut off or not.
 STOPS = frozenset({"stop", "wait", "pause", "hold", "hang", "enough", "cancel", "quiet", "shut", "sorry", "excuse"})

@@ -63,9 +63,10 @@ READING_MARGIN = 0.8
 # A few words with none of TURN_CUES and no question mark are not yet a bid (the next pass decides; at the
 # utterance's end a remark): tiny.en spells a listener's sounds as such words ("Come on." for "Cool.").
 FEW_WORDS = 2
-# The starts of listener phrases, which wait for the next word; not "No", though it may go on to "no way": it is
-# decided at once, as "No, I meant…" is the commonest correction.
-_STARTS = frozenset(phrase[:n] for phrase in LISTENER_PHRASES for n in range(1, len(phrase)) if phrase[0] != "no")
+# The starts of listener phrases, which wait for the next word; not "No" or "Not", though they may go on to "no
+# way" or "not again": they are decided at once, as "No, I meant…" and "That's not what I asked." are corrections.
+_STARTS = frozenset(phrase[:n] for phrase in LISTENER_PHRASES for n in range(1, len(phrase))
+                    if phrase[0] not in ("no", "not"))
 
 
 class Heard(Enum):
@@ -188,7 +189,8 @@ def _starts_phrase(words: tuple[str, ...]) -> bool:
 def _beside_phrases(words: tuple[str, ...]) -> tuple[str, ...] | None:
     """The words beside the listener's phrases that open and end ``words``, or None where neither end is one
     ("Okay, admin page, fair enough.": "admin page")."""
-    opening = next((n for n in _PHRASE_LENGTHS if n < len(words) and words[:n] in LISTENER_PHRASES), 0)
+    opening = next((n for n in _PHRASE_LENGTHS if n < len(words) and words[:n] in LISTENER_PHRASES
+                    and words[:n] != ("you",)), 0)  # Whisper's breath, and the pronoun bids open with
     rest = words[opening:]
     ending = next((n for n in _PHRASE_LENGTHS if n < len(rest) and rest[-n:] in LISTENER_PHRASES), 0)
     return rest[:len(rest) - ending] if opening or ending else None

@@ -148,7 +148,7 @@ def test_any_short_run_of_listener_phrases_is_a_remark_however_punctuated(phrase
     text = (mark + " ").join(p.capitalize() for p in phrases) + mark
     words = ["hm" if "m" in w and set(w) <= set("uhm") else w for w in words_of(text)]  # a hum, however spelled
     said = " ".join(words)
-    while (again := re.sub(r"\b((?:\S+ ){0,2}\S+) \1\b", r"\1", said)) != said:
+    while (again := re.sub(r"(?<!\S)((?:\S+ ){0,2}\S+) \1(?!\S)", r"\1", said)) != said:
         said = again  # a word or a phrase of up to three said again at once: once
     expected = Heard.LISTENER if len(said.split()) <= MAX_REMARK_WORDS else Heard.TURN
     assert heard_as(text) is expected
@@ -361,3 +361,14 @@ def test_words_beside_a_listener_s_phrase_make_no_bid_until_a_bid_s_word_or_a_qu
     assert heard_as(" ".join(said) + ".") is not Heard.TURN
     assert heard_as(" ".join(said) + "?") is Heard.TURN
     assert heard_as(" ".join([*said, word]) + ".") is Heard.TURN
+
+
+@pytest.mark.parametrize("text", ["Ah, too many spoilers.", "That doesn't make sense.", "You got the score.",
+                                  "That's not", "Too long."])
+def test_a_complaint_a_denial_or_you_is_a_bid_beside_a_listener_s_phrase_too(text: str) -> None:
+    assert heard_so_far(text) is Heard.TURN
+
+
+@pytest.mark.parametrize("text", ["That's too sad.", "Oh, too bad.", "Me too."])
+def test_too_in_a_listener_s_phrase_or_assessment_is_no_bid(text: str) -> None:
+    assert heard_as(text) is Heard.LISTENER
