@@ -59,13 +59,9 @@ NAMING = frozenset({
 # lead-in they lead on to the assessment.
 INTENSIFIERS = frozenset({"so", "very", "pretty", "really", "quite", "too", "super", "just", "such"})
 
-# Words people open a bid for the turn with: a stop, a question, a correction, a request, a wait. A few words
-# over the answer with none of these and no question mark are not yet a bid: tiny.en spelled listeners'
-# sounds as such words ("Come on." and "Climb." for "Cool.", "Oh, well." for "Oh wow.", "Rate rate" for
-# "Right, right."; bench room, held-out remarks), so the next pass, on more speech, decides, and at the
-# utterance's end so few words are a remark. Written from how people interrupt, not from those words. The words
-# are counted once each: on a short stretch Whisper loops on one word ("Short. Short. Short." for "Sure, sure.",
-# "Out... Out... Out..." for "Uh, okay.", bench room's second held-out set), and a loop is one word heard.
+# Words people open a bid for the turn with: a stop, a question, a correction, a request, a wait. Written from how
+# people interrupt, not from the words tiny.en heard for listeners' sounds (listener_words.FEW_WORDS says why a
+# few words without any of these wait).
 TURN_CUES = frozenset({
     "stop", "wait", "hold", "hang", "no", "nope", "not", "don't", "sorry", "excuse", "pardon", "pause", "hey",
     "enough", "listen", "hello", "help", "quiet", "shut", "what", "what's", "why", "how", "who", "when", "where",

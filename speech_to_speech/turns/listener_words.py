@@ -61,7 +61,8 @@ UNSURE_MAX_WORDS = 3
 READING_MARGIN = 0.8
 
 # A few words with none of TURN_CUES and no question mark are not yet a bid (the next pass decides; at the
-# utterance's end a remark): tiny.en spells a listener's sounds as such words ("Come on." for "Cool.").
+# utterance's end a remark): tiny.en spelled listeners' sounds as such words ("Come on." and "Climb." for
+# "Cool.", "Oh, well." for "Oh wow.", "Rate rate" for "Right, right."; bench room, held-out remarks).
 FEW_WORDS = 2
 # The starts of listener phrases, which wait for the next word; not "No" or "Not", though they may go on to "no
 # way" or "not again": they are decided at once, as "No, I meant…" and "That's not what I asked." are corrections.

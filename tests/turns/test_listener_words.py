@@ -230,11 +230,26 @@ def test_each_utterance_over_the_answer_is_decided_exactly_once(steps: list[tupl
     assert (made[0].action == BARGE_IN) == barged
 
 
-@pytest.mark.parametrize("text", ["That's so cute.", "It's really sad.", "How very sweet.", "That's pretty wild.",
-                                  "Huh, interesting.", "Huh? That's great.", "Oh, I like that.", "Love it.",
-                                  "Aw, bless him.", "That's too bad.", "Oh, that's such a shame.", "Oh, nice one.",
-                                  "Poor little seagull.", "Oh no, poor Marcus.", "Huh, poor seagull."])
-def test_an_assessment_made_stronger_or_after_a_huh_is_a_remark(text: str) -> None:
+# Remarks the rules know, by what makes them one.
+REMARKS = {
+    "an assessment made stronger or after a huh": [
+        "That's so cute.", "It's really sad.", "How very sweet.", "That's pretty wild.", "Huh, interesting.",
+        "Huh? That's great.", "Oh, I like that.", "Love it.", "Aw, bless him.", "That's too bad.",
+        "Oh, that's such a shame.", "Oh, nice one.", "Poor little seagull.", "Oh no, poor Marcus.",
+        "Huh, poor seagull."],
+    "a word that judges what it names": [
+        "Neat trick.", "Classic Nero.", "Good point.", "Poor little seagull.", "Nice day.", "How neat trick!",
+        "Huh? Classic Nero.", "Oh, great idea."],
+    "news to the listener and following along": [
+        "Oh, I didn't know that.", "Huh, I never knew that.", "Go on.", "Mm, go on.", "Yep, with you.",
+        "Oh no, not again.", "Oh, that's easy enough.", "The poor thing."],
+    "too in a listener's phrase or assessment": ["That's too sad.", "Oh, too bad.", "Me too."],
+}
+
+
+@pytest.mark.parametrize("text", [pytest.param(text, id=f"{kind}: {text}")
+                                  for kind, texts in REMARKS.items() for text in texts])
+def test_a_listener_s_remark_is_a_remark(text: str) -> None:
     assert heard_as(text) is Heard.LISTENER
 
 
@@ -313,21 +328,9 @@ def test_a_probe_only_ever_waits_where_the_utterance_s_end_would_decide(text: st
     assert so_far is whole or (whole is Heard.TURN and so_far is Heard.LISTENER_SO_FAR)
 
 
-@pytest.mark.parametrize("text", ["Neat trick.", "Classic Nero.", "Good point.", "Poor little seagull.", "Nice day.",
-                                  "How neat trick!", "Huh? Classic Nero.", "Oh, great idea."])
-def test_a_word_that_judges_what_it_names_is_a_remark(text: str) -> None:
-    assert heard_as(text) is Heard.LISTENER
-
-
 @pytest.mark.parametrize("text", ["Nice weather tomorrow?", "Good, now stop.", "Great, tell me more.", "Poor who?"])
 def test_what_is_named_may_not_be_asked_or_a_bid(text: str) -> None:
     assert heard_as(text) is Heard.TURN
-
-
-@pytest.mark.parametrize("text", ["Oh, I didn't know that.", "Huh, I never knew that.", "Go on.", "Mm, go on.",
-                                  "Yep, with you.", "Oh no, not again.", "Oh, that's easy enough.", "The poor thing."])
-def test_news_to_the_listener_and_following_along_are_remarks(text: str) -> None:
-    assert heard_as(text) is Heard.LISTENER
 
 
 @pytest.mark.parametrize("text", ["Go back.", "That's enough.", "Not that one.", "Go to the end."])
@@ -367,8 +370,3 @@ def test_words_beside_a_listener_s_phrase_make_no_bid_until_a_bid_s_word_or_a_qu
                                   "That's not", "Too long."])
 def test_a_complaint_a_denial_or_you_is_a_bid_beside_a_listener_s_phrase_too(text: str) -> None:
     assert heard_so_far(text) is Heard.TURN
-
-
-@pytest.mark.parametrize("text", ["That's too sad.", "Oh, too bad.", "Me too."])
-def test_too_in_a_listener_s_phrase_or_assessment_is_no_bid(text: str) -> None:
-    assert heard_as(text) is Heard.LISTENER
