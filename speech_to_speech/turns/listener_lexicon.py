@@ -60,13 +60,13 @@ NAMING = frozenset({
 INTENSIFIERS = frozenset({"so", "very", "pretty", "really", "quite", "too", "super", "just", "such"})
 
 # Words people open a bid for the turn with: a stop, a question, a correction, a request, a wait. Written from how
-# people interrupt, not from the words tiny.en heard for listeners' sounds (listener_words.FEW_WORDS says why a
-# few words without any of these wait).
+# people interrupt, not from the words tiny.en heard for listeners' sounds: words without any of these make no bid
+# (listener_words._TO_YOU says why).
 TURN_CUES = frozenset({
     "stop", "wait", "hold", "hang", "no", "nope", "not", "don't", "sorry", "excuse", "pardon", "pause", "hey",
     "enough", "listen", "hello", "help", "quiet", "shut", "what", "what's", "why", "how", "who", "when", "where",
     "which", "whose", "can", "could", "would", "will", "should", "shall", "is", "are", "was", "do", "does", "did",
-    "actually", "but", "please", "tell", "let", "i", "i'm", "me", "my", "we", "repeat", "again", "say", "said",
+    "actually", "but", "please", "tell", "let", "repeat", "again", "say", "said",
     "mean", "meant", "wrong", "skip", "next", "back", "louder", "slower", "faster", "shorter", "longer", "cancel",
     "never", "mind", "instead", "question", "lost", "confused", "missed",
     "second", "moment", "minute", "sec", "just", "up",
@@ -78,6 +78,11 @@ TURN_CUES = frozenset({
     # A complaint of too much ("Too long.", "Ah, too many spoilers."); "That's too sad." is an assessment first.
     # A denial ("That doesn't make sense.", "That isn't right.").
     "too", "doesn't", "isn't", "wasn't", "can't", "won't", "didn't", "haven't",
+    # Where to take the answer ("Go to the end.", "Jump to the summit.", "Just summarize it."); "Go on." is a phrase.
+    "go", "jump", "move", "summarize", "explain", "finish",
+    # What the user wants or meant instead ("I want the short version.", "I'd rather hear about K2."). Not "I", "my"
+    # or "we" alone: listeners tell their own ("Yeah, I figured.", "My knees already hurt.", sets 37-40).
+    "want", "wanted", "need", "asked", "thought", "wonder", "rather",
 })
 # Bid's words that stop the answer by themselves, cut off or not.
 STOPS = frozenset({"stop", "wait", "pause", "hold", "hang", "enough", "cancel", "quiet", "shut", "sorry", "excuse"})

@@ -41,7 +41,6 @@ _LAUGH = re.compile(r"^(?:h+[ae]+){2,}h?$|^ha+h$|^he+h$")
 # Whisper writes sounds it hears but cannot spell as annotations: "(laughs)", "[coughing]", "*sighs*", "♪".
 _ANNOTATION = re.compile(r"\([^)]*\)|\[[^\]]*\]|\*[^*]*\*|♪")
 _WORD = re.compile(r"[a-z']+")
-_CUT_OFF = re.compile(r"[a-z'](?:\.\.\.|…|-)\s*$", re.IGNORECASE)  # "like...", "br-": the speech went on
 # Whisper writes a hummed or sung sound it cannot spell as open syllables, often repeated: "A- A- A-",
 # "La-la-la-", "Mama? Mama?" (bench room heard these for "uh-huh" and "mm-hmm"). Alone they are no words.
 _BABBLE = re.compile(r"^(?:[bdhlmn]?a)+$")
@@ -60,14 +59,20 @@ UNSURE_MAX_WORDS = 3
 # interruptions (19 of 20 remarks heard as remarks at 0.5 and 0.8, up from 18; every interruption still one).
 READING_MARGIN = 0.8
 
-# A few words with none of TURN_CUES and no question mark are not yet a bid (the next pass decides; at the
-# utterance's end a remark): tiny.en spelled listeners' sounds as such words ("Come on." and "Climb." for
-# "Cool.", "Oh, well." for "Oh wow.", "Rate rate" for "Right, right."; bench room, held-out remarks).
-FEW_WORDS = 2
+# Bids open with a stop, a question, a request or a correction: words with none of TURN_CUES and no question mark
+# make no bid (the next pass decides; at the utterance's end they are a remark). Listeners react to what they hear
+# in words of its own ("Right, the Sherpas.", "Huh, rye flour.", "Ooh, brutal cold."), and tiny.en spells
+# their sounds as such words ("Come on." and "Climb." for "Cool.", "Rate rate" for "Right, right."). Only the
+# words beside the listener's phrases that open or end them count: "Oh no, that many" holds no correction.
+# Words to the assistant ("You already told that part.", "You're repeating yourself.") are a bid: "you" and two
+# words or more. Whisper also writes "you" for a breath or an "ooh": "You, wow." is still a remark, and "You brutal
+# cold." for "Ooh, brutal cold." a bid, the price (sets 7-35: it cut 5 of 1,244 remarks and kept 2 interruptions).
+_TO_YOU = frozenset({"you", "you're", "you've", "you'll", "you'd"})
 # The starts of listener phrases, which wait for the next word; not "No" or "Not", though they may go on to "no
 # way" or "not again": they are decided at once, as "No, I meant…" and "That's not what I asked." are corrections.
+_AT_ONCE = frozenset({"no", "not"})
 _STARTS = frozenset(phrase[:n] for phrase in LISTENER_PHRASES for n in range(1, len(phrase))
-                    if phrase[0] not in ("no", "not"))
+                    if phrase[0] not in _AT_ONCE)
 
 
 class Heard(Enum):
@@ -113,16 +118,16 @@ def heard_as(text: str, avg_logprob: float | None = None, readings: Readings = (
 
 
 def heard_so_far(text: str, avg_logprob: float | None = None, readings: Readings = ()) -> Heard:
-    """``heard_as`` for a pass on speech that goes on (a probe). Its last word may be cut off, as Whisper marks
-    with "..." or "-": "Oh, that's like..." was "Oh, that's lovely." and "Oh, that's what..." the same
-    (blind set 14). Where the words before it are a listener's so far, the next pass, on more speech, decides;
-    a word that stops the answer whole ("Okay, stop...") is not waited on."""
+    """``heard_as`` for a pass on speech that goes on (a probe). Its last word may be cut off, marked ("Oh,
+    that's what..." was "Oh, that's lovely.", blind set 14) or not ("Whoa, that's why" was "Whoa, that's
+    wild.", set 21). Where the words before it make no bid, the next pass, on more speech, decides (at the
+    utterance's end, its own pass); a word that stops the answer whole ("Okay, stop") or a "no" is not waited on."""
     heard = heard_as(text, avg_logprob, readings)
     words = words_of(text)
-    if heard is not Heard.TURN or len(words) < 2 or words[-1] in STOPS or not _CUT_OFF.search(text):
+    if heard is not Heard.TURN or len(words) < 2 or words[-1] in STOPS | _AT_ONCE:
         return heard
     before = heard_as(" ".join(words[:-1]), avg_logprob)
-    return Heard.LISTENER_SO_FAR if before in _LISTENERS else heard
+    return Heard.LISTENER_SO_FAR if before in _NO_BID else heard
 
 
 def undecided(text: str, avg_logprob: float | None = None, readings: Readings = ()) -> bool:
@@ -222,11 +227,10 @@ def _classify(words: tuple[str, ...], question: bool, avg_logprob: float | None)
     if remark is not None:
         return remark
     unsure = avg_logprob is not None and avg_logprob < UNSURE_LOGPROB and len(words) <= UNSURE_MAX_WORDS
-    # No bid's word and no question, in few words or with a listener's phrase before or after them ("Oh wow,
-    # that long.", "Ah, right, the Senate.", "Salah, of course."; sets 18, 19, 23): a reaction to what is told,
-    # or not yet a bid.
-    rest = words if len(set(words)) <= FEW_WORDS else _beside_phrases(words)
-    uncued = rest is not None and not question and not TURN_CUES.intersection(rest)
+    beside = _beside_phrases(words)
+    rest = words if beside is None else beside
+    to_you = len(rest) >= 3 and rest[0] in _TO_YOU
+    uncued = not question and not to_you and not TURN_CUES.intersection(rest)  # see _TO_YOU
     return Heard.UNSURE if unsure or uncued else Heard.TURN
 
 
