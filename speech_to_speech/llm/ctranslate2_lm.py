@@ -16,6 +16,7 @@ tokenizer files) is used as it is.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import logging
 import shutil
@@ -91,9 +92,15 @@ def converted_for_ct2(source: str, compute_type: str) -> Path:
         model_folder = _local_folder(source)
         log.info("converting %s for CTranslate2 (%s) once", model_folder.name, compute_type)
         quantization = compute_type if compute_type in QUANTIZATIONS else None
-        TransformersConverter(str(model_folder), low_cpu_mem_usage=True).convert(
-            str(folder), quantization=quantization, force=True
-        )
+        # The converter collects garbage after every layer; each pass walked every object the process holds
+        # (the GGUF step leaves hundreds of thousands): 6.2 of SmolLM2's 7.0 s. Frozen, they are skipped.
+        gc.freeze()
+        try:
+            TransformersConverter(str(model_folder), low_cpu_mem_usage=True).convert(
+                str(folder), quantization=quantization, force=True
+            )
+        finally:
+            gc.unfreeze()
         for name in TOKENIZER_FILES:
             if (model_folder / name).exists():
                 shutil.copy(model_folder / name, folder / name)
