@@ -61,7 +61,7 @@ READING_MARGIN = 0.8
 
 # Bids open with a stop, a question, a request or a correction: words with none of TURN_CUES and no question mark
 # make no bid (the next pass decides; at the utterance's end they are a remark). Listeners react to what they hear
-# in words of its own ("Right, the Sherpas.", "Huh, rye flour.", "Ooh, brutal cold."), and tiny.en spells
+# in words of their own ("Right, the Sherpas.", "Huh, rye flour.", "Ooh, brutal cold."), and tiny.en spells
 # their sounds as such words ("Come on." and "Climb." for "Cool.", "Rate rate" for "Right, right."). Only the
 # words beside the listener's phrases that open or end them count: "Oh no, that many" holds no correction.
 # Words to the assistant ("You already told that part.", "You're repeating yourself.") are a bid: "you" and two
