@@ -192,14 +192,14 @@ def _starts_phrase(words: tuple[str, ...]) -> bool:
     return any(words[:n] in LISTENER_PHRASES for n in _PHRASE_LENGTHS)
 
 
-def _beside_phrases(words: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The words beside the listener's phrases that open and end ``words``, or None where neither end is one
-    ("Okay, admin page, fair enough.": "admin page")."""
+def _beside_phrases(words: tuple[str, ...]) -> tuple[str, ...]:
+    """The words beside the listener's phrases that open and end ``words`` (all of them where neither end is
+    one): "Okay, admin page, fair enough." is "admin page"."""
     opening = next((n for n in _PHRASE_LENGTHS if n < len(words) and words[:n] in LISTENER_PHRASES
                     and words[:n] != ("you",)), 0)  # Whisper's breath, and the pronoun bids open with
     rest = words[opening:]
     ending = next((n for n in _PHRASE_LENGTHS if n < len(rest) and rest[-n:] in LISTENER_PHRASES), 0)
-    return rest[:len(rest) - ending] if opening or ending else None
+    return rest[:len(rest) - ending]
 
 
 def _heard_as(text: str, avg_logprob: float | None) -> Heard:
@@ -227,8 +227,7 @@ def _classify(words: tuple[str, ...], question: bool, avg_logprob: float | None)
     if remark is not None:
         return remark
     unsure = avg_logprob is not None and avg_logprob < UNSURE_LOGPROB and len(words) <= UNSURE_MAX_WORDS
-    beside = _beside_phrases(words)
-    rest = words if beside is None else beside
+    rest = _beside_phrases(words)
     to_you = len(rest) >= 3 and rest[0] in _TO_YOU
     uncued = not question and not to_you and not TURN_CUES.intersection(rest)  # see _TO_YOU
     return Heard.UNSURE if unsure or uncued else Heard.TURN
