@@ -231,3 +231,14 @@ class RealtimeTestClient:
     async def response_cycle(self, timeout: float | None = None) -> list[Event]:
         """Events until the next ``response.done``."""
         return await self.collect_until("response.done", timeout)
+
+    async def hear_out(self, bytes_per_s: int = 48000) -> None:
+        """Wait as a user does before speaking again: until a client playing each audio delta as it arrives,
+        after the ones before, has played all it was sent (``bytes_per_s``: the output format's, 24 kHz PCM16
+        by default). The server judges speech while that audio still plays as speech over the answer."""
+        quiet_at = 0.0
+        for received in self.received:
+            if received.event["type"] == "response.output_audio.delta":
+                played_s = len(base64.b64decode(received.event["delta"])) / bytes_per_s
+                quiet_at = max(quiet_at, received.at) + played_s
+        await asyncio.sleep(max(0.0, quiet_at - time.monotonic()))

@@ -182,3 +182,83 @@ async def test_speech_right_after_the_user_s_own_turn_is_them_going_on_and_is_no
     assert (decision["action"], decision["reason"]) == ("barge_in", "speech_started")
     assert "transcript" not in decision["metadata"]  # decided before any word was heard
     assert any(_done(story, "cancelled")(e) for e in events)
+
+
+async def _sent_answer(client: RealtimeTestClient) -> Event:
+    """Speak a turn (adaptive) and read until its answer is sent in full: its response.done. The scripted TTS
+    makes the answer's audio at once, so a client playing it on arrival still has seconds of it to play."""
+    await _answering(client, ADAPTIVE)
+    return await client.wait_for(_done(status="completed"))
+
+
+async def test_a_listener_word_while_a_sent_answer_still_plays_is_acknowledged(
+        make_server: ServerFactory, llm_requests: list[GenerateResponseRequest]) -> None:
+    """Over WebSocket the client plays the answer after its response.done: speech while its audio still plays
+    (by the clock of what was sent) is judged as speech over the answer, a remark and a question alike."""
+    server = make_server(scripted_transcripts=["Tell me a long story.", "Yeah.", "What is the time?"],
+                         scripted_replies=[LONG_REPLY, "It is noon."], scripted_tts_ms_per_char=30.0)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await _sent_answer(client)
+        await client.append_audio(spoken_turn(RATE, speech_s=REMARK_S), RATE)
+        events = [await client.wait_for("overlap.decision")]
+        await client.append_audio(spoken_turn(RATE, speech_s=0.8), RATE)
+        events += await client.collect_until(_done(status="completed"))
+
+    decisions = [(d["action"], d["metadata"]["response_id"], d["metadata"].get("transcript"))
+                 for d in _decisions(events)]
+    # No response is active: only the answer's audio was still going (as over WebRTC's track).
+    assert decisions == [("acknowledge", None, "Yeah."), ("barge_in", None, "What is the time?")]
+    assert types(events).count("input_audio_buffer.speech_started") == 1  # the question's, not the remark's
+    assert _transcript(events[-1]) == "It is noon."
+    assert len(llm_requests) == 2
+
+
+async def test_speech_after_the_client_stopped_playing_is_a_turn_as_it_comes(make_server: ServerFactory) -> None:
+    """A client that truncated the answer (it stopped playing there) is not talked over: nothing is judged."""
+    server = make_server(scripted_transcripts=["Tell me a long story.", "Yeah."],
+                         scripted_replies=[LONG_REPLY, "Good."], scripted_tts_ms_per_char=30.0)
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        item_id = (await _sent_answer(client))["response"]["output"][0]["id"]
+        await client.send("conversation.item.truncate", item_id=item_id, content_index=0, audio_end_ms=800)
+        await client.wait_for("conversation.item.truncated")
+        await client.append_audio(spoken_turn(RATE, speech_s=REMARK_S), RATE)
+        events = await client.collect_until(_done(status="completed"))
+
+    assert _decisions(events) == []
+    assert "input_audio_buffer.speech_started" in types(events)
+    assert _transcript(events[-1]) == "Good."
+
+
+async def test_a_client_that_acks_it_is_behind_is_still_talked_over(make_server: ServerFactory) -> None:
+    """Its playback.ack moves the play head back from the send clock's (a jitter buffer): a remark after the
+    sent audio would have played out, but before the client played it, is still judged over the answer."""
+    server = make_server(scripted_transcripts=["Tell me a story.", "Yeah."],
+                         scripted_replies=["Once upon a time there was a lighthouse.", "Never said."])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        done = (await _sent_answer(client))["response"]
+        await client.hear_out()  # by the send clock, the answer has played out
+        await client.send("playback.ack", response_id=done["id"], item_id=done["output"][0]["id"], played_ms=50)
+        await client.wait_for("playback.acknowledged")
+        await client.append_audio(spoken_turn(RATE, speech_s=REMARK_S), RATE)
+        decision = await client.wait_for("overlap.decision")
+        events = await client.barrier()
+
+    assert (decision["action"], decision["metadata"]["transcript"]) == ("acknowledge", "Yeah.")
+    assert "response.created" not in types(events)
+
+
+async def test_speech_as_the_answer_s_last_words_play_is_the_next_turn(make_server: ServerFactory) -> None:
+    """People take the turn a little before it ends: speech reported with no more than ANSWER_END_S of the
+    answer left to play is a turn as it comes, even a remark's words."""
+    server = make_server(scripted_transcripts=["Is it raining?", "Okay."], scripted_replies=["It is.", "Good."])
+    async with RealtimeTestClient.connect(server.ws_url) as client:
+        await client.wait_for("session.created")
+        await _sent_answer(client)  # 60 ms of audio: its last moments still play as the user speaks
+        await client.append_audio(spoken_turn(RATE, speech_s=REMARK_S), RATE)
+        events = await client.collect_until(_done(status="completed"))
+
+    assert _decisions(events) == []  # no overlap to decide
+    assert "input_audio_buffer.speech_started" in types(events) and _transcript(events[-1]) == "Good."

@@ -151,13 +151,18 @@ class _Responses(Protocol):
     def active(self) -> Any: ...  # the active ResponseState, or None
 
     @property
-    def audible(self) -> bool: ...  # assistant audio still queued or playing on a media track
+    def playing_for_s(self) -> float: ...  # how long the user's speaker goes on playing it
 
     def answer(self, turn_item_id: str) -> None: ...  # the turn's automatic response, if the turn is still there
 
     def cancel(self, reason: str, *, requested: bool = False) -> None: ...
 
     def clear_playback(self, *, requested: bool = False) -> None: ...
+
+
+# Speech the VAD reports with no more than this left of the answer to play is the user taking the turn as
+# it ends (they began ~250 ms before the report, as people do at a turn's end), not a remark over it.
+ANSWER_END_S = 0.3
 
 
 @dataclass
@@ -195,7 +200,7 @@ class OverlapGate:
         """adaptive: this speech is over the assistant's answer and may interrupt it, so its words must be
         judged before it becomes a turn (the utterance to judge); None: it is handled as it comes."""
         response = self._responses.active
-        speaking = self._responses.audible or (response is not None and response.message is not None)
+        speaking = self._playing_on() or (response is not None and response.message is not None)
         interrupt = item.interrupt_response and self._state.config.interrupt_response_enabled
         going_on = item.after_silence_ms is not None and item.after_silence_ms <= self._going_on_ms
         if self._policy() != ADAPTIVE or not speaking or not interrupt or going_on:
@@ -212,9 +217,10 @@ class OverlapGate:
 
     def speech_started(self, item: SpeechStarted) -> None:
         response = self._responses.active
-        overlapping = response is not None or self._responses.audible
+        playing = self._playing_on()
+        overlapping = response is not None or playing
         # Speech over an answer that has not said a word yet is the user going on with their turn.
-        speaking = self._responses.audible or (response is not None and response.message is not None)
+        speaking = playing or (response is not None and response.message is not None)
         policy = self._policy()
         listen_only = policy == LISTEN_ONLY
         self._open = None
@@ -290,6 +296,10 @@ class OverlapGate:
             self._responses.answer(deferred.item_id)
 
     # ------------------------------------------------------------ decisions
+
+    def _playing_on(self) -> bool:
+        """The answer's audio plays on past its last moments (a finished response's too)."""
+        return self._responses.playing_for_s > ANSWER_END_S
 
     def _policy(self) -> str:
         return str(self._state.session.get("overlap_policy", OVERLAP_DEFAULTS["overlap_policy"]))

@@ -206,9 +206,13 @@ class Playback:
         return self._quiet_at
 
     @property
-    def audible(self) -> bool:
-        """Assistant audio is queued or playing on the media track (never without one): it is still heard."""
-        return self._playing is not None or bool(self._queue)
+    def playing_for_s(self) -> float:
+        """How long the user's speaker will go on playing assistant audio (seconds): what the media track has
+        queued; without one, by the send clock (``speaker_quiet_at``). A WebSocket client plays an answer well
+        past its ``response.done`` when the answer was made faster than it is spoken."""
+        if self._media is not None:
+            return sum(count for _, count in self._queue) / TTS_RATE
+        return max(0.0, self._quiet_at - time.monotonic())
 
     # ------------------------------------------------------------ track side
 
@@ -251,10 +255,10 @@ class Playback:
         """
         if self._media is not None:
             self._clear_track(self._media, requested)
-        self._quiet_at = min(self._quiet_at, time.monotonic())
         self._stopped_playing()
 
     def _stopped_playing(self) -> None:
+        self._quiet_at = min(self._quiet_at, time.monotonic())
         if self._listener is not None:
             self._listener.stopped()
 
@@ -337,6 +341,9 @@ class Playback:
                 self.cut(item_id, entry.samples_at(played_ms), played_ms)
             entry.played_ms = played_ms
             entry.committed_ms = min(committed_ms, played_ms)
+            if not truncate:  # a client behind the send clock (its jitter buffer) plays the rest later
+                unplayed_s = max(0, duration_ms(entry.produced) - played_ms) / 1000
+                self._quiet_at = max(self._quiet_at, time.monotonic() + unplayed_s)
         if truncate:
             self._stopped_playing()
         elif self._listener is not None:

@@ -151,9 +151,9 @@ class Responses:
             self.start({}, turn_item_id=turn_item_id)
 
     @property
-    def audible(self) -> bool:
-        """Assistant audio is still queued or playing on a media track (a finished response's too)."""
-        return self._playback.audible
+    def playing_for_s(self) -> float:
+        """How long the user's speaker will go on playing assistant audio (conversation/playback.py)."""
+        return self._playback.playing_for_s
 
     def open(self, options: dict[str, Any], turn_item_id: str | None = None, *,
              submit: bool = True) -> ResponseState:
