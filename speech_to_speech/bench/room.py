@@ -2,8 +2,9 @@
 
 Every part streams a live microphone in real time, in fresh sessions:
 
-- **remarks**: the user asks for a long story; ``say_after_s`` into its
-  audio they say a listener word ("Yeah.", "Mm-hmm.", …). The answer must play
+- **remarks**: the user asks for a long story; ``say_after_s`` into the audio
+  of the answer to all of it (not of a reply begun at a pause inside the
+  request and taken back) they say a listener word ("Yeah.", "Mm-hmm.", …). The answer must play
   on: not cancelled, no ``speech_started`` after the word, no answer of its own.
 - **interruptions**: the same, with a real interruption ("Wait.", "Stop,
   stop. What time is it now?", …). The answer must be cancelled; timed from
@@ -31,6 +32,7 @@ the user spoke is counted as missed, not judged.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -45,9 +47,10 @@ from speech_to_speech.bench.events import AUDIO_DELTA, first, of_type
 from speech_to_speech.bench.filter_cost import filter_costs
 from speech_to_speech.bench.human_speech import RATE as HUMAN_RATE
 from speech_to_speech.bench.human_speech import human_clips
-from speech_to_speech.bench.mic import live_mic
+from speech_to_speech.bench.mic import Said, live_mic
 from speech_to_speech.bench.stats import summarize
 from speech_to_speech.bench.target import Target
+from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.room import Room
 
 RATE = room_audio.RATE
@@ -86,12 +89,11 @@ async def over_answer(target: Target, story: audio.Speech, said: audio.Speech, c
     await target.wait_idle()
     async with live_mic(target.ws_url, RATE, chunk_ms=config.chunk_ms, timeout=config.timeout_s, lead_s=0.3,
                         **_fields(config, instructions=LONG_ANSWER)) as (client, mic):
-        mic.say(story)
-        await client.wait_for(AUDIO_DELTA, config.timeout_s)
-        await asyncio.sleep(config.say_after_s)
+        asked = mic.say(story)
+        await asked.finished.wait()
+        rid, first_audio_at = await _answer_to(client, asked, config.timeout_s)
+        await asyncio.sleep(max(0.0, first_audio_at + config.say_after_s - time.monotonic()))
         start = len(client.received)
-        # The answer playing now: the first one may have been taken back, its turn not over after all.
-        rid = [e.event for e in client.received if e.event.get("type") == AUDIO_DELTA][-1]["response_id"]
         spoken = mic.say(said)
         await client.wait_for(of_type("response.done", rid), config.timeout_s)
         await spoken.finished.wait()
@@ -118,6 +120,21 @@ async def over_answer(target: Target, story: audio.Speech, said: audio.Speech, c
     if began is not None and sample["status"] == "cancelled" and done.at >= began:
         sample["speech_to_cancelled_ms"] = round((done.at - began) * 1000, 1)
     return sample
+
+
+async def _answer_to(client: RealtimeTestClient, asked: Said, timeout_s: float) -> tuple[str, float]:
+    """The answer to the whole request: the response of the first audio read after its last voice was sent,
+    and when. A reply begun at a pause inside it ("... a lighthouse keeper" | "and a lost seagull.") was taken
+    back when the user went on: its audio is not the answer's."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        ended = asked.last_voiced_sent or 0.0
+        read = next((r for r in client.received if r.at >= ended and r.event.get("type") == AUDIO_DELTA), None)
+        if read is not None:
+            return str(read.event["response_id"]), read.at
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no answer's audio within {timeout_s:.0f} s of the request")
+        await asyncio.sleep(0.02)
 
 
 async def in_the_room(target: Target, opening: audio.Speech, room: audio.Samples, requests: list[audio.Speech],
