@@ -7,9 +7,11 @@ Every part streams a live microphone in real time, in fresh sessions:
   request and taken back) they say a listener word ("Yeah.", "Mm-hmm.", …). The answer must play
   on: not cancelled, no ``speech_started`` after the word, no answer of its own.
 - **interruptions**: the same, with a real interruption ("Wait.", "Stop,
-  stop. What time is it now?", …). The answer must be cancelled; timed from
-  the start of the speech (the chunk holding its first voiced sample sent) to
-  ``speech_started`` and to the cancelled ``response.done``.
+  stop. What time is it now?", …). The answer must stop: cancelled while it
+  is made, or, all of it sent already, ``speech_started`` (on which clients
+  stop playing) while it still plays. Timed from the start of the speech (the
+  chunk holding its first voiced sample sent) to ``speech_started`` and to a
+  cancelled ``response.done``.
 - **background**: the user asks one question at their level; once it is
   answered, recorded human speech (:mod:`room_audio`) plays for
   ``background_s`` at each of ``background_db`` relative to the user, nobody
@@ -25,8 +27,9 @@ Every part streams a live microphone in real time, in fresh sessions:
   filter costs a session (:mod:`filter_cost`), on ``FILTER_AUDIO_S`` of the
   room's talk with the story playing into the microphone.
 
-Words and voices are in :mod:`room_audio`. A trial whose answer ended before
-the user spoke is counted as missed, not judged.
+Words and voices are in :mod:`room_audio`. A trial whose answer had played
+out before the user spoke (all of it sent, and played by a client playing it
+as it came) is counted as missed, not judged.
 """
 
 from __future__ import annotations
@@ -43,14 +46,14 @@ from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.resample import resample
 from speech_to_speech.bench import audio, echo_bargein, room_audio
 from speech_to_speech.bench.bargein import LONG_ANSWER
-from speech_to_speech.bench.events import AUDIO_DELTA, first, of_type
+from speech_to_speech.bench.events import AUDIO_DELTA, audio_deltas, first, of_type
 from speech_to_speech.bench.filter_cost import filter_costs
 from speech_to_speech.bench.human_speech import RATE as HUMAN_RATE
 from speech_to_speech.bench.human_speech import human_clips
 from speech_to_speech.bench.mic import Said, live_mic
 from speech_to_speech.bench.stats import summarize
 from speech_to_speech.bench.target import Target
-from speech_to_speech.testing.realtime_client import RealtimeTestClient
+from speech_to_speech.testing.realtime_client import RealtimeTestClient, Received, played_out_at
 from speech_to_speech.testing.room import Room
 
 RATE = room_audio.RATE
@@ -99,16 +102,26 @@ async def over_answer(target: Target, story: audio.Speech, said: audio.Speech, c
         await spoken.finished.wait()
         await asyncio.sleep(config.settle_s)
         log = list(client.received)
+    return trial_of(log, start, rid, said.name, spoken.first_voiced_sent)
+
+
+def trial_of(log: list[Received], start: int, rid: str, said: str, began: float | None) -> dict[str, Any]:
+    """What came of words (``said``, their voice first sent at ``began``) said over the answer ``rid``, from
+    the session's events (``log``, read from ``start`` on after the words were said)."""
     done = first(log, of_type("response.done", rid))
     assert done is not None
-    began = spoken.first_voiced_sent
     after = log[start:]
     started = first(after, of_type("input_audio_buffer.speech_started"))
     decided = first(after, of_type("overlap.decision"))
+    # Played out by then: all of it sent, and a client playing it as it came had played it all.
+    played_until = played_out_at(audio_deltas(log, rid))
+    status = done.event["response"]["status"]
     sample: dict[str, Any] = {
-        "said": said.name, "status": done.event["response"]["status"],
-        "missed": began is None or done.at < began,  # the answer was over before the user spoke
+        "said": said, "status": status,
+        "missed": began is None or played_until < began,  # the answer was over before the user spoke
         "speech_started": started is not None,
+        # Cancelled while it was made, or all sent and still playing when speech_started told the client to stop.
+        "stopped": status == "cancelled" or started is not None,
         "own_answers": len({e.event["response"]["id"] for e in after
                             if e.event.get("type") == "response.created" and e.event["response"]["id"] != rid}),
         "heard": [e.event.get("transcript") for e in after if e.event.get("type") == USER_TRANSCRIPT],
@@ -196,7 +209,8 @@ async def run(target: Target, config: RoomConfig) -> tuple[dict[str, Any], list[
         summary[part] = {
             "trials": len(trials), "missed": len(trials) - len(counted),
             # Played on: not cut off (an answer may still end at its token limit) and nothing answered the words.
-            "played_on": sum(t["status"] != "cancelled" and t["own_answers"] == 0 for t in counted),
+            "played_on": sum(not t["stopped"] and t["own_answers"] == 0 for t in counted),
+            "stopped": sum(t["stopped"] for t in counted),
             "cancelled": sum(t["status"] == "cancelled" for t in counted),
             "speech_started": sum(t["speech_started"] for t in counted),
             "speech_to_speech_started_ms": summarize([t["speech_to_speech_started_ms"] for t in counted

@@ -236,9 +236,15 @@ class RealtimeTestClient:
         """Wait as a user does before speaking again: until a client playing each audio delta as it arrives,
         after the ones before, has played all it was sent (``bytes_per_s``: the output format's, 24 kHz PCM16
         by default). The server judges speech while that audio still plays as speech over the answer."""
-        quiet_at = 0.0
-        for received in self.received:
-            if received.event["type"] == "response.output_audio.delta":
-                played_s = len(base64.b64decode(received.event["delta"])) / bytes_per_s
-                quiet_at = max(quiet_at, received.at) + played_s
+        quiet_at = played_out_at((r.at, len(base64.b64decode(r.event["delta"])) / bytes_per_s)
+                                 for r in self.received if r.event["type"] == "response.output_audio.delta")
         await asyncio.sleep(max(0.0, quiet_at - time.monotonic()))
+
+
+def played_out_at(chunks: Iterable[tuple[float, float]]) -> float:
+    """When a client that plays each chunk of audio (``(read at, seconds long)``, monotonic) as it arrives,
+    after the ones before it, has played them all; 0.0 for none."""
+    quiet_at = 0.0
+    for at, seconds in chunks:
+        quiet_at = max(quiet_at, at) + seconds
+    return quiet_at
