@@ -5,6 +5,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from speech_to_speech.bench.room import trial_of
 from speech_to_speech.testing.realtime_client import Received, played_out_at
 
@@ -59,3 +62,16 @@ def test_a_client_plays_each_chunk_after_the_ones_before_it_or_when_it_comes() -
     assert played_out_at([]) == 0.0
     assert played_out_at([(0.0, 1.0), (0.1, 1.0)]) == 2.0  # came faster than it plays: queued
     assert played_out_at([(0.0, 1.0), (3.0, 0.5)]) == 3.5  # came after a gap: played as it came
+
+
+@given(st.lists(st.tuples(st.floats(0.0, 5.0), st.floats(0.0, 3.0)), min_size=1, max_size=12))
+def test_the_play_head_runs_out_when_the_latest_start_plays_all_that_came_from_it(
+        steps: list[tuple[float, float]]) -> None:
+    """Chunks read ``gap`` s after the one before, ``seconds`` long: all is played when the last stretch the
+    client played without a break is, which starts at some chunk's arrival and plays it and all after it."""
+    chunks, at = [], 0.0
+    for gap, seconds in steps:
+        at += gap
+        chunks.append((at, seconds))
+    stretches = [start + sum(s for _, s in chunks[i:]) for i, (start, _) in enumerate(chunks)]
+    assert abs(played_out_at(chunks) - max(stretches)) < 1e-6
