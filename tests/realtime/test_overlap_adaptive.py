@@ -231,15 +231,19 @@ async def test_speech_after_the_client_stopped_playing_is_a_turn_as_it_comes(mak
     assert _transcript(events[-1]) == "Good."
 
 
+STORY = "Once upon a time there was a lighthouse, and its keeper kept a seagull that had lost its way home."
+
+
 async def test_a_client_that_acks_it_is_behind_is_still_talked_over(make_server: ServerFactory) -> None:
     """Its playback.ack moves the play head back from the send clock's (a jitter buffer): a remark after the
     sent audio would have played out, but before the client played it, is still judged over the answer."""
     server = make_server(scripted_transcripts=["Tell me a story.", "Yeah."],
-                         scripted_replies=["Once upon a time there was a lighthouse.", "Never said."])
+                         scripted_replies=[STORY, "Never said."])
     async with RealtimeTestClient.connect(server.ws_url) as client:
         await client.wait_for("session.created")
         done = (await _sent_answer(client))["response"]
         await client.hear_out()  # by the send clock, the answer has played out
+        # The client has played 50 ms of it: over a second is still to play, far past the answer's end.
         await client.send("playback.ack", response_id=done["id"], item_id=done["output"][0]["id"], played_ms=50)
         await client.wait_for("playback.acknowledged")
         await client.append_audio(spoken_turn(RATE, speech_s=REMARK_S), RATE)
