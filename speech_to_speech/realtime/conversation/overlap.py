@@ -200,7 +200,7 @@ class OverlapGate:
         """adaptive: this speech is over the assistant's answer and may interrupt it, so its words must be
         judged before it becomes a turn (the utterance to judge); None: it is handled as it comes."""
         response = self._responses.active
-        speaking = self._playing_on() or (response is not None and response.message is not None)
+        speaking = self._speaking(response, self._playing_on())
         interrupt = item.interrupt_response and self._state.config.interrupt_response_enabled
         going_on = item.after_silence_ms is not None and item.after_silence_ms <= self._going_on_ms
         if self._policy() != ADAPTIVE or not speaking or not interrupt or going_on:
@@ -219,8 +219,7 @@ class OverlapGate:
         response = self._responses.active
         playing = self._playing_on()
         overlapping = response is not None or playing
-        # Speech over an answer that has not said a word yet is the user going on with their turn.
-        speaking = playing or (response is not None and response.message is not None)
+        speaking = self._speaking(response, playing)
         policy = self._policy()
         listen_only = policy == LISTEN_ONLY
         self._open = None
@@ -296,6 +295,12 @@ class OverlapGate:
             self._responses.answer(deferred.item_id)
 
     # ------------------------------------------------------------ decisions
+
+    @staticmethod
+    def _speaking(response: Any, playing: bool) -> bool:
+        """The assistant is speaking: its answer plays on, or the active response has begun its answer. Speech
+        over an answer that has not said a word yet is the user going on with their turn."""
+        return playing or (response is not None and response.message is not None)
 
     def _playing_on(self) -> bool:
         """The answer's audio plays on past its last moments (a finished response's too)."""
