@@ -90,7 +90,7 @@ class TranscriptionNotifier(BaseHandler[Transcript, TranscriptionEvent]):
             delta = confirmed_delta(state, item.text)
             if delta:
                 yield TranscriptionDelta(item.item_id, delta)
-            yield TranscriptionSnapshot(item.item_id, item.text, item.avg_logprob, item.readings)
+            yield TranscriptionSnapshot(item.item_id, item.text, item.avg_logprob, item.readings, item.hum_gap)
             if item.speculative:
                 yield SpeculativeTranscript(item.item_id, item.text, item.speculation, item.continuation,
                                             item.language)
@@ -110,4 +110,5 @@ class TranscriptionNotifier(BaseHandler[Transcript, TranscriptionEvent]):
             avg_logprob=item.avg_logprob,
             readings=item.readings,
             second_reading=item.second_reading,
+            hum_gap=item.hum_gap,
         )

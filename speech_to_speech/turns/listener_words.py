@@ -4,8 +4,11 @@ People talk over a speaking assistant for two reasons: to show they are
 listening ("yeah", "mm-hm", "I see", a laugh, a cough) or to take the turn
 ("wait", "stop", "no, I meant …", a question). Duration alone cannot tell
 "okay" from "stop"; the words can, and an STT pass on a quarter second of
-speech already has them. Pure functions of what was heard and how long it was
-voiced; the service applies them (realtime/conversation/overlap_judge.py).
+speech already has them. A hum has no words: Whisper spells it as some word
+("No.", "Let's..."), but the STT also says how nearly as likely it found a
+hum itself (the hum gap), and that decides. Pure functions of what was heard
+and how long it was voiced; the service applies them
+(realtime/conversation/overlap_judge.py).
 """
 
 from __future__ import annotations
@@ -58,6 +61,15 @@ UNSURE_MAX_WORDS = 3
 # "uh-huh" as "It has..." with a reading "Uh-huh" close behind. Chosen on bench room's own listener words and
 # interruptions (19 of 20 remarks heard as remarks at 0.5 and 0.8, up from 18; every interruption still one).
 READING_MARGIN = 0.8
+# A hum the STT spelled as words: one or two words (once each), with one of Whisper's spellings of a hum
+# nearly as likely a reading of the same speech (within this many nats: see stt.whisper_window.Decoded.hum_gap),
+# or any words it found less likely than a hum. tiny.en wrote hibari's hums as "No.", "Hello?", "Let's..." or
+# "Yeah." (gap 0-10 nats; 14 % of 280 hums, cut at seven onsets and two levels, were a bid by their words);
+# real interruptions left every hum 1.7 nats behind or more on a pass, and 8 or more on a whole utterance. At
+# 5, 266 of those 280 hums were remarks (248 without) and all 456 interruptions kept their verdicts; at 7, two
+# were lost.
+HUM_GAP = 5.0
+HUM_MAX_WORDS = 2
 
 # Bids open with a stop, a question, a request or a correction: words with none of TURN_CUES and no question mark
 # make no bid (the next pass decides; at the utterance's end they are a remark). Listeners react to what they hear
@@ -105,10 +117,13 @@ def words_of(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(text))
 
 
-def heard_as(text: str, avg_logprob: float | None = None, readings: Readings = ()) -> Heard:
+def heard_as(text: str, avg_logprob: float | None = None, readings: Readings = (),
+             hum_gap: float | None = None) -> Heard:
     """Classify a transcript (cumulative: the speech so far) of speech over the assistant's answer, given how
-    sure the STT was of its words (mean log-probability; None: unknown, taken as sure) and its other readings
-    of the same speech (most likely first)."""
+    sure the STT was of its words (mean log-probability; None: unknown, taken as sure), its other readings
+    of the same speech (most likely first) and how much less likely it found a hum (None: not measured)."""
+    if hummed(text, hum_gap):
+        return Heard.LISTENER
     heard = _heard_as(text, avg_logprob)
     if heard is not Heard.TURN or avg_logprob is None or _cued(words_of(text)):
         return heard
@@ -117,12 +132,13 @@ def heard_as(text: str, avg_logprob: float | None = None, readings: Readings = (
     return Heard.UNSURE if any(_heard_as(reading, None) in _NO_BID for reading in close) else heard
 
 
-def heard_so_far(text: str, avg_logprob: float | None = None, readings: Readings = ()) -> Heard:
+def heard_so_far(text: str, avg_logprob: float | None = None, readings: Readings = (),
+                 hum_gap: float | None = None) -> Heard:
     """``heard_as`` for a pass on speech that goes on (a probe). Its last word may be cut off, marked ("Oh,
     that's what..." was "Oh, that's lovely.", blind set 14) or not ("Whoa, that's why" was "Whoa, that's
     wild.", set 21). Where the words before it make no bid, the next pass, on more speech, decides (at the
     utterance's end, its own pass); a word that stops the answer whole ("Okay, stop") or a "no" is not waited on."""
-    heard = heard_as(text, avg_logprob, readings)
+    heard = heard_as(text, avg_logprob, readings, hum_gap)
     words = words_of(text)
     if heard is not Heard.TURN or len(words) < 2 or words[-1] in STOPS | _AT_ONCE:
         return heard
@@ -130,10 +146,24 @@ def heard_so_far(text: str, avg_logprob: float | None = None, readings: Readings
     return Heard.LISTENER_SO_FAR if before in _NO_BID else heard
 
 
-def undecided(text: str, avg_logprob: float | None = None, readings: Readings = ()) -> bool:
+def undecided(text: str, avg_logprob: float | None = None, readings: Readings = (),
+              hum_gap: float | None = None) -> bool:
     """Whether these words of a whole utterance over the answer decide nothing by themselves (a few words the
     STT was unsure of, or with no bid's word), so that a second reading of the speech is worth its cost."""
-    return heard_as(text, avg_logprob, readings) is Heard.UNSURE
+    return heard_as(text, avg_logprob, readings, hum_gap) is Heard.UNSURE
+
+
+def takes_turn(text: str, avg_logprob: float | None, readings: Readings, *, final: bool) -> bool:
+    """Whether these words by themselves take the turn: at the utterance's end (``final``) or on a probe. Only
+    there can a hum reading of the same speech change the verdict (see ``hummed``)."""
+    return (heard_as if final else heard_so_far)(text, avg_logprob, readings) is Heard.TURN
+
+
+def hummed(text: str, hum_gap: float | None) -> bool:
+    """Whether the words are a hum the STT spelled as words: it found a hum nearly as likely (see HUM_GAP)."""
+    if hum_gap is None:
+        return False
+    return hum_gap <= 0.0 or (hum_gap <= HUM_GAP and len(_once_each(words_of(text))) <= HUM_MAX_WORDS)
 
 
 def reread(remark: tuple[str, ...] | None, text: str, heard: Heard, second: SecondReading | None = None) -> Heard:

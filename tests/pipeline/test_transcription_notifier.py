@@ -107,3 +107,12 @@ def test_session_end_forgets_partial_state(notifier: Notifier) -> None:
     assert collect(notifier.queue_out, SessionEnd) == [SessionEnd(7)]
     rest, _ = notifier.final("delta epsilon")
     assert rest == "delta epsilon"
+
+
+def test_how_near_a_hum_the_words_were_goes_on_with_them(notifier: Notifier) -> None:
+    """The judge of speech over the answer weighs the hum gap of every pass (turns/listener_words.py)."""
+    notifier.queue_in.put(Transcript("No.", final=False, item_id="item_2", avg_logprob=-0.6, hum_gap=2.5))
+    snapshot = collect(notifier.queue_out, TranscriptionSnapshot)[-1]
+    notifier.queue_in.put(Transcript("No.", final=True, item_id="item_2", avg_logprob=-0.6, hum_gap=3.5))
+    completed = collect(notifier.queue_out, TranscriptionCompleted)[-1]
+    assert (snapshot.hum_gap, completed.hum_gap) == (2.5, 3.5)

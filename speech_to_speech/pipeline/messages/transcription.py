@@ -33,6 +33,9 @@ class Transcript:
     avg_logprob: float | None = None  # how sure the STT was of the words (see stt.base.Heard); None: unknown
     readings: Readings = ()  # where the STT was asked for them (speech over the answer: see stt.base.Heard)
     second_reading: SecondReading | None = None  # see SecondReading; only on a final transcript
+    # With the readings: how much less likely (nats) the STT found a hum than these words, for a short
+    # transcript (see stt.whisper_window.Decoded.hum_gap); None: not measured.
+    hum_gap: float | None = None
 
     @property
     def speculative(self) -> bool:
@@ -62,6 +65,7 @@ class TranscriptionSnapshot:
     text: str
     avg_logprob: float | None = None  # see Transcript.avg_logprob
     readings: Readings = ()  # see Transcript.readings
+    hum_gap: float | None = None  # see Transcript.hum_gap
 
 
 @dataclass(frozen=True)
@@ -76,3 +80,4 @@ class TranscriptionCompleted:
     avg_logprob: float | None = None  # see Transcript.avg_logprob
     readings: Readings = ()  # see Transcript.readings
     second_reading: SecondReading | None = None  # see Transcript.second_reading
+    hum_gap: float | None = None  # see Transcript.hum_gap

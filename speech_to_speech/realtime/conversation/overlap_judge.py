@@ -72,10 +72,13 @@ class Judged:
         self.verdict: Verdict | None = None
 
     def hear(self, words: str, avg_logprob: float | None = None, *, final: bool = False,
-             readings: Readings = (), second_reading: SecondReading | None = None) -> Verdict | None:
+             readings: Readings = (), second_reading: SecondReading | None = None,
+             hum_gap: float | None = None) -> Verdict | None:
         """The words of an STT pass on it (cumulative), or (``final``) of the whole utterance, how sure the
-        STT was of them, its other readings of the same speech, and (final) a larger model's reading of it."""
-        heard = heard_as(words, avg_logprob, readings) if final else heard_so_far(words, avg_logprob, readings)
+        STT was of them, its other readings of the same speech, (final) a larger model's reading of it, and
+        how much less likely the STT found a hum."""
+        classify = heard_as if final else heard_so_far
+        heard = classify(words, avg_logprob, readings, hum_gap)
         if final:
             heard = reread(self.remark, words, heard, second_reading)
         if heard is Heard.LISTENER:
@@ -146,12 +149,12 @@ class OverlapJudge:
             return judged.voiced(item.speech_ms or 0, stopped=True)
         if isinstance(item, TranscriptionCompleted):
             return judged.hear(item.transcript, item.avg_logprob, final=True, readings=item.readings,
-                               second_reading=item.second_reading)
+                               second_reading=item.second_reading, hum_gap=item.hum_gap)
         if isinstance(item, SpeculativeTranscript):
             self._pause_words(item)  # so that a pause can still end the held turn
             return None
         if isinstance(item, TranscriptionSnapshot):
-            verdict = judged.hear(item.text, item.avg_logprob, readings=item.readings)
+            verdict = judged.hear(item.text, item.avg_logprob, readings=item.readings, hum_gap=item.hum_gap)
             if verdict is None and not judged.stopped:
                 self._probe(ProbeSpeech(judged.overlap.item_id, PROBE_STEP_MS))
             return verdict
