@@ -5,9 +5,10 @@
     python scripts/listener_words_offline.py --probe-stt moonshine  # Moonshine base-en hears the passes
 
 Each text is spoken as ``bench room`` speaks it (hibari, and hibari three semitones up). The packaged
-Whisper tiny.en hears the speech so far 250 ms into the voice and every 160 ms after, with its readings, as
-the server's probe passes do, and then the whole utterance (with the packaged Whisper base's second reading
-where tiny.en's words leave it undecided, as the server's language check model gives it); the rules of
+Whisper tiny.en hears the speech so far 250 ms into the voice and every 160 ms after, with its readings (and,
+where its words alone would take the turn, how nearly as likely it found a hum), as the server's probe passes
+do, and then the whole utterance (with the packaged Whisper base's second reading where tiny.en's words leave
+it undecided, as the server's language check model gives it); the rules of
 :mod:`speech_to_speech.turns.listener_words` judge each pass. ``--probe-stt moonshine`` has Moonshine base-en
 (the ``moonshine`` extra, as ``--stt moonshine`` runs it) hear every pass instead: it gives words only, no
 log-probability and no other readings, so the rules' paths for words the STT was unsure of stay shut. It
@@ -60,9 +61,10 @@ class Reading(NamedTuple):
     text: str
     avg_logprob: float | None
     readings: Readings
+    hum_gap: float | None = None  # how much less likely the STT found a hum than these words
 
 
-Reader = Callable[[np.ndarray], Reading]  # 16 kHz speech -> what it says
+Reader = Callable[[np.ndarray, bool], Reading]  # 16 kHz speech, whether it is the utterance's end -> what it says
 SecondReader = Callable[[np.ndarray], "tuple[str, float] | None"]  # the larger model's words, if any
 
 
@@ -85,9 +87,12 @@ def whisper_reader() -> Reader:
     if window is None:
         raise SystemExit("the STT settings use no short window: nothing here to judge with")
 
-    def read(samples: np.ndarray) -> Reading:
-        heard = window.decode(samples, 1, None, "en", READINGS)
-        return Reading(heard.text, heard.avg_logprob, heard.readings)
+    def read(samples: np.ndarray, final: bool) -> Reading:
+        def hum_check(text: str, avg_logprob: float, readings: Readings) -> bool:
+            return rules.takes_turn(text, avg_logprob, readings, final=final)
+
+        heard = window.decode(samples, 1, None, "en", READINGS, hum_check)
+        return Reading(heard.text, heard.avg_logprob, heard.readings, heard.hum_gap)
     return read
 
 
@@ -97,7 +102,7 @@ def moonshine_reader() -> Reader:
 
     settings = ServerSettings.model_validate({"stt": "moonshine"}).stt
     model = load_moonshine(settings, LoadContext())
-    return lambda samples: Reading(heard_text(model.transcribe(samples)).strip(), None, ())
+    return lambda samples, final: Reading(heard_text(model.transcribe(samples)).strip(), None, ())
 
 
 READERS = {"faster-whisper": whisper_reader, "moonshine": moonshine_reader}
@@ -120,7 +125,7 @@ def judged(read: Reader, clip: audio.Speech, second: SecondReader = lambda sampl
         if start + ms * 16 >= end:
             break
         began = time.process_time()
-        heard = read(x[max(0, start - PRE_ROLL): start + ms * 16])
+        heard = read(x[max(0, start - PRE_ROLL): start + ms * 16], False)
         costs.append((time.process_time() - began) * 1000)
         kind = rules.heard_so_far(*heard)
         if kind is rules.Heard.LISTENER:
@@ -129,7 +134,7 @@ def judged(read: Reader, clip: audio.Speech, second: SecondReader = lambda sampl
         if verdict is not None:
             return Judged(verdict.action, ms, heard.text, tuple(costs))
     whole = x[max(0, start - PRE_ROLL): end + TAIL]
-    heard = read(whole)
+    heard = read(whole, True)
     again = second(whole) if rules.undecided(*heard) else None
     kind = rules.reread(remark, heard.text, rules.heard_as(*heard), again)
     voiced = (end - start) // 16
@@ -155,7 +160,7 @@ def main() -> None:
     started = machine()  # the load before the run, beside the figures
     read = READERS[args.probe_stt]()
     second = second_reader()
-    read(np.zeros(PIPELINE_RATE // 2, np.float32))  # first-run allocations before anything is timed
+    read(np.zeros(PIPELINE_RATE // 2, np.float32), True)  # first-run allocations before anything is timed
     costs: list[float] = []
     report: dict[str, dict[str, object]] = {}
     for name, (words, interruptions) in sets.items():

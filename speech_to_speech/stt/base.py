@@ -44,6 +44,7 @@ class Heard(NamedTuple):
     # remark over the answer is judged by them too: "Cool." heard as "Come on.", with "C'mon." close behind.
     readings: Readings = ()
     second_reading: SecondReading | None = None  # see Transcript.second_reading
+    hum_gap: float | None = None  # see Transcript.hum_gap
 
 
 class PassAbandoned(Exception):
@@ -176,7 +177,7 @@ class STTHandler(BackendHandler[Utterance, Transcript]):
         finally:
             self._running = None
         yield Transcript(text=heard.text, final=False, item_id=item.item_id, language=heard.language,
-                         avg_logprob=heard.avg_logprob, readings=heard.readings)
+                         avg_logprob=heard.avg_logprob, readings=heard.readings, hum_gap=heard.hum_gap)
 
     def process(self, item: Utterance) -> Iterator[Transcript]:
         if item.interim:
@@ -200,7 +201,7 @@ class STTHandler(BackendHandler[Utterance, Transcript]):
             self._speculation = (item.item_id, item.speculation, heard)
             yield Transcript(text=text, final=False, item_id=item.item_id, language=language,
                              speculation=item.speculation, continuation=heard.continuation,
-                             avg_logprob=heard.avg_logprob, readings=heard.readings)
+                             avg_logprob=heard.avg_logprob, readings=heard.readings, hum_gap=heard.hum_gap)
             return
         if not item.reuse_speculation:
             yield from self.partials(item, text)
@@ -217,6 +218,7 @@ class STTHandler(BackendHandler[Utterance, Transcript]):
             avg_logprob=heard.avg_logprob,
             readings=heard.readings,
             second_reading=heard.second_reading,
+            hum_gap=heard.hum_gap,
         )
 
     def on_error(self, item: Utterance, error: BaseException) -> Iterator[Transcript | StageError]:

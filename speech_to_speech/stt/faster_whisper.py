@@ -51,12 +51,13 @@ from speech_to_speech.stt.whisper_window import (
     TOKENS_BASE,
     TOKENS_PER_S,
     Decoded,
+    HumCheck,
     WindowedWhisper,
     identify_language,
     restarted,
     suspicious,
 )
-from speech_to_speech.turns.listener_words import undecided
+from speech_to_speech.turns.listener_words import takes_turn, undecided
 
 log = logging.getLogger(__name__)
 
@@ -187,12 +188,12 @@ def _transcribe(
 
 def windowed(
     window: WindowedWhisper, samples: FloatAudio, beam_size: int, still_wanted: Callable[[], bool] | None = None,
-    language: str | None = None, readings: int = 0,
+    language: str | None = None, readings: int = 0, hum_check: HumCheck | None = None,
 ) -> Decoded | None:
     """What the short window heard, or None when the turn needs the stock path."""
     if not window.fits(samples):
         return None
-    decoded = window.decode(samples, beam_size, still_wanted, language, readings)
+    decoded = window.decode(samples, beam_size, still_wanted, language, readings, hum_check)
     problem = suspicious(decoded)
     if problem is not None:
         before = restarted(decoded.text)
@@ -207,10 +208,10 @@ def windowed(
 
 def transcribe_windowed(
     window: WindowedWhisper, samples: FloatAudio, beam_size: int, still_wanted: Callable[[], bool] | None = None,
-    language: str | None = None, readings: int = 0,
+    language: str | None = None, readings: int = 0, hum_check: HumCheck | None = None,
 ) -> Heard | None:
     """What the short window heard, or None when the turn needs the stock path."""
-    decoded = windowed(window, samples, beam_size, still_wanted, language, readings)
+    decoded = windowed(window, samples, beam_size, still_wanted, language, readings, hum_check)
     return None if decoded is None else heard_of(decoded)
 
 
@@ -223,7 +224,8 @@ def read_again(window: WindowedWhisper, samples: FloatAudio, beam_size: int,
 
 
 def heard_of(decoded: Decoded) -> Heard:
-    return Heard(decoded.text, decoded.language, decoded.continuation, decoded.avg_logprob, decoded.readings)
+    return Heard(decoded.text, decoded.language, decoded.continuation, decoded.avg_logprob, decoded.readings,
+                 hum_gap=decoded.hum_gap)
 
 
 @registry.register("stt", "faster-whisper", load_faster_whisper)
@@ -272,7 +274,7 @@ class FasterWhisperSTT(STTHandler):
                 return self._pass(self._checker, self._checker_window, samples, language)
             log.debug("English-only Whisper model: ignoring language %r", language)
         heard, doubtful = self._english(samples)
-        if self.ends_probed() and undecided(heard.text, heard.avg_logprob, heard.readings):
+        if self.ends_probed() and undecided(heard.text, heard.avg_logprob, heard.readings, heard.hum_gap):
             heard = heard._replace(second_reading=self._second_reading(samples))
         if doubtful and language is None and self._checker is not None and self._worth_checking(samples):
             heard_in = identify_language(self._checker, samples, LANGUAGE_ID_MAX_S)
@@ -311,7 +313,7 @@ class FasterWhisperSTT(STTHandler):
         window = self._short_window()
         if window is not None:
             decoded = windowed(window, samples, self.settings.beam_size, self.still_wanted,
-                               readings=self._readings())
+                               readings=self._readings(), hum_check=self._hum_check())
             if decoded is not None:
                 return heard_of(decoded), decoded.avg_logprob < DOUBTFUL_LOGPROB
             if self._probing():
@@ -322,7 +324,7 @@ class FasterWhisperSTT(STTHandler):
     def _pass(self, model: Any, window: WindowedWhisper | None, samples: FloatAudio, language: str | None) -> Heard:
         if window is not None:
             heard = transcribe_windowed(window, samples, self.settings.beam_size, self.still_wanted, language,
-                                        self._readings())
+                                        self._readings(), self._hum_check())
             if heard is not None:
                 return heard
             if self._probing():
@@ -331,6 +333,14 @@ class FasterWhisperSTT(STTHandler):
 
     def _readings(self) -> int:
         return READINGS if self.wants_readings() else 0
+
+    def _hum_check(self) -> HumCheck | None:
+        """For speech over the answer: whether its words alone would take the turn (on a probe, or at its end),
+        the only place where a hum reading of them changes anything."""
+        if not self.wants_readings():
+            return None
+        final = not self._probing()
+        return lambda text, avg_logprob, readings: takes_turn(text, avg_logprob, readings, final=final)
 
     def _probing(self) -> bool:
         """A probe of speech over the answer: its words are wanted now, not the stock path's second; with no

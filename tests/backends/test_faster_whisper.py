@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import ctranslate2
 import numpy as np
 import pytest
 from hypothesis import given
@@ -26,13 +27,16 @@ from speech_to_speech.stt.faster_whisper import (
     transcribe_windowed,
 )
 from speech_to_speech.stt.whisper_window import (
+    HUMS,
     Decoded,
     WindowedWhisper,
     ends_sentence,
+    forced_logprobs,
     repeated_phrase,
     restarted,
     suspicious,
 )
+from speech_to_speech.turns.listener_words import HUM_GAP
 from speech_to_speech.vad.turn_detector import MAX_CONTINUATION, reads_finished
 
 pytestmark = pytest.mark.real_models
@@ -109,7 +113,7 @@ def test_a_rejected_short_window_falls_back_to_the_stock_path(
             return True
 
         def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None, language: Any = None,
-                   readings: int = 0) -> Decoded:
+                   readings: int = 0, hum_check: Any = None) -> Decoded:
             return Decoded(" Turn it off. Turn it off. Turn it off. Turn it off.", 224, -0.1, True)
 
     stt = make_handler(FasterWhisperSTT, whisper)
@@ -240,7 +244,7 @@ def test_a_short_window_that_began_again_answers_without_the_stock_path(
             return True
 
         def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None, language: Any = None,
-                   readings: int = 0) -> Decoded:
+                   readings: int = 0, hum_check: Any = None) -> Decoded:
             return Decoded(BOSS + " Can you help me write a short", 26, -0.05, False)
 
     def stock(*args: Any) -> Any:
@@ -294,13 +298,15 @@ class FixedWindow:
 
     def __init__(self, text: str, logprob: float) -> None:
         self.text, self.logprob, self.heard = text, logprob, 0
+        self.hum_checks: list[Any] = []  # what each decode was given to ask whether a hum reading is wanted
 
     def fits(self, samples: Any) -> bool:
         return True
 
     def decode(self, samples: Any, beam_size: int = 1, still_wanted: Any = None, language: Any = None,
-               readings: int = 0) -> Decoded:
+               readings: int = 0, hum_check: Any = None) -> Decoded:
         self.heard += 1
+        self.hum_checks.append(hum_check)
         return Decoded(self.text, len(self.text.split()) + 1, self.logprob, False)
 
 
@@ -333,3 +339,41 @@ def test_words_that_decide_by_themselves_get_no_second_reading(whisper: Any, mak
     stt.process(Utterance(said[:6000], 0, 400, item_id="item_1", interim=True, probe=True))
     (final,) = stt.process(Utterance(said, 0, 700, item_id="item_1"))
     assert final.second_reading is None and larger.heard == 0
+
+
+@pytest.mark.parametrize(("small", "wanted"), [((" No.", -0.6), True), ((" Yeah.", -0.6), False)])
+def test_a_hum_reading_is_wanted_only_of_speech_over_the_answer_whose_words_would_take_the_turn(
+    whisper: Any, make_handler: Any, small: tuple[str, float], wanted: bool
+) -> None:
+    stt = make_handler(FasterWhisperSTT, whisper)
+    window = FixedWindow(*small)
+    stt._window, stt._window_built = window, True
+    said = np.zeros(12000, np.float32)
+    for utterance in (Utterance(said[:6000], 0, 400, item_id="item_1", interim=True, probe=True),
+                      Utterance(said, 0, 700, item_id="item_1"), Utterance(said, 0, 700, item_id="item_2")):
+        list(stt.process(utterance))  # a probe, the end of the utterance it probed, and a turn of its own
+    probe, final, own = window.hum_checks
+    assert probe(*small, ()) is wanted and final(*small, ()) is wanted
+    assert own is None
+
+
+def test_a_hum_is_scored_as_the_decoder_scores_its_own_words_and_far_below_a_sure_word(
+    whisper: Any, spoken: Any
+) -> None:
+    """The forced scores of hum readings are on the decoder's own scale: forced along its own transcript, the
+    decoder gives it the log-probability it reported; a clear "Stop." leaves every hum far behind."""
+    window = short_window(whisper, ServerSettings().stt)
+    assert window is not None
+    said = np.concatenate([SILENCE, trimmed(spoken("Stop.")), SILENCE])
+    tokenizer, prompt = window._prompt("en")
+    decoded = window.decode(said, 1, None, "en")
+    encoded = whisper.model.encode(ctranslate2.StorageView.from_array(window.features(said)))
+    own = tokenizer.encode(decoded.text)
+    scores = forced_logprobs(whisper.model, encoded, prompt, [[*own, tokenizer.eot]], window.suppress)
+    assert scores is not None
+    (forced,) = scores
+    assert forced == pytest.approx(decoded.avg_logprob * (decoded.tokens + 1), abs=0.02)
+    hums = forced_logprobs(whisper.model, encoded, prompt, [[*tokenizer.encode(h), tokenizer.eot] for h in HUMS],
+                           window.suppress)
+    assert hums is not None and len(hums) == len(HUMS)
+    assert forced - max(hums) > HUM_GAP
