@@ -181,8 +181,8 @@ def check_answers(samples: list[dict[str, Any]], answers: list[np.ndarray | None
         if pcm is None or not len(pcm):
             continue
         speech = resample(pcm, RATE, 16000)
-        _, detected = _transcribe(whisper, speech, None, 1)
-        text, _ = _transcribe(whisper, speech, sample["language"], 1)
+        detected = _transcribe(whisper, speech, None, 1).language
+        text = _transcribe(whisper, speech, sample["language"], 1).text
         sample["answer_language"] = detected
         sample["answer_heard"] = text.strip()
         sample["answer_error_rate"] = error_rate(sample.get("answer", ""), text, sample["language"])

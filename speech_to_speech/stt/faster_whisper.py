@@ -165,10 +165,10 @@ def model_languages(model: Any) -> tuple[str, ...]:
 
 def _transcribe(
     model: Any, samples: FloatAudio, language: str | None, beam_size: int, bounded: bool = False
-) -> tuple[str, str | None]:
-    """faster-whisper's own 30 s path. ``bounded``: one greedy pass of at most the short window's token budget,
-    not its retries at higher temperatures (a multilingual model's fallback: on speech it doubts, Whisper base
-    retried and looped for 2-15 s where tiny.en's fallback takes one)."""
+) -> Heard:
+    """faster-whisper's own 30 s path, and how sure it was of its words. ``bounded``: one greedy pass of at most
+    the short window's token budget, not its retries at higher temperatures (a multilingual model's fallback: on
+    speech it doubts, Whisper base retried and looped for 2-15 s where tiny.en's fallback takes one)."""
     limits: dict[str, Any] = {}
     if bounded:
         limits = {"temperature": 0.0,
@@ -182,19 +182,26 @@ def _transcribe(
         condition_on_previous_text=False,
         **limits,
     )
-    text = "".join(segment.text for segment in segments)  # segments is lazy: this runs the decoder
-    return text, info.language
+    said = list(segments)  # segments is lazy: this runs the decoder
+    tokens = sum(len(segment.tokens) for segment in said)
+    # Without it a judge of speech over the answer would take a hum tiny.en doubted ("Let's go.", -1.24) as sure.
+    avg_logprob = sum(segment.avg_logprob * len(segment.tokens) for segment in said) / tokens if tokens else None
+    return Heard("".join(segment.text for segment in said), info.language, avg_logprob=avg_logprob)
 
 
 def windowed(
     window: WindowedWhisper, samples: FloatAudio, beam_size: int, still_wanted: Callable[[], bool] | None = None,
-    language: str | None = None, readings: int = 0, hum_check: HumCheck | None = None,
+    language: str | None = None, readings: int = 0, hum_check: HumCheck | None = None, doubtful: bool = False,
 ) -> Decoded | None:
-    """What the short window heard, or None when the turn needs the stock path."""
+    """What the short window heard, or None when the turn needs the stock path. ``doubtful``: keep words the
+    guard doubts only for how unsure the decoder was of them (a probe of speech over the answer: its judge weighs
+    that doubt, and a hum is always doubted)."""
     if not window.fits(samples):
         return None
     decoded = window.decode(samples, beam_size, still_wanted, language, readings, hum_check)
     problem = suspicious(decoded)
+    if problem is not None and doubtful and suspicious(replace(decoded, avg_logprob=0.0)) is None:
+        return decoded
     if problem is not None:
         before = restarted(decoded.text)
         # The words before a restart, if they pass the guard on their own, at a tenth of the stock path's cost.
@@ -208,10 +215,10 @@ def windowed(
 
 def transcribe_windowed(
     window: WindowedWhisper, samples: FloatAudio, beam_size: int, still_wanted: Callable[[], bool] | None = None,
-    language: str | None = None, readings: int = 0, hum_check: HumCheck | None = None,
+    language: str | None = None, readings: int = 0, hum_check: HumCheck | None = None, doubtful: bool = False,
 ) -> Heard | None:
-    """What the short window heard, or None when the turn needs the stock path."""
-    decoded = windowed(window, samples, beam_size, still_wanted, language, readings, hum_check)
+    """What the short window heard, or None when the turn needs the stock path (see ``windowed``)."""
+    decoded = windowed(window, samples, beam_size, still_wanted, language, readings, hum_check, doubtful)
     return None if decoded is None else heard_of(decoded)
 
 
@@ -306,30 +313,30 @@ class FasterWhisperSTT(STTHandler):
         if window is not None and window.fits(samples):
             decoded = windowed(window, samples, self.settings.beam_size, self.still_wanted, language)
             return None if decoded is None else heard_of(decoded)
-        return Heard(*_transcribe(self._checker, samples, language, self.settings.beam_size, bounded=True))
+        return _transcribe(self._checker, samples, language, self.settings.beam_size, bounded=True)
 
     def _english(self, samples: FloatAudio) -> tuple[Heard, bool]:
         """What the English-only model heard, and whether it doubts it (see ``DOUBTFUL_LOGPROB``)."""
         window = self._short_window()
         if window is not None:
             decoded = windowed(window, samples, self.settings.beam_size, self.still_wanted,
-                               readings=self._readings(), hum_check=self._hum_check())
+                               readings=self._readings(), hum_check=self._hum_check(), doubtful=self._probing())
             if decoded is not None:
                 return heard_of(decoded), decoded.avg_logprob < DOUBTFUL_LOGPROB
             if self._probing():
                 return Heard("", "en"), False
         # The short window refused the turn (too long, or its guard doubted it); the stock path decides.
-        return Heard(*_transcribe(self.model, samples, "en", self.settings.beam_size)), window is not None
+        return _transcribe(self.model, samples, "en", self.settings.beam_size), window is not None
 
     def _pass(self, model: Any, window: WindowedWhisper | None, samples: FloatAudio, language: str | None) -> Heard:
         if window is not None:
             heard = transcribe_windowed(window, samples, self.settings.beam_size, self.still_wanted, language,
-                                        self._readings(), self._hum_check())
+                                        self._readings(), self._hum_check(), self._probing())
             if heard is not None:
                 return heard
             if self._probing():
                 return Heard("", language or "en")
-        return Heard(*_transcribe(model, samples, language, self.settings.beam_size, bounded=True))
+        return _transcribe(model, samples, language, self.settings.beam_size, bounded=True)
 
     def _readings(self) -> int:
         return READINGS if self.wants_readings() else 0

@@ -89,7 +89,7 @@ def test_short_window_hears_what_the_full_window_hears(whisper: Any, spoken: Any
     said = np.concatenate([SILENCE, trimmed(spoken(text)), SILENCE])
     decoded = WindowedWhisper(whisper, ServerSettings().stt.window_s).decode(said)
     assert suspicious(decoded) is None
-    full, _ = _transcribe(whisper, said, "en", 1)
+    full = _transcribe(whisper, said, "en", 1).text
     assert spoken_words(decoded.text) == spoken_words(full)
 
 
@@ -120,7 +120,8 @@ def test_a_rejected_short_window_falls_back_to_the_stock_path(
     stt._window, stt._window_built = Looping(), True
     said = np.concatenate([SILENCE, trimmed(spoken("Turn off the lights in the kitchen.")), SILENCE])
     heard = stt.transcribe(said, None)
-    assert heard == Heard(*_transcribe(whisper, said, "en", 1))  # the stock path measures no continuation
+    assert heard == _transcribe(whisper, said, "en", 1)  # the stock path measures no continuation
+    assert heard.avg_logprob is not None and -2.0 < heard.avg_logprob < 0.0  # but says how sure it was
     assert {"lights", "kitchen"} <= words(heard.text)
 
 
@@ -377,3 +378,15 @@ def test_a_hum_is_scored_as_the_decoder_scores_its_own_words_and_far_below_a_sur
                            window.suppress)
     assert hums is not None and len(hums) == len(HUMS)
     assert forced - max(hums) > HUM_GAP
+
+
+def test_a_probe_keeps_words_the_short_window_doubted_with_its_doubt(whisper: Any, make_handler: Any) -> None:
+    """A hum tiny.en spells as a word is always doubted; a probe of speech over the answer keeps the words and
+    how unsure the decoder was (the judge weighs both), where a turn of its own goes to the stock path."""
+    stt = make_handler(FasterWhisperSTT, whisper)
+    stt._window, stt._window_built = FixedWindow(" Let's...", -1.15), True
+    said = np.zeros(12000, np.float32)
+    (probe,) = stt.process(Utterance(said[:6000], 0, 400, item_id="item_1", interim=True, probe=True))
+    assert (probe.text, probe.avg_logprob) == ("Let's...", -1.15)
+    (own,) = stt.process(Utterance(said, 0, 700, item_id="item_2"))
+    assert own.text != "Let's..."  # silence, heard by the stock 30 s path
