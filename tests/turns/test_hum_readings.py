@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -100,8 +102,11 @@ def _over_the_answer(hum_gap: float | None) -> tuple[_Gate, list[object]]:
     return gate, [out for item in items for out in judge_.take(item)]
 
 
-def test_the_judge_weighs_the_hum_gap_its_pipeline_items_carry() -> None:
-    gate, passed = _over_the_answer(1.5)
+def test_the_judge_weighs_the_hum_gap_its_pipeline_items_carry(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="speech_to_speech.realtime.conversation.overlap_judge"):
+        gate, passed = _over_the_answer(1.5)
+    passes = [r.getMessage() for r in caplog.records if "speech over the answer" in r.getMessage()]
+    assert len(passes) == 2 and "hum gap 1.5" in passes[0] and "heard as listener" in passes[-1]
     assert passed == [] and [d.action for d in gate.decisions] == [ACKNOWLEDGE]  # nothing reaches the client
     gate, passed = _over_the_answer(None)
     assert [d.action for d in gate.decisions] == [BARGE_IN]

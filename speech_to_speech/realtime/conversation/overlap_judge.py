@@ -26,6 +26,7 @@ applies it to a session's pipeline items on the event loop.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -50,6 +51,8 @@ from speech_to_speech.turns.listener_words import (
     reread,
     words_of,
 )
+
+log = logging.getLogger(__name__)
 
 # While its words leave it undecided, an utterance is transcribed again after this much more voice (one
 # pass takes ~100 ms of a core: a "yeah" gets one or two).
@@ -148,13 +151,16 @@ class OverlapJudge:
         if isinstance(item, SpeechStopped):
             return judged.voiced(item.speech_ms or 0, stopped=True)
         if isinstance(item, TranscriptionCompleted):
-            return judged.hear(item.transcript, item.avg_logprob, final=True, readings=item.readings,
-                               second_reading=item.second_reading, hum_gap=item.hum_gap)
+            verdict = judged.hear(item.transcript, item.avg_logprob, final=True, readings=item.readings,
+                                  second_reading=item.second_reading, hum_gap=item.hum_gap)
+            _logged(judged, "end", item.avg_logprob, item.hum_gap)
+            return verdict
         if isinstance(item, SpeculativeTranscript):
             self._pause_words(item)  # so that a pause can still end the held turn
             return None
         if isinstance(item, TranscriptionSnapshot):
             verdict = judged.hear(item.text, item.avg_logprob, readings=item.readings, hum_gap=item.hum_gap)
+            _logged(judged, "pass", item.avg_logprob, item.hum_gap)
             if verdict is None and not judged.stopped:
                 self._probe(ProbeSpeech(judged.overlap.item_id, PROBE_STEP_MS))
             return verdict
@@ -171,3 +177,10 @@ class OverlapJudge:
             self._acknowledged.append(item_id)
             return []
         return items
+
+
+def _logged(judged: Judged, which: str, avg_logprob: float | None, hum_gap: float | None) -> None:
+    """Each pass weighed, for tracing a live verdict: its words, how sure the STT was, and what they were heard as."""
+    log.debug("speech over the answer %s, %s at %d ms voiced: %r (mean log-prob %s, hum gap %s) heard as %s",
+              judged.overlap.item_id, which, judged.voiced_ms, judged.words, avg_logprob, hum_gap,
+              judged.heard.value if judged.heard else None)
