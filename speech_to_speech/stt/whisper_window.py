@@ -45,6 +45,7 @@ from typing import Any
 
 import ctranslate2
 import numpy as np
+from scipy.special import log_softmax
 
 from speech_to_speech.audio.samples import FloatAudio
 from speech_to_speech.pipeline.messages.transcription import Readings
@@ -217,7 +218,7 @@ def forced_logprobs(model: Any, encoded: Any, prompt: list[int], texts: list[lis
         steps = result.logits[0]
         if len(steps) < len(text):
             return None
-        scores.append(float(sum(log_softmax(np.asarray(steps[i]))[token] for i, token in enumerate(text))))
+        scores.append(float(sum(_step_logprobs(steps[i])[token] for i, token in enumerate(text))))
     return scores
 
 
@@ -228,11 +229,9 @@ def _forced(model: Any, encoded: Any, prompts: list[list[int]], length: int, sup
                                return_logits_vocab=True, suppress_blank=True, suppress_tokens=suppress))
 
 
-def log_softmax(scores: np.ndarray) -> np.ndarray:
-    """Log-probabilities from one decoding step's scores (suppressed tokens: -inf)."""
-    values = np.asarray(scores, dtype=np.float64).ravel()
-    top = values[np.isfinite(values)].max()
-    return values - (top + np.log(np.exp(values - top).sum()))
+def _step_logprobs(scores: Any) -> np.ndarray:
+    """Log-probabilities from one decoding step's scores (suppressed tokens: -inf, so probability 0)."""
+    return log_softmax(np.asarray(scores, dtype=np.float64).ravel())
 
 
 def window_features(model: Any, samples: FloatAudio, tail: int, frames: int) -> np.ndarray:
@@ -284,10 +283,9 @@ def going_on_tokens(pieces: list[str]) -> np.ndarray:
 
 def going_on(logits: np.ndarray, goes_on: np.ndarray) -> float:
     """The probability that ``logits`` (one decoding step) give to the tokens ``goes_on`` marks."""
-    scores = np.asarray(logits, dtype=np.float64).ravel()
-    weights = np.exp(scores - scores[np.isfinite(scores)].max())  # suppressed tokens: -inf, so weight 0
-    known = min(len(weights), len(goes_on))  # the model's vocabulary may be padded past the text tokens
-    return float(weights[:known][goes_on[:known]].sum() / weights.sum())
+    probabilities = np.exp(_step_logprobs(logits))
+    known = min(len(probabilities), len(goes_on))  # the model's vocabulary may be padded past the text tokens
+    return float(probabilities[:known][goes_on[:known]].sum())
 
 
 def ends_sentence(text: str) -> bool:
