@@ -4,11 +4,11 @@
     python scripts/listener_words_offline.py --words 'Yep.|Oh, nice.' --interruptions 'Wait.|Stop.'
     python scripts/listener_words_offline.py --probe-stt moonshine  # Moonshine base-en hears the passes
 
-Each text is spoken as ``bench room`` speaks it (hibari, and hibari three semitones up). The packaged
-Whisper tiny.en hears the speech so far 250 ms into the voice and every 160 ms after, with its readings (and,
-where its words alone would take the turn, how nearly as likely it found a hum), as the server's probe passes
-do, and then the whole utterance (with the packaged Whisper base's second reading where tiny.en's words leave
-it undecided, as the server's language check model gives it); the rules of
+Each text is spoken as ``bench room`` speaks it (hibari, and hibari three semitones up). The packaged Whisper
+tiny.en hears the speech so far 250 ms into the voice, 80 ms later and every 160 ms after (``next_probe_ms``),
+with its readings (and, where its words alone would take the turn, how nearly as likely it found a hum), as
+the server's probe passes do, and then the whole utterance (with the packaged Whisper base's second reading
+where tiny.en's words leave it undecided, as the server's language check model gives it); the rules of
 :mod:`speech_to_speech.turns.listener_words` judge each pass. ``--probe-stt moonshine`` has Moonshine base-en
 (the ``moonshine`` extra, as ``--stt moonshine`` runs it) hear every pass instead: it gives words only, no
 log-probability and no other readings, so the rules' paths for words the STT was unsure of stay shut. It
@@ -38,6 +38,7 @@ from speech_to_speech.bench import audio, room_audio
 from speech_to_speech.bench.results import machine
 from speech_to_speech.config import LoadContext, ServerSettings
 from speech_to_speech.pipeline.messages.transcription import Readings
+from speech_to_speech.realtime.conversation.overlap_judge import next_probe_ms
 from speech_to_speech.stt.faster_whisper import (
     READINGS,
     language_check_of,
@@ -47,7 +48,7 @@ from speech_to_speech.stt.faster_whisper import (
 )
 from speech_to_speech.turns import listener_words as rules
 
-FIRST_PASS_MS, STEP_MS = 250, 160
+FIRST_PASS_MS = 250  # the voice the VAD has heard when it reports speech, and the first probe goes
 PRE_ROLL = 3200  # samples of the speech's start the VAD keeps before it reports speech
 TAIL = 4800  # samples of silence the utterance's end pass hears after the voice
 CAP_MS = 1200  # overlap_barge_in_ms's default: voiced this long, it is a barge-in whatever its words
@@ -121,9 +122,8 @@ def judged(read: Reader, clip: audio.Speech, second: SecondReader = lambda sampl
     start, end = clip.start * PIPELINE_RATE // clip.rate, clip.end * PIPELINE_RATE // clip.rate
     remark: tuple[str, ...] | None = None
     costs: list[float] = []
-    for ms in range(FIRST_PASS_MS, CAP_MS, STEP_MS):
-        if start + ms * 16 >= end:
-            break
+    ms = FIRST_PASS_MS
+    while ms < CAP_MS and start + ms * 16 < end:
         began = time.process_time()
         heard = read(x[max(0, start - PRE_ROLL): start + ms * 16], False)
         costs.append((time.process_time() - began) * 1000)
@@ -133,6 +133,7 @@ def judged(read: Reader, clip: audio.Speech, second: SecondReader = lambda sampl
         verdict = rules.judge(kind, ms, final=False, cap_ms=CAP_MS)
         if verdict is not None:
             return Judged(verdict.action, ms, heard.text, tuple(costs))
+        ms += next_probe_ms(len(costs))
     whole = x[max(0, start - PRE_ROLL): end + TAIL]
     heard = read(whole, True)
     again = second(whole) if rules.undecided(*heard) else None
