@@ -6,27 +6,16 @@ from speech_to_speech.pipeline.messages.input_audio import SpeechStarted
 from speech_to_speech.pipeline.messages.transcription import TranscriptionSnapshot
 from speech_to_speech.pipeline.messages.turn_taking import ProbeSpeech
 from speech_to_speech.protocol.overlap_decisions import BARGE_IN
-from speech_to_speech.realtime.conversation.overlap import Decision, Overlap
 from speech_to_speech.realtime.conversation.overlap_judge import (
     FIRST_STEP_MS,
     PROBE_STEP_MS,
     OverlapJudge,
 )
+from speech_to_speech.testing.overlap_gate import RecordingGate
 
 
-class _Gate:
-    def __init__(self) -> None:
-        self.decisions: list[Decision] = []
-
-    def judges(self, item: SpeechStarted) -> Overlap | None:
-        return Overlap(item.item_id, "resp_1")
-
-    def judged(self, overlap: Overlap, decision: Decision, words: str | None) -> None:
-        self.decisions.append(decision)
-
-
-def _judge() -> tuple[_Gate, list[ProbeSpeech], OverlapJudge]:
-    gate, probes = _Gate(), list[ProbeSpeech]()
+def _judge() -> tuple[RecordingGate, list[ProbeSpeech], OverlapJudge]:
+    gate, probes = RecordingGate(), list[ProbeSpeech]()
     judge = OverlapJudge(gate, cap_ms=lambda: 1200, probe=probes.append, pause_words=lambda words: None)
     return gate, probes, judge
 

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from speech_to_speech.pipeline.messages.input_audio import SpeechStarted, SpeechStopped
 from speech_to_speech.pipeline.messages.transcription import TranscriptionCompleted, TranscriptionSnapshot
 from speech_to_speech.protocol.overlap_decisions import ACKNOWLEDGE, BARGE_IN
-from speech_to_speech.realtime.conversation.overlap import Decision, Overlap
+from speech_to_speech.realtime.conversation.overlap import Overlap
 from speech_to_speech.realtime.conversation.overlap_judge import Judged, OverlapJudge
+from speech_to_speech.testing.overlap_gate import RecordingGate
 from speech_to_speech.turns.listener_words import (
     HUM_GAP,
     HUM_MAX_WORDS,
@@ -78,22 +79,9 @@ def test_a_hum_read_as_no_is_acknowledged_and_a_sure_no_barges_in() -> None:
     assert verdict is not None and verdict.action == BARGE_IN
 
 
-class _Gate:
-    """Judges every utterance and keeps the decisions (what the judge needs of the session's overlap gate)."""
-
-    def __init__(self) -> None:
-        self.decisions: list[Decision] = []
-
-    def judges(self, item: SpeechStarted) -> Overlap | None:
-        return Overlap(item.item_id, "resp_1")
-
-    def judged(self, overlap: Overlap, decision: Decision, words: str | None) -> None:
-        self.decisions.append(decision)
-
-
-def _over_the_answer(hum_gap: float | None) -> tuple[_Gate, list[object]]:
+def _over_the_answer(hum_gap: float | None) -> tuple[RecordingGate, list[object]]:
     """A pipeline's items for speech over the answer heard as "No." (its probe and its end), through the judge."""
-    gate = _Gate()
+    gate = RecordingGate()
     judge_ = OverlapJudge(gate, cap_ms=lambda: 1200, probe=lambda probe: None, pause_words=lambda words: None)
     items = [SpeechStarted(0, item_id="item_2", speech_ms=250),
              TranscriptionSnapshot("item_2", "No.", -0.6, (), hum_gap),
