@@ -375,6 +375,8 @@ def test_words_beside_a_listener_s_phrase_make_no_bid_until_a_bid_s_word_or_a_qu
     said = [phrase, *others] if before else [*others, phrase]
     if len(words_of(" ".join(said))) > MAX_REMARK_WORDS:
         return
+    if before and phrase == "you" and len(others) >= 2:
+        return  # "you" and two words or more are words to the assistant: a bid (listener_words._TO_YOU)
     assert heard_as(" ".join(said) + ".") is not Heard.TURN
     assert heard_as(" ".join(said) + "?") is Heard.TURN
     assert heard_as(" ".join([*said, word]) + ".") is Heard.TURN
