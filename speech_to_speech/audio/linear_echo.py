@@ -18,13 +18,26 @@ client's buffer and the room put the echo anywhere up to ``MAX_DELAY_MS``
 late). It learns only from frames its caller says hold the echo alone, so
 the user's voice does not pull it off the echo path.
 
-Once found, the path is learnt from the window it was found in (twice over,
-about 13 ms), so an answer's first second is cancelled about as well as if
-the path had been known from its start. Offline, hibari's voice through the
-simulated room (150 ms late, 200 ms tail) at -20 dBFS, the delay found
-0.74 s in: 17-25 dB of echo removed from 0.75 s on, 20-30 dB later (known
-from the start: 13-23 dB). With the double-talk logic, about 15 ms of one
-core per second of audio on top of AEC3's 11-12 (2-core Xeon).
+Once found, the path is learnt from the window it was found in, so an
+answer's first second is cancelled about as well as if the path had been
+known from its start. Offline, hibari's voice through the simulated room
+(150 ms late, 200 ms tail) at -20 dBFS, the delay found 0.74 s in: 17-25 dB
+of echo removed from 0.75 s on, 20-30 dB later (known from the start: 13-23
+dB). With the double-talk logic, about 15 ms of one core per second of audio
+on top of AEC3's 11-12 (2-core Xeon).
+
+It is learnt again from the last two seconds at the delay's next three looks
+(a second apart), keeping the filter it had if that explains them better:
+learnt live, a path is 10-20 dB short of what a second more of the answer
+teaches at once (offline, one answer: 8-12 dB live 1.3 s in, 25-30 dB so
+learnt). The user may be talking in that window: an answer that starts in a
+pause of their turn while they go on, as a fast machine starts one. Each
+learning leaves out the frames the path explains worst and learns again
+without them, and holds every bin's error to what the echo of the reference
+there could be: a talker's error, far above the echo where the reference is
+quiet, would put a large gain there (learnt whole over a talker as loud as
+the echo, the path added 13-18 dB of echo instead of taking any off). A
+learning costs about 80 ms of one core (2-core AMD EPYC), four times a path.
 """
 
 from __future__ import annotations
@@ -44,7 +57,12 @@ SOUNDING_DBFS = -50.0  # a reference frame above this has voice in it
 FIND_EVERY = 25  # frames between looks for the delay while it is not known (250 ms)
 CHECK_EVERY = 100  # and once it is (1 s): a client's buffer seldom changes, and a look costs an FFT of 4 s
 CONFIDENT = 8.0  # a correlation peak this many times the mean is taken for the echo's delay
+ERROR_BOUND = 0.7  # a bin's error is taken as at most this times the echo its reference could make (the median gain)
 CATCH_UP_PASSES = 2  # times a newly found path is learnt from the last seconds (the first answer's start)
+CATCH_UP_ROUNDS = 2  # and learnt again from the frames it explains (a user talking left out), this many times
+TALK_SUSPECT_DB = 3.0  # a frame the path explains this much worse than the window's median: the user talks there
+GAIN_EVERY = 10  # frames between takes of the echo's gain (a median of two seconds moves slowly)
+RECATCH_LOOKS = 3  # the delay's next looks after a path is found (1 s apart) learn it again from their window
 QUIET_DBFS = -60.0  # the step is as small as if the reference were no quieter than this: silence teaches nothing
 
 
@@ -64,6 +82,7 @@ class DelayFinder:
         self._frames = 0
         self.delay: int | None = None
         self._candidate: int | None = None  # the last look's delay
+        self.looks = 0  # looks taken for the delay
 
     def add(self, reference: npt.NDArray[np.float64], microphone: npt.NDArray[np.float64]) -> int | None:
         """Take one frame of each; the delay, once found."""
@@ -73,6 +92,7 @@ class DelayFinder:
         every = FIND_EVERY if self.delay is None else CHECK_EVERY
         if self._frames % every == 0 and self._sounding() >= MIN_SOUNDING_FRAMES:
             found = self._find()
+            self.looks += 1
             # a known delay moves only when two looks in a row agree: one look over a talker or a stopped
             # answer can peak elsewhere
             if found is not None and (self.delay is None or _near(found, self._candidate, self._frame)):
@@ -100,6 +120,13 @@ class DelayFinder:
         return peak if correlation[peak] >= CONFIDENT * mean else None
 
 
+def _explained(took: npt.NDArray[np.float64]) -> float:
+    """How well a filter explains a window's echo: the dB it takes off the window's better-explained frames (a
+    user talking in the rest)."""
+    measured = took[np.isfinite(took)]
+    return float(np.percentile(measured, 75)) if len(measured) else float("-inf")
+
+
 class LinearEcho:
     """One microphone's linear canceller, fed every 10 ms frame in order. Not thread-safe: one caller."""
 
@@ -117,6 +144,12 @@ class LinearEcho:
         self._weights = np.zeros((PARTITIONS, bins), np.complex128)  # the echo path, one 10 ms piece a row
         self._previous = np.zeros(frame)  # the reference's last frame: the first half of the next block
         self._constrained = 0  # the partition the next update keeps causal
+        self._recatch = RECATCH_LOOKS  # looks still to learn the path again at
+        self._looks = 0  # the delay finder's looks seen
+        # per frame, log10 of the microphone's power over the reference's on the path: its median is the echo's gain
+        self._gains: deque[float] = deque(maxlen=WINDOW_S * rate // frame)
+        self._power = np.zeros(bins)  # the reference's power at each bin over the partitions, for the last frame
+        self._gain: float | None = None  # the echo's gain, the median of ``_gains`` (as of a few frames ago)
 
     @property
     def ready(self) -> bool:
@@ -135,6 +168,12 @@ class LinearEcho:
                 self.paths += 1
                 self._reset()
                 self._catch_up()
+            elif self._delays.looks != self._looks and self._recatch:
+                # a second more of the answer to learn from: a path learnt live from the first, or from a window
+                # the user talked in, is 10-20 dB short of what the last seconds teach
+                self._recatch -= 1
+                self._catch_up(keep_better=True)
+            self._looks = self._delays.looks
         self._error = None
         if self._bulk is None:
             return microphone
@@ -145,37 +184,102 @@ class LinearEcho:
         while len(self._history) > self._bulk:
             self._history.popleft()
         self._error = microphone64 - self._predict(delayed)
+        self._note_gain(microphone64)
         return self._error.astype(np.float32)
 
-    def _catch_up(self) -> None:
-        """Learn the path from what the delay was found in, ``CATCH_UP_PASSES`` times: the echo of an answer's
-        first second is cancelled about as well as if the path had been known from its start."""
+    def _catch_up(self, *, keep_better: bool = False) -> None:
+        """Learn the path from the last seconds: the echo of an answer's first second is cancelled about as well
+        as if the path had been known from its start.
+
+        The user may be talking in that window (going on with their turn as the answer starts, or talking
+        over it): learnt from, their voice pulls the filter off the echo path. So the path is learnt from the
+        whole window, each frame is checked against it, and it is learnt again, from scratch, from the frames it
+        explains no worse than ``TALK_SUSPECT_DB`` under the window's median frame (twice over).
+        ``keep_better``: the filter learnt so far stays if it explains the window's echo better."""
         references, microphones = self._delays.window()
         references, microphones = references[:-1], microphones[:-1]  # all but this frame, which comes next
+        before = self._weights.copy()
+        explained_before = _explained(self._took(references, microphones)) if keep_better else None
+        chosen: npt.NDArray[np.bool_] | None = None
+        history: deque[npt.NDArray[np.float64]] = deque()
+        for round_ in range(CATCH_UP_ROUNDS + 1):
+            self._zero()
+            history = self._learn_window(references, microphones, chosen)
+            took = self._took(references, microphones)  # (it leaves the blocks as a pass over the window does)
+            measured = np.isfinite(took)
+            if round_ == CATCH_UP_ROUNDS or not measured.any():
+                break
+            chosen = ~(measured & (took < float(np.median(took[measured])) - TALK_SUSPECT_DB))
+        if explained_before is not None and explained_before > _explained(took):
+            self._weights = before
+        self._history = history  # the last pass ended on the frame before this one: the filter is where it would be
+        self._error = None
+
+    def _learn_window(self, references: list[npt.NDArray[np.float64]], microphones: list[npt.NDArray[np.float64]],
+                      chosen: npt.NDArray[np.bool_] | None) -> deque[npt.NDArray[np.float64]]:
+        """``CATCH_UP_PASSES`` passes over the window, learning from its ``chosen`` frames (None: all); the
+        reference history as the last pass left it."""
         bulk = self._bulk or 0
         history: deque[npt.NDArray[np.float64]] = deque()
         for _ in range(CATCH_UP_PASSES):
             self._spectra[:] = 0.0
             self._previous = np.zeros(self._frame)
             history = deque(np.zeros(self._frame) for _ in range(bulk))
-            for reference, microphone in zip(references, microphones, strict=True):
+            for index, (reference, microphone) in enumerate(zip(references, microphones, strict=True)):
                 history.append(reference)
                 self._error = microphone - self._predict(history.popleft())
-                self.learn()
-        self._history = history  # the last pass ended on the frame before this one: the filter is where it would be
-        self._error = None
+                self._note_gain(microphone)
+                if chosen is None or chosen[index]:
+                    self.learn()
+        return history
+
+    def _took(self, references: list[npt.NDArray[np.float64]],
+              microphones: list[npt.NDArray[np.float64]]) -> npt.NDArray[np.float64]:
+        """The dB the filter takes off each frame of the window; NaN where the reference is silent on the path
+        or the microphone is quiet."""
+        bulk = self._bulk or 0
+        history: deque[npt.NDArray[np.float64]] = deque(np.zeros(self._frame) for _ in range(bulk))
+        self._spectra[:] = 0.0
+        self._previous = np.zeros(self._frame)
+        quiet = self._frame * 10 ** (SOUNDING_DBFS / 10)
+        took = np.full(len(references), np.nan)
+        for index, (reference, microphone) in enumerate(zip(references, microphones, strict=True)):
+            history.append(reference)
+            error = microphone - self._predict(history.popleft())
+            heard = float(np.dot(microphone, microphone))
+            if heard > quiet and self._spectra.any():
+                took[index] = 10 * np.log10(heard / max(float(np.dot(error, error)), 1e-15))
+        return took
 
     def forget(self) -> None:
         """Start learning the path anew where it is (it moved by less than the delay's step, or changed)."""
         self._reset()
+
+    def _note_gain(self, microphone: npt.NDArray[np.float64]) -> None:
+        self._power = np.square(np.abs(self._spectra)).sum(axis=0)
+        total = float(self._power.sum())
+        if total > self._floor * len(self._power):  # the reference sounds on the path
+            heard = self._frame * float(np.dot(microphone, microphone))  # its power in a block's bins (Parseval)
+            self._gains.append(float(np.log10(max(heard, 1e-15) / total)))
+            if len(self._gains) % GAIN_EVERY == 1:
+                self._gain = 10 ** float(np.median(self._gains))
+
+    def _bounded(self, error: npt.NDArray[np.complex128]) -> npt.NDArray[np.complex128]:
+        """``error`` with each bin held to what the echo of the reference there could be: the user talking over
+        an echo the filter does not know yet (as an answer starts) leaves an error far larger than the echo at
+        bins where the reference is quiet, and learnt from whole it would put a large gain there."""
+        if self._gain is None:
+            return error
+        bound = ERROR_BOUND * np.sqrt(self._gain * self._power)
+        return error * np.minimum(1.0, bound / (np.abs(error) + 1e-12))
 
     def learn(self) -> None:
         """Adapt the filter to the last frame :meth:`process` took: it was the echo alone."""
         if self._error is None:
             return
         frame = self._frame
-        error = np.fft.rfft(np.concatenate([np.zeros(frame), self._error]))
-        power = np.square(np.abs(self._spectra)).sum(axis=0)
+        error = self._bounded(np.fft.rfft(np.concatenate([np.zeros(frame), self._error])))
+        power = self._power
         self._weights += STEP * np.conj(self._spectra) * error / (power + 1e-2 * power.mean() + self._floor)
         # keep each partition a causal 10 ms piece of the path; one partition a frame is enough (and cheap)
         part = self._constrained
@@ -185,6 +289,12 @@ class LinearEcho:
         self._constrained = (part + 1) % PARTITIONS
 
     def _reset(self) -> None:
+        self._gains.clear()
+        self._gain = None
+        self._recatch = RECATCH_LOOKS
+        self._zero()
+
+    def _zero(self) -> None:
         self._spectra[:] = 0.0
         self._weights[:] = 0.0
         self._previous = np.zeros(self._frame)

@@ -78,6 +78,29 @@ def test_a_user_talking_over_the_echo_is_kept() -> None:
     assert _follows(out[span], echo[span]) < 0.2
 
 
+@pytest.mark.parametrize("echo_over_user_db", [0.0, 6.0])
+def test_a_user_who_went_on_as_the_answer_began_is_heard_when_they_talk_over_it(echo_over_user_db: float) -> None:
+    # The turn ended in a pause and the user went on over the answer's first 0.6 s (the path is found and
+    # first learnt while they talk); 1.8 s into the answer they talk over it, the echo as loud or 6 dB louder.
+    room = Room(delay_ms=150, gain=10 ** (echo_over_user_db / 20))
+    lead = 3 * PIPELINE_RATE // 2
+    played = np.concatenate([np.zeros(lead, np.float32), _speech(*ASSISTANT)])
+    echo = room.echo_of(played)
+    going_on, over = _speech("cut_tomorrow_morning_to"), _speech("unfinished_rome_uh")
+    scale = np.sqrt(np.mean(echo[lead:] ** 2) / np.mean(over**2)) * 10 ** (-echo_over_user_db / 20)
+    user = np.zeros_like(played)
+    going_on_end = lead + 6 * PIPELINE_RATE // 10
+    user[going_on_end - len(going_on):going_on_end] = going_on * scale
+    start = lead + 18 * PIPELINE_RATE // 10
+    user[start:start + len(over)] = over * scale
+    mic = echo + user + room.noise(len(played))
+    out = _run(EchoCanceller(), played, mic)
+    span = slice(start, start + len(over))
+    assert abs(_db(out[span]) - _db(user[span])) < 3.0  # AEC3 alone took 7-11 dB off them
+    alone = slice(lead + PIPELINE_RATE, start)  # the echo alone between the two
+    assert _db(mic[alone]) - _db(out[alone]) > 25.0
+
+
 def test_with_nothing_played_the_microphone_passes_through() -> None:
     mic = _speech("whole_robot_story") * 0.5
     out = _run(EchoCanceller(), np.zeros(0, np.float32), mic)

@@ -61,3 +61,41 @@ def test_a_talker_passes_sample_for_sample_with_only_the_echo_taken_away() -> No
     left = _db(out[span] - user[span])  # what is left of the echo over the talker
     assert _db(echo[span]) - left > 15.0
     assert float(np.corrcoef(out[span], user[span])[0, 1]) > 0.95  # the same samples: no suppression, no phase
+
+
+def test_a_user_talking_as_the_path_is_found_leaves_a_filter_that_takes_echo_off() -> None:
+    # The answer starts while the user is still talking, as loud as its echo, through the first 0.6 s of it:
+    # the window the path is found and first learnt in holds their voice.
+    room = Room(delay_ms=150)
+    lead = 3 * PIPELINE_RATE // 2
+    played = np.concatenate([np.zeros(lead, np.float32), _speech("whole_robot_story", "continuation_rome")])
+    echo = room.echo_of(played)
+    words = _speech("cut_tomorrow_morning_to")
+    talk_end = lead + 6 * PIPELINE_RATE // 10
+    user = np.zeros_like(played)
+    user[talk_end - len(words):talk_end] = words * np.sqrt(np.mean(echo[lead:] ** 2) / np.mean(words**2))
+    mic = echo + user + room.noise(len(played))
+    linear = LinearEcho(FRAME, PIPELINE_RATE)
+    out = _cancel(linear, played, mic, learn_until=len(mic))  # (learning through the talk, as AEC3 hid it)
+    after = slice(talk_end + PIPELINE_RATE // 2, talk_end + 3 * PIPELINE_RATE // 2)
+    assert linear.ready
+    assert _db(mic[after]) - _db(out[after]) > 15.0  # not a filter pulled off the path by the talker
+
+
+def test_a_window_full_of_talk_does_not_replace_a_path_already_learnt() -> None:
+    # The path is learnt from the answer's first two seconds; then the user talks for three, the filter told
+    # not to learn from it (as double talk does), while the delay's looks learn the path again from windows
+    # that are mostly their voice. After the talk the echo is taken off as well as had they said nothing.
+    room = Room(delay_ms=150)
+    played = _speech("whole_robot_story", "continuation_rome", "cut_black_holes_and", "finished_twelve_fifteen")
+    echo = room.echo_of(played) + room.noise(len(played))
+    talk, words = 2 * PIPELINE_RATE, _speech("unfinished_rome_uh")
+    user = np.zeros_like(played)
+    user[talk:talk + len(words)] = words * 2.0
+    check = slice(talk + len(words) + PIPELINE_RATE // 5, talk + len(words) + 6 * PIPELINE_RATE // 5)
+    removed = []
+    for mic in (echo + user, echo):
+        out = _cancel(LinearEcho(FRAME, PIPELINE_RATE), played, mic, learn_until=talk)
+        removed.append(_db(echo[check]) - _db(out[check]))
+    talked_over, alone = removed
+    assert talked_over > alone - 3.0, f"{talked_over:.1f} dB removed after the talk, {alone:.1f} without it"
