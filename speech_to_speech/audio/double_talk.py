@@ -24,7 +24,7 @@ import numpy as np
 
 ACTIVE_DB = -55.0  # the reference is sounding above this: the assistant is speaking
 CANCELLED_DB = 15.0  # AEC3 took at least this off: the microphone held echo alone
-MIN_ERLE_DB = 15.0  # the linear canceller is trusted once it takes this much off echo alone
+MIN_ERLE_DB = 12.0  # the linear canceller is trusted once it takes this much off echo alone (a second in: 12-16)
 MIN_LEARNT_FRAMES = 50  # measured on this many frames of echo alone (a few frames of an answer's start flatter it)
 TALK_GAP_DB = 8.0  # the linear canceller took this much less than it does on echo alone: someone talks
 DOUBT_DB = 4.0  # a frame it took this much less off than usual (and under TALK_MAX_TOOK_DB + this) is not measured
@@ -33,6 +33,7 @@ ADDED_DB = 3.0  # the linear canceller's output louder than the microphone by th
 LOST_FRAMES = 5  # in this many frames in a row
 TALK_FRAMES = 5  # in this many frames in a row (one alone is the filter missing a sound it has not learnt)
 TALKER_DB = -45.0  # left after the linear canceller, a frame quieter than this is not a talker to hear
+TALKER_UNDER_ECHO_DB = 10.0  # and no more than this under the echo's level (a talker 6 dB under it is well within)
 HOLD_FRAMES = 40  # 400 ms: the pauses between a talker's words stay with the linear canceller
 LEARN = 0.05  # how fast ``erle_db`` follows the echo-alone frames
 
@@ -73,6 +74,15 @@ class DoubleTalk:
         self.hold = self.unexplained = self.adding = self.learnt = 0
 
     @property
+    def _talker_floor_db(self) -> float:
+        """What is left after the linear canceller is a talker only above this: ``TALKER_DB``, and within
+        ``TALKER_UNDER_ECHO_DB`` of the echo's level (a soft stretch of the answer that the filter explains less
+        well than its loud ones leaves its residue well under that)."""
+        if self._echo_power <= 0.0:
+            return TALKER_DB
+        return max(TALKER_DB, float(10 * np.log10(self._echo_power)) - TALKER_UNDER_ECHO_DB)
+
+    @property
     def erle_db(self) -> float | None:
         """What the linear canceller takes off echo alone (its echo return loss enhancement), once learnt."""
         if self._echo_power <= 0.0:
@@ -83,13 +93,15 @@ class DoubleTalk:
         active = levels.reference_db >= ACTIVE_DB
         aec_took = levels.microphone_db - levels.aec_db
         linear_took = levels.microphone_db - levels.linear_db
-        # more left after the linear canceller than on echo alone: sound the echo path does not explain
-        self.adding = self.adding + 1 if levels.linear_ready and linear_took < -ADDED_DB else 0
+        # more left after the linear canceller than came in: it adds echo. Not in a pause of the echo, where
+        # what it predicts of the tail outweighs a microphone near silence but is far too quiet to matter.
+        self.adding = self.adding + 1 if (levels.linear_ready and linear_took < -ADDED_DB
+                                          and levels.linear_db >= TALKER_DB) else 0
         lost = self.adding >= LOST_FRAMES
         if lost:
             self.forget()
         erle_db = self.erle_db
-        unexplained = (levels.linear_ready and erle_db is not None and levels.linear_db >= TALKER_DB
+        unexplained = (levels.linear_ready and erle_db is not None and levels.linear_db >= self._talker_floor_db
                        and linear_took < min(erle_db - TALK_GAP_DB, TALK_MAX_TOOK_DB))
         self.unexplained = self.unexplained + 1 if unexplained else 0
         talk = (active and self.unexplained >= TALK_FRAMES and self.learnt >= MIN_LEARNT_FRAMES

@@ -15,6 +15,7 @@ from speech_to_speech.audio.double_talk import (
     MIN_LEARNT_FRAMES,
     TALK_FRAMES,
     TALKER_DB,
+    TALKER_UNDER_ECHO_DB,
     DoubleTalk,
     FrameLevels,
     Verdict,
@@ -113,3 +114,31 @@ def test_a_linear_canceller_that_adds_echo_is_made_to_learn_anew(before: int, af
 def test_a_filter_that_has_not_learnt_the_echo_hears_no_talker(erle_db: float) -> None:
     verdicts = _run([_echo_alone(erle_db)] * MIN_LEARNT_FRAMES + [_talking()] * 50)
     assert not any(v.linear for v in verdicts)
+
+
+@given(st.integers(LOST_FRAMES, 60), st.floats(ADDED_DB + 0.5, 20.0))
+@settings(max_examples=50, deadline=None)
+def test_a_pause_in_the_echo_does_not_make_the_filter_learn_anew(frames: int, added_db: float) -> None:
+    # the echo falls silent (the answer pauses): what the filter predicts of its tail outweighs the microphone,
+    # but it is far too quiet to be an echo path gone wrong
+    pause = FrameLevels(reference_db=-20.0, microphone_db=-66.0, aec_db=-90.0, linear_db=-66.0 + added_db,
+                        linear_ready=True)
+    double_talk = DoubleTalk()
+    for frame in [_echo_alone()] * MIN_LEARNT_FRAMES:
+        double_talk.update(frame)
+    erle_db = double_talk.erle_db
+    verdicts = [double_talk.update(pause) for _ in range(frames)]
+    assert not any(v.lost for v in verdicts)
+    assert double_talk.erle_db == erle_db
+
+
+@given(st.floats(0.5, 8.0))
+@settings(max_examples=50, deadline=None)
+def test_a_soft_stretch_of_the_echo_left_well_under_its_level_is_not_a_talker(under_db: float) -> None:
+    # the filter explains a soft stretch of the answer less well than its loud ones: little is taken off, but
+    # what is left lies far under the echo's level; a talker 6 dB under the echo is over the line
+    soft = FrameLevels(reference_db=-20.0, microphone_db=-20.0 - TALKER_UNDER_ECHO_DB - under_db + 3.0, aec_db=-65.0,
+                       linear_db=-20.0 - TALKER_UNDER_ECHO_DB - under_db, linear_ready=True)
+    talker = FrameLevels(reference_db=-20.0, microphone_db=-19.0, aec_db=-45.0, linear_db=-26.0, linear_ready=True)
+    assert not any(v.talk for v in _run([_echo_alone()] * MIN_LEARNT_FRAMES + [soft] * 50))
+    assert any(v.talk for v in _run([_echo_alone()] * MIN_LEARNT_FRAMES + [talker] * TALK_FRAMES))
