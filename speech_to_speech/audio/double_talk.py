@@ -34,6 +34,7 @@ LOST_FRAMES = 5  # in this many frames in a row
 TALK_FRAMES = 5  # in this many frames in a row (one alone is the filter missing a sound it has not learnt)
 TALKER_DB = -45.0  # left after the linear canceller, a frame quieter than this is not a talker to hear
 TALKER_UNDER_ECHO_DB = 10.0  # and no more than this under the echo's level (a talker 6 dB under it is well within)
+SETTLE_FRAMES = 30  # 300 ms after the speaker stopped: the echo of what it played last, placed only roughly
 HOLD_FRAMES = 40  # 400 ms: the pauses between a talker's words stay with the linear canceller
 LEARN = 0.05  # how fast ``erle_db`` follows the echo-alone frames
 
@@ -67,6 +68,14 @@ class DoubleTalk:
         self.unexplained = 0  # frames in a row the echo path did not explain
         self.adding = 0  # frames in a row the linear canceller added to the microphone
         self.learnt = 0  # frames of echo alone the linear canceller learnt from since it began anew
+        self.settling = 0  # frames still to pass since the speaker stopped
+
+    def stopped(self) -> None:
+        """The speaker stopped playing (a reply cut off). The client stops a little before or after where the
+        reference ends, so for ``SETTLE_FRAMES`` the echo's tail does not match it: the linear canceller neither
+        learns from those frames nor is judged lost by them (it would forget a path learnt well)."""
+        self.settling = SETTLE_FRAMES
+        self.adding = 0
 
     def forget(self) -> None:
         """The linear canceller starts learning anew: no talker is judged by it, nor heard through it, until then."""
@@ -93,10 +102,12 @@ class DoubleTalk:
         active = levels.reference_db >= ACTIVE_DB
         aec_took = levels.microphone_db - levels.aec_db
         linear_took = levels.microphone_db - levels.linear_db
+        settling = self.settling > 0
+        self.settling -= settling
         # more left after the linear canceller than came in: it adds echo. Not in a pause of the echo, where
         # what it predicts of the tail outweighs a microphone near silence but is far too quiet to matter.
         self.adding = self.adding + 1 if (levels.linear_ready and linear_took < -ADDED_DB
-                                          and levels.linear_db >= TALKER_DB) else 0
+                                          and levels.linear_db >= TALKER_DB and not settling) else 0
         lost = self.adding >= LOST_FRAMES
         if lost:
             self.forget()
@@ -111,7 +122,8 @@ class DoubleTalk:
         elif self.hold:
             self.hold -= 1
         # AEC3 also takes a talker over the echo off; learning from them would take the filter off the echo path
-        adapt = active and levels.linear_ready and aec_took >= CANCELLED_DB and not unexplained and not lost
+        adapt = (active and levels.linear_ready and aec_took >= CANCELLED_DB and not unexplained and not lost
+                 and not settling)
         # the measure, though, leaves out frames it already doubts: a talker's first syllable, still quiet under
         # the echo, would pull it down and the talker would not be told apart
         doubtful = erle_db is not None and linear_took < min(erle_db - DOUBT_DB, TALK_MAX_TOOK_DB + DOUBT_DB)

@@ -137,6 +137,7 @@ class EchoCanceller:
         """The speaker dropped what it had queued (a reply cut off): no more echo of it to expect."""
         self._reference.clear()
         self._reference_len = 0
+        self._double_talk.stopped()
 
     def cancel(self, samples: np.ndarray) -> np.ndarray:
         """The microphone's ``samples`` with the echo removed: as many samples as whole frames came in,

@@ -13,6 +13,7 @@ from speech_to_speech.audio.double_talk import (
     LOST_FRAMES,
     MIN_ERLE_DB,
     MIN_LEARNT_FRAMES,
+    SETTLE_FRAMES,
     TALK_FRAMES,
     TALKER_DB,
     TALKER_UNDER_ECHO_DB,
@@ -142,3 +143,22 @@ def test_a_soft_stretch_of_the_echo_left_well_under_its_level_is_not_a_talker(un
     talker = FrameLevels(reference_db=-20.0, microphone_db=-19.0, aec_db=-45.0, linear_db=-26.0, linear_ready=True)
     assert not any(v.talk for v in _run([_echo_alone()] * MIN_LEARNT_FRAMES + [soft] * 50))
     assert any(v.talk for v in _run([_echo_alone()] * MIN_LEARNT_FRAMES + [talker] * TALK_FRAMES))
+
+
+@given(st.integers(0, SETTLE_FRAMES - 1))
+@settings(max_examples=30, deadline=None)
+def test_after_the_speaker_stops_its_echo_tail_neither_teaches_nor_resets_the_filter(wait: int) -> None:
+    # the client stops a little before or after where the reference ends: the tail's frames match it poorly
+    adding = FrameLevels(reference_db=-20.0, microphone_db=-30.0, aec_db=-65.0, linear_db=-20.0, linear_ready=True)
+    double_talk = DoubleTalk()
+    for frame in [_echo_alone()] * MIN_LEARNT_FRAMES:
+        double_talk.update(frame)
+    erle_db = double_talk.erle_db
+    double_talk.stopped()
+    for _ in range(wait):
+        double_talk.update(_echo_alone())
+    settling = [double_talk.update(adding) for _ in range(SETTLE_FRAMES - wait)]
+    assert not any(v.lost or v.adapt for v in settling)
+    assert double_talk.erle_db == erle_db
+    after = [double_talk.update(adding) for _ in range(LOST_FRAMES)]
+    assert after[-1].lost  # settled, a filter that adds echo learns anew again
