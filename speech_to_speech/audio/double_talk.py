@@ -105,9 +105,9 @@ class DoubleTalk:
         settling = self.settling > 0
         self.settling -= settling
         # more left after the linear canceller than came in: it adds echo. Not in a pause of the echo, where
-        # what it predicts of the tail outweighs a microphone near silence but is far too quiet to matter.
+        # what it predicts of the tail outweighs a microphone near silence but lies far under the echo's level.
         self.adding = self.adding + 1 if (levels.linear_ready and linear_took < -ADDED_DB
-                                          and levels.linear_db >= TALKER_DB and not settling) else 0
+                                          and levels.linear_db >= self._talker_floor_db and not settling) else 0
         lost = self.adding >= LOST_FRAMES
         if lost:
             self.forget()

@@ -120,9 +120,9 @@ def test_a_filter_that_has_not_learnt_the_echo_hears_no_talker(erle_db: float) -
 @given(st.integers(LOST_FRAMES, 60), st.floats(ADDED_DB + 0.5, 20.0))
 @settings(max_examples=50, deadline=None)
 def test_a_pause_in_the_echo_does_not_make_the_filter_learn_anew(frames: int, added_db: float) -> None:
-    # the echo falls silent (the answer pauses): what the filter predicts of its tail outweighs the microphone,
-    # but it is far too quiet to be an echo path gone wrong
-    pause = FrameLevels(reference_db=-20.0, microphone_db=-66.0, aec_db=-90.0, linear_db=-66.0 + added_db,
+    # the echo falls silent (the answer pauses): what the filter predicts of its tail outweighs the microphone
+    # (above TALKER_DB, for a loud echo), but it lies far under the echo's level: not an echo path gone wrong
+    pause = FrameLevels(reference_db=-20.0, microphone_db=-60.0, aec_db=-90.0, linear_db=-60.0 + added_db,
                         linear_ready=True)
     double_talk = DoubleTalk()
     for frame in [_echo_alone()] * MIN_LEARNT_FRAMES:
