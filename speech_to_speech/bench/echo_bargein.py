@@ -15,8 +15,8 @@ Counted per trial: whether the user was heard (``speech_started`` after the
 chunk holding their first voiced sample), whether the answer was cancelled,
 self-interruptions (``speech_started`` after the answer began and before the
 user spoke: the echo heard as the user) and the share of the said words found
-in the user transcripts. A trial whose answer ended before the user spoke is
-missed, not judged.
+in the user transcripts. A trial whose answer had played out before the user
+spoke is missed, not judged.
 """
 
 from __future__ import annotations
@@ -66,7 +66,9 @@ def judged(run: EchoRun, received_at: list[float], said: audio.Speech) -> dict[s
     status = done[0]["response"]["status"] if done else None
     sample: dict[str, Any] = {
         "said": said.name, "status": status,
-        "missed": started is None or voiced is None or (done is not None and done[1] < voiced),
+        # the answer had played out before the user spoke: nothing to talk over (its response.done may come
+        # long before that, the answer made faster than it is spoken)
+        "missed": started is None or voiced is None or not run.playing_when_voiced,
         "heard": bool(after),
         "self_interruptions": len(speech_started) - len(after) if started is not None else 0,
         "transcripts": [e.get("transcript") for e, at in timed if e.get("type") == USER_TRANSCRIPT

@@ -86,6 +86,9 @@ class EchoRun:
     events: list[Event]
     answer_started_at: int | None  # the index in ``events`` of the first audio delta
     interruption_voiced_at: float | None = None  # time.monotonic() when its first voiced sample was sent
+    # whether the speaker still had the answer to play at that sample (an answer made faster than it is spoken
+    # has its response.done long before it has played)
+    playing_when_voiced: bool = False
 
     def of_type(self, kind: str, *, after_answer: bool = False) -> list[Event]:
         """The events of ``kind``; ``after_answer``: only those from the first audio delta on."""
@@ -134,6 +137,7 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
     position = 0
     interrupt_from: int | None = None  # where the interruption starts, once the answer is playing
     interruption_voiced_at: float | None = None
+    playing_when_voiced = False
     spoke_at: float | None = None  # when the last chunk of the interruption was sent
     transcribed_after = False  # a user transcript came after the interruption began
     started = time.monotonic()
@@ -167,6 +171,7 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
             voiced = interrupt_from + interruption.voiced_start
             if interruption_voiced_at is None and position <= voiced < position + step:
                 interruption_voiced_at = time.monotonic()
+                playing_when_voiced = speaker.cursor > voiced
             talking_over = interrupt_from + len(interruption.samples) > position
         else:
             talking_over = False
@@ -192,4 +197,4 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
         if elapsed > len(speech) / rate + listen_s:
             break
         await asyncio.sleep(max(0.0, position / rate - elapsed))  # real time, without drift
-    return EchoRun([r.event for r in client.received], answer_started, interruption_voiced_at)
+    return EchoRun([r.event for r in client.received], answer_started, interruption_voiced_at, playing_when_voiced)

@@ -17,8 +17,9 @@ SAID = audio.Speech("hibari: Stop, stop. What time is it now?", "Stop, stop. Wha
                     np.zeros(10, np.float32), 24000, 0, 10)
 
 
-def _trial(events: list[tuple[float, dict]], answer_at: int, voiced_at: float | None) -> dict:
-    run = EchoRun([e for _, e in events], answer_at, voiced_at)
+def _trial(events: list[tuple[float, dict]], answer_at: int, voiced_at: float | None, *,
+           playing: bool = True) -> dict:
+    run = EchoRun([e for _, e in events], answer_at, voiced_at, playing)
     return judged(run, [at for at, _ in events], SAID)
 
 
@@ -45,12 +46,18 @@ def test_speech_started_before_the_user_spoke_is_the_echo_heard_as_the_user() ->
     assert not trial["heard"] and trial["self_interruptions"] == 1 and not trial["missed"]
 
 
-def test_an_answer_over_before_the_user_spoke_is_missed_not_judged() -> None:
-    trials = [_trial([(0.0, AUDIO), (1.0, _done("completed"))], 0, 1.5),
+def test_an_answer_played_out_before_the_user_spoke_is_missed_not_judged() -> None:
+    trials = [_trial([(0.0, AUDIO), (1.0, _done("completed"))], 0, 1.5, playing=False),
               _trial([(0.0, AUDIO), (2.0, STARTED), (2.1, _done("cancelled"))], 0, 1.5)]
     assert trials[0]["missed"]
     counted = summary_of(trials)
     assert (counted["trials"], counted["missed"], counted["heard"], counted["cancelled"]) == (2, 1, 1, 1)
+
+
+def test_an_answer_made_before_the_user_spoke_but_still_playing_is_judged() -> None:
+    # a fast machine sends the whole answer ahead of its playback: response.done comes first
+    trial = _trial([(0.0, AUDIO), (1.0, _done("incomplete")), (2.0, STARTED)], 0, 1.5)
+    assert not trial["missed"] and trial["heard"] and trial["status"] == "incomplete"
 
 
 def test_words_are_matched_whatever_their_case_and_punctuation() -> None:
