@@ -71,6 +71,10 @@ def judged(run: EchoRun, received_at: list[float], said: audio.Speech) -> dict[s
         "missed": started is None or voiced is None or not run.playing_when_voiced,
         "heard": bool(after),
         "self_interruptions": len(speech_started) - len(after) if started is not None else 0,
+        # from the first audio delta read: in its first second, most likely the user going on with the request
+        # (the answer began in a pause of it) rather than the echo heard as the user
+        "self_interruption_ms_into_answer": [round((at - timed[started][1]) * 1000) for at in speech_started
+                                             if started is not None and at not in after],
         "transcripts": [e.get("transcript") for e, at in timed if e.get("type") == USER_TRANSCRIPT
                         and voiced is not None and at >= voiced],
     }

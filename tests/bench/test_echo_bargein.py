@@ -44,6 +44,7 @@ def test_speech_started_after_the_user_spoke_is_a_barge_in_heard_and_their_words
 def test_speech_started_before_the_user_spoke_is_the_echo_heard_as_the_user() -> None:
     trial = _trial([(0.0, AUDIO), (0.9, STARTED), (5.0, _done("completed"))], 0, 1.5)
     assert not trial["heard"] and trial["self_interruptions"] == 1 and not trial["missed"]
+    assert trial["self_interruption_ms_into_answer"] == [900]
 
 
 def test_an_answer_played_out_before_the_user_spoke_is_missed_not_judged() -> None:
