@@ -37,7 +37,8 @@ without them, and holds every bin's error to what the echo of the reference
 there could be: a talker's error, far above the echo where the reference is
 quiet, would put a large gain there (learnt whole over a talker as loud as
 the echo, the path added 13-18 dB of echo instead of taking any off). A
-learning costs about 80 ms of one core (2-core AMD EPYC), four times a path.
+learning costs about 80 ms of one core (2-core AMD EPYC), up to four times a
+path (a path that already takes 20 dB off the window is not learnt again).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ CATCH_UP_PASSES = 2  # times a newly found path is learnt from the last seconds 
 CATCH_UP_ROUNDS = 2  # and learnt again from the frames it explains (a user talking left out), this many times
 TALK_SUSPECT_DB = 3.0  # a frame the path explains this much worse than the window's median: the user talks there
 GAIN_EVERY = 10  # frames between takes of the echo's gain (a median of two seconds moves slowly)
+LEARNT_DB = 20.0  # a path that takes this much off the window's echo is not learnt again at a look
 RECATCH_LOOKS = 3  # the delay's next looks after a path is found (1 s apart) learn it again from their window
 QUIET_DBFS = -60.0  # the step is as small as if the reference were no quieter than this: silence teaches nothing
 
@@ -195,11 +197,14 @@ class LinearEcho:
         over it): learnt from, their voice pulls the filter off the echo path. So the path is learnt from the
         whole window, each frame is checked against it, and it is learnt again, from scratch, from the frames it
         explains no worse than ``TALK_SUSPECT_DB`` under the window's median frame (twice over).
-        ``keep_better``: the filter learnt so far stays if it explains the window's echo better."""
+        ``keep_better``: the filter learnt so far stays if it explains the window's echo better, and is not
+        learnt again at all if it takes ``LEARNT_DB`` off it (a learning costs about 80 ms of a core)."""
         references, microphones = self._delays.window()
         references, microphones = references[:-1], microphones[:-1]  # all but this frame, which comes next
         before = self._weights.copy()
         explained_before = _explained(self._took(references, microphones)) if keep_better else None
+        if explained_before is not None and explained_before >= LEARNT_DB:
+            return  # (the blocks are as a pass over the window leaves them: where the live filter has them)
         chosen: npt.NDArray[np.bool_] | None = None
         history: deque[npt.NDArray[np.float64]] = deque()
         for round_ in range(CATCH_UP_ROUNDS + 1):
