@@ -104,15 +104,16 @@ class DoubleTalk:
         linear_took = levels.microphone_db - levels.linear_db
         settling = self.settling > 0
         self.settling -= settling
+        talker_floor_db = self._talker_floor_db
         # more left after the linear canceller than came in: it adds echo. Not in a pause of the echo, where
         # what it predicts of the tail outweighs a microphone near silence but lies far under the echo's level.
         self.adding = self.adding + 1 if (levels.linear_ready and linear_took < -ADDED_DB
-                                          and levels.linear_db >= self._talker_floor_db and not settling) else 0
+                                          and levels.linear_db >= talker_floor_db and not settling) else 0
         lost = self.adding >= LOST_FRAMES
         if lost:
             self.forget()
         erle_db = self.erle_db
-        unexplained = (levels.linear_ready and erle_db is not None and levels.linear_db >= self._talker_floor_db
+        unexplained = (levels.linear_ready and erle_db is not None and levels.linear_db >= talker_floor_db
                        and linear_took < min(erle_db - TALK_GAP_DB, TALK_MAX_TOOK_DB))
         self.unexplained = self.unexplained + 1 if unexplained else 0
         talk = (active and self.unexplained >= TALK_FRAMES and self.learnt >= MIN_LEARNT_FRAMES

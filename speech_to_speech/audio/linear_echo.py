@@ -44,6 +44,7 @@ path (a path that already takes 20 dB off the window is not learnt again).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -224,37 +225,44 @@ class LinearEcho:
                       chosen: npt.NDArray[np.bool_] | None) -> deque[npt.NDArray[np.float64]]:
         """``CATCH_UP_PASSES`` passes over the window, learning from its ``chosen`` frames (None: all); the
         reference history as the last pass left it."""
-        bulk = self._bulk or 0
+        def learn(index: int, microphone: npt.NDArray[np.float64], error: npt.NDArray[np.float64]) -> None:
+            self._error = error
+            self._note_gain(microphone)
+            if chosen is None or chosen[index]:
+                self.learn()
+
         history: deque[npt.NDArray[np.float64]] = deque()
         for _ in range(CATCH_UP_PASSES):
-            self._spectra[:] = 0.0
-            self._previous = np.zeros(self._frame)
-            history = deque(np.zeros(self._frame) for _ in range(bulk))
-            for index, (reference, microphone) in enumerate(zip(references, microphones, strict=True)):
-                history.append(reference)
-                self._error = microphone - self._predict(history.popleft())
-                self._note_gain(microphone)
-                if chosen is None or chosen[index]:
-                    self.learn()
+            history = self._pass(references, microphones, learn)
         return history
 
     def _took(self, references: list[npt.NDArray[np.float64]],
               microphones: list[npt.NDArray[np.float64]]) -> npt.NDArray[np.float64]:
         """The dB the filter takes off each frame of the window; NaN where the reference is silent on the path
         or the microphone is quiet."""
-        bulk = self._bulk or 0
-        history: deque[npt.NDArray[np.float64]] = deque(np.zeros(self._frame) for _ in range(bulk))
-        self._spectra[:] = 0.0
-        self._previous = np.zeros(self._frame)
         quiet = self._frame * 10 ** (SOUNDING_DBFS / 10)
         took = np.full(len(references), np.nan)
-        for index, (reference, microphone) in enumerate(zip(references, microphones, strict=True)):
-            history.append(reference)
-            error = microphone - self._predict(history.popleft())
+
+        def measure(index: int, microphone: npt.NDArray[np.float64], error: npt.NDArray[np.float64]) -> None:
             heard = float(np.dot(microphone, microphone))
             if heard > quiet and self._spectra.any():
                 took[index] = 10 * np.log10(heard / max(float(np.dot(error, error)), 1e-15))
+
+        self._pass(references, microphones, measure)
         return took
+
+    def _pass(self, references: list[npt.NDArray[np.float64]], microphones: list[npt.NDArray[np.float64]],
+              each: Callable[[int, npt.NDArray[np.float64], npt.NDArray[np.float64]], None],
+              ) -> deque[npt.NDArray[np.float64]]:
+        """The filter run over the window from empty blocks, ``each`` told every frame's index, microphone and
+        error; the reference history as the pass leaves it."""
+        history: deque[npt.NDArray[np.float64]] = deque(np.zeros(self._frame) for _ in range(self._bulk or 0))
+        self._spectra[:] = 0.0
+        self._previous = np.zeros(self._frame)
+        for index, (reference, microphone) in enumerate(zip(references, microphones, strict=True)):
+            history.append(reference)
+            each(index, microphone, microphone - self._predict(history.popleft()))
+        return history
 
     def forget(self) -> None:
         """Start learning the path anew where it is (it moved by less than the delay's step, or changed)."""

@@ -63,6 +63,9 @@ def judged(run: EchoRun, received_at: list[float], said: audio.Speech) -> dict[s
     done = next(((e, at) for e, at in timed if e.get("type") == "response.done"), None)
     speech_started = [at for e, at in timed[started or 0:] if e.get("type") == "input_audio_buffer.speech_started"]
     after = [at for at in speech_started if voiced is not None and at >= voiced]
+    # before the user spoke: the echo heard as the user, or (in the answer's first second) most likely the user
+    # going on with the request, the answer having begun in a pause of it
+    before = [at for at in speech_started if at not in after] if started is not None else []
     status = done[0]["response"]["status"] if done else None
     sample: dict[str, Any] = {
         "said": said.name, "status": status,
@@ -70,11 +73,8 @@ def judged(run: EchoRun, received_at: list[float], said: audio.Speech) -> dict[s
         # long before that, the answer made faster than it is spoken)
         "missed": started is None or voiced is None or not run.playing_when_voiced,
         "heard": bool(after),
-        "self_interruptions": len(speech_started) - len(after) if started is not None else 0,
-        # from the first audio delta read: in its first second, most likely the user going on with the request
-        # (the answer began in a pause of it) rather than the echo heard as the user
-        "self_interruption_ms_into_answer": [round((at - timed[started][1]) * 1000) for at in speech_started
-                                             if started is not None and at not in after],
+        "self_interruptions": len(before),
+        "self_interruption_ms_into_answer": [round((at - timed[started or 0][1]) * 1000) for at in before],
         "transcripts": [e.get("transcript") for e, at in timed if e.get("type") == USER_TRANSCRIPT
                         and voiced is not None and at >= voiced],
     }
