@@ -67,6 +67,7 @@ class EchoCanceller:
         self._reference: list[np.ndarray] = []  # what is still to play, in order
         self._reference_len = 0
         self._starved = 0
+        self._dry = True  # the last frame had nothing of the reference: the speaker is not playing
         self._near = np.zeros(0, np.float32)  # microphone samples short of a whole frame
         self._silence = np.zeros(self._frame, np.float32)
         self._residual = ResidualEchoSuppressor()  # what AEC3 lets through now and then
@@ -137,6 +138,7 @@ class EchoCanceller:
         """The speaker dropped what it had queued (a reply cut off): no more echo of it to expect."""
         self._reference.clear()
         self._reference_len = 0
+        self._dry = True
         self._double_talk.stopped()
 
     def cancel(self, samples: np.ndarray) -> np.ndarray:
@@ -190,6 +192,9 @@ class EchoCanceller:
                 self._reference[0] = head[len(take):]
         self._reference_len -= self._frame - needed
         self._starved += needed
+        if frame and self._dry:
+            self._linear.restarted()  # (a client's playback starts a little off where the reference puts it)
+        self._dry = not frame
         if not frame:
             return self._silence
         if needed:

@@ -49,6 +49,8 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from speech_to_speech.audio.echo_onset import OnsetCheck
+
 PARTITIONS = 16  # 160 ms of the echo path after the bulk delay: the direct path and most of a room's tail
 LEAD_FRAMES = 1  # the filter starts this many frames before the found delay (a path a little early is still covered)
 STEP = 1.0  # the normalised step: at 1 the error in a frame would be taken out in one step, if alone
@@ -137,6 +139,9 @@ class LinearEcho:
         self._frame = frame
         self._delays = DelayFinder(frame, rate)
         self._bulk: int | None = None  # whole frames of reference held back before the filter
+        self._found: int | None = None  # the delay finder's delay, as last seen
+        self._delay: int | None = None  # the echo's delay the filter is on, in samples (moved at restarts)
+        self._onset = OnsetCheck(frame, rate)
         self.paths = 0  # echo paths found so far (a new one is learnt from scratch)
         self._history: deque[npt.NDArray[np.float64]] = deque()
         self._error: npt.NDArray[np.float64] | None = None  # the last frame's, for :meth:`learn`
@@ -156,18 +161,29 @@ class LinearEcho:
 
     @property
     def ready(self) -> bool:
-        """The echo's delay is known: the filter is on it (it may still be learning)."""
-        return self._bulk is not None
+        """The echo's delay is known: the filter is on it (it may still be learning). Not while a restart's
+        echo is checked: the path may have moved."""
+        return self._bulk is not None and not self._onset.checking
+
+    def restarted(self) -> None:
+        """The speaker starts again after it stopped or ran dry: its playback may start a little off where the
+        reference puts it, so the first echo is checked against the path (:mod:`~.echo_onset`)."""
+        if self._bulk is not None:
+            self._onset.start()
 
     def process(self, reference: npt.NDArray[np.float32],
                 microphone: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """The frame's microphone less its predicted echo (before the delay is known, the microphone)."""
         reference64, microphone64 = reference.astype(np.float64), microphone.astype(np.float64)
         delay = self._delays.add(reference64, microphone64)
+        moved = delay is not None and delay != self._found
+        self._found = delay
         if delay is not None:
-            bulk = max(0, delay // self._frame - LEAD_FRAMES)
-            if bulk != self._bulk:  # first found, or the path moved (a client's buffer changed): learn anew
-                self._bulk = bulk
+            # first found, or a look moved it a frame or more from where the filter is (a client's buffer changed):
+            # learn anew
+            if self._delay is None or (moved and abs(delay - self._delay) >= self._frame):
+                self._bulk = max(0, delay // self._frame - LEAD_FRAMES)
+                self._delay = delay
                 self.paths += 1
                 self._reset()
                 self._catch_up()
@@ -186,9 +202,36 @@ class LinearEcho:
         delayed = self._history.popleft()
         while len(self._history) > self._bulk:
             self._history.popleft()
-        self._error = microphone64 - self._predict(delayed)
+        predicted = self._predict(delayed)
+        self._error = microphone64 - predicted
         self._note_gain(microphone64)
+        lag = self._onset.add(predicted, microphone64)
+        if lag:
+            self._move(lag)
         return self._error.astype(np.float32)
+
+    def _move(self, lag: int) -> None:
+        """Move the learnt path ``lag`` samples later (earlier if negative): the echo's shape stays the room's.
+
+        Earlier, the reference is held back fewer frames (those skipped are taken into the blocks now), so that
+        the path keeps its lead in the filter; the rest of the move shifts the filter's taps."""
+        assert self._delay is not None and self._bulk is not None
+        frame = self._frame
+        self._delay += lag
+        bulk = min(self._bulk, max(0, self._delay // frame - LEAD_FRAMES))
+        for _ in range(self._bulk - bulk):
+            self._predict(self._history.popleft())
+        lag += (self._bulk - bulk) * frame
+        self._bulk = bulk
+        taps = np.fft.irfft(self._weights, axis=1)[:, :frame].reshape(-1)
+        moved = np.zeros_like(taps)
+        if lag >= 0:
+            moved[lag:] = taps[:len(taps) - lag]
+        else:
+            moved[:lag] = taps[-lag:]
+        blocks = np.zeros((PARTITIONS, 2 * frame))
+        blocks[:, :frame] = moved.reshape(PARTITIONS, frame)
+        self._weights = np.fft.rfft(blocks, axis=1)
 
     def _catch_up(self, *, keep_better: bool = False) -> None:
         """Learn the path from the last seconds: the echo of an answer's first second is cancelled about as well
@@ -302,6 +345,7 @@ class LinearEcho:
         self._constrained = (part + 1) % PARTITIONS
 
     def _reset(self) -> None:
+        self._onset.cancel()
         self._gains.clear()
         self._gain = None
         self._recatch = RECATCH_LOOKS

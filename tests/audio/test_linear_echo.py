@@ -99,3 +99,34 @@ def test_a_window_full_of_talk_does_not_replace_a_path_already_learnt() -> None:
         removed.append(_db(echo[check]) - _db(out[check]))
     talked_over, alone = removed
     assert talked_over > alone - 3.0, f"{talked_over:.1f} dB removed after the talk, {alone:.1f} without it"
+
+
+@pytest.mark.parametrize("moved_ms", [-30, -10, 20])
+def test_an_answer_whose_echo_comes_a_little_off_after_a_restart_is_cancelled_from_its_start(moved_ms: int) -> None:
+    # One answer teaches the path; the speaker stops, and the next answer's playback starts ``moved_ms`` off
+    # where its reference puts it (a client's playback restarts half an append or so off). The filter is frozen
+    # over the second answer, so only moving the path it learnt can take its echo off.
+    first, second = _speech("whole_robot_story", "continuation_rome"), _speech("cut_black_holes_and")
+    gap = PIPELINE_RATE // 2
+    mic = np.concatenate([Room(delay_ms=150).echo_of(np.concatenate([first, np.zeros(gap, np.float32)])),
+                          Room(delay_ms=150 + moved_ms).echo_of(second)])
+    mic = mic + Room().noise(len(mic))
+    played = np.concatenate([first, np.zeros(gap, np.float32), second])
+    linear = LinearEcho(FRAME, PIPELINE_RATE)
+    restart = len(first) + gap
+    _cancel(linear, played[:restart], mic[:restart], learn_until=len(first))
+    assert linear.ready
+    linear.restarted()
+    assert not linear.ready  # the path is not trusted until the restart's echo is checked
+    mic, played = mic[restart:], played[restart:]
+    out, checked = [], None
+    for start in range(0, len(mic) - FRAME + 1, FRAME):
+        out.append(linear.process(played[start:start + FRAME], mic[start:start + FRAME]))
+        if checked is None and linear.ready:
+            checked = start + FRAME
+    assert checked is not None
+    echo_start = int(np.argmax(np.abs(mic) > 0.01))
+    assert checked - echo_start < PIPELINE_RATE // 5  # checked on its first 200 ms of echo
+    heard = slice(checked, checked + PIPELINE_RATE)
+    removed = _db(mic[heard]) - _db(np.concatenate(out)[heard])
+    assert removed > 15.0, f"{removed:.1f} dB of the restarted answer's echo removed"
