@@ -73,9 +73,16 @@ class DoubleTalk:
     def stopped(self) -> None:
         """The speaker stopped playing (a reply cut off). The client stops a little before or after where the
         reference ends, so for ``SETTLE_FRAMES`` the echo's tail does not match it: the linear canceller neither
-        learns from those frames nor is judged lost by them (it would forget a path learnt well)."""
+        learns from those frames nor is judged lost by them (it would forget a path learnt well).
+
+        A reply is cut off because the user talks: for those frames they are heard through a linear canceller
+        that has learnt the path, which takes the tail it predicts off and nothing else. Through AEC3, the end of
+        a word said under the tail was taken off with it, and the pause it made ended the turn at a comma."""
         self.settling = SETTLE_FRAMES
         self.adding = 0
+        erle_db = self.erle_db
+        if erle_db is not None and erle_db >= MIN_ERLE_DB and self.learnt >= MIN_LEARNT_FRAMES:
+            self.hold = max(self.hold, SETTLE_FRAMES + 1)  # (each frame counts it down before it is heard)
 
     def forget(self) -> None:
         """The linear canceller starts learning anew: no talker is judged by it, nor heard through it, until then."""

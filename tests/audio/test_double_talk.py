@@ -162,3 +162,19 @@ def test_after_the_speaker_stops_its_echo_tail_neither_teaches_nor_resets_the_fi
     assert double_talk.erle_db == erle_db
     after = [double_talk.update(adding) for _ in range(LOST_FRAMES)]
     assert after[-1].lost  # settled, a filter that adds echo learns anew again
+
+
+@given(st.lists(levels, min_size=SETTLE_FRAMES, max_size=SETTLE_FRAMES + 50), st.booleans())
+@settings(max_examples=100, deadline=None)
+def test_a_cut_off_reply_hears_the_user_through_a_learnt_filter_while_its_tail_dies(frames: list[FrameLevels],
+                                                                                   learnt: bool) -> None:
+    # a reply is cut off because the user talks: what they say under its tail is not AEC3's to take off
+    double_talk = DoubleTalk()
+    for _ in range(MIN_LEARNT_FRAMES):
+        double_talk.update(_echo_alone(25.0 if learnt else MIN_ERLE_DB - 1.0))
+    double_talk.stopped()
+    verdicts = [double_talk.update(frame) for frame in frames]
+    if learnt:
+        assert all(v.linear for v in verdicts[:SETTLE_FRAMES])
+    else:  # (a filter not trusted hears no talker either)
+        assert not any(v.linear for v in verdicts)
