@@ -285,6 +285,15 @@ def test_a_question_is_where_the_words_end_in_one() -> None:
     assert heard_as("That's great, why?") is Heard.TURN
 
 
+def test_a_whole_utterance_that_says_stop_is_a_bid_however_unsure_the_stt_was() -> None:
+    # "Cancel that." over a loud echo: tiny.en unsure of it (-0.87) on every pass and at the end
+    assert heard_as("Cancel that.", -0.87) is Heard.UNSURE  # a probe's pass still waits for more
+    assert reread(None, "Cancel that.", heard_as("Cancel that.", -0.87)) is Heard.TURN
+    assert reread(None, "Wait.", Heard.UNSURE, None) is Heard.TURN
+    assert reread(None, "Is her there.", heard_as("Is her there.", -0.9)) is Heard.UNSURE  # a hummed "uh-huh"
+    assert reread(None, "Yeah.", Heard.LISTENER) is Heard.LISTENER
+
+
 def test_a_larger_model_sure_of_a_bid_makes_undecided_words_one() -> None:
     # tiny.en heard "Pause." as "Pies." (-0.6); the packaged Whisper base heard "Pause." (-0.4).
     assert undecided("Pies.", -0.6) and not undecided("Stop.", -0.2) and not undecided("Yeah.", -0.3)
