@@ -39,6 +39,11 @@ quiet, would put a large gain there (learnt whole over a talker as loud as
 the echo, the path added 13-18 dB of echo instead of taking any off). A
 learning costs about 80 ms of one core (2-core AMD EPYC), up to four times a
 path (a path that already takes 20 dB off the window is not learnt again).
+
+When the speaker starts again (the reply to a barge-in), its playback may
+start 10-30 ms off where the reference puts it: the path is moved to where
+the first echo comes (:mod:`speech_to_speech.audio.echo_onset`), and no
+talker is judged by it until then.
 """
 
 from __future__ import annotations
