@@ -14,8 +14,9 @@ user's) and extra responses. The rig acks what it played every
 
 Then the user really talks over the answer (the next question,
 ``barge_in_after_ms`` into it), with cancellation on, once with the echo and
-once without (the room silent): start of that speech -> ``response.done``
-cancelled, so the echo's cost to a real barge-in shows as a ratio.
+once without (the room silent): start of that speech -> ``speech_started``
+while the answer still plays, so the echo's cost to a real barge-in shows as
+a ratio (a trial whose answer had played out is counted apart).
 
 With ``busy_neighbours``, that many processes each keep a core busy beside
 the server through those trials (:mod:`neighbour`), as a browser or a build
@@ -115,12 +116,17 @@ def _outcome(run: EchoRun, received_at: list[float]) -> dict[str, Any]:
 
 
 def _barge_in_ms(run: EchoRun, received_at: list[float]) -> dict[str, Any]:
-    cancelled = next((at for event, at in zip(run.events, received_at, strict=True)
-                      if event.get("type") == "response.done" and event["response"]["status"] == "cancelled"), None)
+    """Start of the user's speech -> ``speech_started`` (where a stock client stops its playback), if the answer
+    still played when they spoke: one made faster than it is spoken has its ``response.done`` long before, so
+    "cancelled" missed half the trials, with and without the echo."""
     began = run.interruption_voiced_at
-    if cancelled is None or began is None or cancelled < began:
-        return {"missed": True}
-    return {"missed": False, "speech_to_cancelled_ms": round((cancelled - began) * 1000.0, 1)}
+    if began is None or not run.playing_when_voiced:
+        return {"played_out": True, "heard": False}
+    started = next((at for event, at in zip(run.events, received_at, strict=True)
+                    if event.get("type") == "input_audio_buffer.speech_started" and at >= began), None)
+    if started is None:
+        return {"played_out": False, "heard": False}
+    return {"played_out": False, "heard": True, "speech_to_speech_started_ms": round((started - began) * 1000.0, 1)}
 
 
 async def _barge_in(target: Target, question: audio.Speech, interruption: audio.Speech, room: Room,
@@ -236,10 +242,12 @@ async def run(target: Target, config: EchoConfig) -> tuple[dict[str, Any], list[
             room = Room(delay_ms=config.delays_ms[len(config.delays_ms) // 2], gain=gain, rate=question.rate)
             result = await _barge_in(target, question, interruption, room, config)
             samples.append({"kind": "barge_in", "question": question.name, "echo": label, **result})
-            if not result["missed"]:
-                barge[label].append(result["speech_to_cancelled_ms"])
+            if result["heard"]:
+                barge[label].append(result["speech_to_speech_started_ms"])
     summary["barge_in"] = {label: summarize(values) for label, values in barge.items()}
-    summary["barge_in"]["missed"] = sum(1 for s in samples if s["kind"] == "barge_in" and s["missed"])
+    trials = [s for s in samples if s["kind"] == "barge_in"]
+    summary["barge_in"]["played_out"] = sum(s["played_out"] for s in trials)
+    summary["barge_in"]["not_heard"] = sum(not s["played_out"] and not s["heard"] for s in trials)
     with_echo, without = (summary["barge_in"][k].get("p50") for k in ("with_echo", "without_echo"))
     summary["barge_in"]["p50_ratio"] = round(with_echo / without, 2) if with_echo and without else None
     summary["at_once"], at_once = await _at_once(target, questions, config)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 LABELS = {
-    "with_echo": "start of speech over the echo → response cancelled (cancellation on)",
+    "with_echo": "start of speech over the echo → speech_started (cancellation on)",
     "without_echo": "· the same without the echo",
 }
 
@@ -22,8 +22,10 @@ def echo_figures(summary: dict[str, Any]) -> dict[str, Any]:
 
 def echo_counts(summary: dict[str, Any]) -> list[str]:
     """What the echo did with cancellation off and on and with sessions at once, then the canceller's cost."""
-    off, on = summary["off"], summary["on"]
-    rows = [f"| | answers played out (cancellation off / on) | {off['answered']} of {off['trials']} / "
+    off, on, barge = summary["off"], summary["on"], summary["barge_in"]
+    rows = [f"| | barge-in trials: the answer played out first / not heard | {barge['played_out']} / "
+            f"{barge['not_heard']} | | |"] if "played_out" in barge else []
+    rows += [f"| | answers played out (cancellation off / on) | {off['answered']} of {off['trials']} / "
             f"{on['answered']} of {on['trials']} | | |",
             f"| | runs that interrupted themselves (off / on) | {off['runs_with_self_interruption']} / "
             f"{on['runs_with_self_interruption']} | | |",

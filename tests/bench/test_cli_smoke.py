@@ -264,6 +264,11 @@ def test_bench_echo_runs_every_mode_and_room_and_the_offline_figures(questions: 
     assert kinds == sorted([("barge_in", "with_echo"), ("barge_in", "without_echo"), ("echo", "off"), ("echo", "on"),
                             *[("at_once", None)] * at_once["sessions"]])
     assert at_once["sessions"] == 4 and at_once["answered"] <= 4  # the bench started its server with 4 units
+    # a barge-in is timed to speech_started while the answer plays; one that played out first is counted apart
+    barge, trials = summary["barge_in"], [s for s in result["samples"] if s["kind"] == "barge_in"]
+    assert barge["played_out"] + barge["not_heard"] + barge["with_echo"]["n"] + barge["without_echo"]["n"] == 2
+    [quiet] = [s for s in trials if s["echo"] == "without_echo"]
+    assert quiet["played_out"] or (quiet["heard"] and quiet["speech_to_speech_started_ms"] > 0)
     # the server's canceller ran only for the sessions that asked for it, and /metrics says what it cost
     for cost in (summary["server_one_at_a_time"], at_once["server"]):
         assert cost["cancelled_audio_s"] > 0 and 0 < cost["cpu_s_per_audio_s"] < 1

@@ -182,7 +182,8 @@ def echo_summary(barge_with: list[float], barge_without: list[float]) -> dict[st
             "echo_turns": 0, "extra_responses": 0}
     return {"off": {**mode, "answered": 4, "runs_with_self_interruption": 15, "echo_turns": 44},
             "on": {**mode, "runs_with_self_interruption": 1},
-            "barge_in": {"with_echo": summarize(barge_with), "without_echo": summarize(barge_without), "missed": 0},
+            "barge_in": {"with_echo": summarize(barge_with), "without_echo": summarize(barge_without), "played_out": 0,
+                         "not_heard": 0},
             "offline": {"audio_s": 9.0, "erle_db": {"60ms": 38.4, "250ms": 40.6}, "cpu_s_per_audio_s": 0.0123,
                         "four_sessions_cpu_s_per_audio_s": 0.051},
             "server_one_at_a_time": {"cpu_s_per_audio_s": 0.0141, "share_of_a_core": 0.007},
@@ -193,11 +194,12 @@ def echo_summary(barge_with: list[float], barge_without: list[float]) -> dict[st
 def test_echo_rows_sit_after_bargein_with_both_barge_ins_and_both_modes() -> None:
     found = {**results(), "echo": result("echo", echo_summary([600.0, 700.0], [650.0]), [])}
     lines = report.markdown({name: found[name] for name in report.ORDER if name in found}).splitlines()
-    start = lines.index("| **echo** | start of speech over the echo → response cancelled (cancellation on) "
+    start = lines.index("| **echo** | start of speech over the echo → speech_started (cancellation on) "
                         "| 650 | 695 | 2 |")
     assert lines[start - 1] == "| | trials missed (the answer ended first) | 1 of 2 | | |"  # the last bargein row
-    assert lines[start + 1:start + 9] == [
+    assert lines[start + 1:start + 10] == [
         "|  | · the same without the echo | 650 | 650 | 1 |",
+        "| | barge-in trials: the answer played out first / not heard | 0 / 0 | | |",
         "| | answers played out (cancellation off / on) | 4 of 15 / 15 of 15 | | |",
         "| | runs that interrupted themselves (off / on) | 15 / 1 | | |",
         "| | the assistant's words heard as the user's, turns (off / on) | 44 / 0 | | |",
@@ -214,5 +216,6 @@ def test_an_echo_result_without_barge_ins_prints_its_counts(capsys: pytest.Captu
     summary = {**echo_summary([], []), "offline": {}, "at_once": None, "server_one_at_a_time": None}
     report.print_summary(result("echo", summary, []))
     out = capsys.readouterr().out.splitlines()
-    assert out[1] == "| | answers played out (cancellation off / on) | 4 of 15 / 15 of 15 | | |"
-    assert len(out) == 4 and not any("cancelled" in line for line in out)
+    assert out[1] == "| | barge-in trials: the answer played out first / not heard | 0 / 0 | | |"
+    assert out[2] == "| | answers played out (cancellation off / on) | 4 of 15 / 15 of 15 | | |"
+    assert len(out) == 5 and not any("cancelled" in line for line in out)
