@@ -177,9 +177,9 @@ def reread(remark: tuple[str, ...] | None, text: str, heard: Heard, second: Seco
     if heard is Heard.UNSURE and second is not None and _sure_bid(*second):
         return Heard.TURN
     words = words_of(text)
-    if heard is Heard.UNSURE and STOPS.intersection(words):
+    if heard is Heard.UNSURE and any(_stop_word(word) for word in words):
         # a word that stops the answer by itself, in the whole utterance's reading: over a loud echo tiny.en
-        # read "Cancel that." at a mean log-probability of -0.86 to -0.98 (-0.61 clean), and it played on
+        # read "Cancel that." at a mean log-probability of -0.78 to -0.98 (-0.61 clean), and it played on
         return Heard.TURN
     if heard is Heard.LISTENER_SO_FAR and asked(text) and set(words) <= LEAD_INS | INTENSIFIERS and \
             TURN_CUES.intersection(words):
@@ -189,6 +189,14 @@ def reread(remark: tuple[str, ...] | None, text: str, heard: Heard, second: Seco
     if asked(text) or TURN_CUES.intersection(words):
         return heard  # a bid's words or a question: "Hmm, no." heard as "Hmm", then as "Who number?"
     return heard if words[:len(remark)] == remark else Heard.UNSURE
+
+
+def _stop_word(word: str) -> bool:
+    """A word of ``STOPS``, or one of them with an ending Whisper gave it: "Cancel that." read "cancelled at"."""
+    return word in STOPS or any(word.endswith(end) and word[:-len(end)] in STOPS for end in _ENDINGS)
+
+
+_ENDINGS = ("led", "ped", "ping", "ting", "ed", "ing", "d", "s")  # (a doubled consonant: "stopped")
 
 
 def asked(text: str) -> bool:

@@ -290,6 +290,7 @@ def test_a_whole_utterance_that_says_stop_is_a_bid_however_unsure_the_stt_was() 
     assert heard_as("Cancel that.", -0.87) is Heard.UNSURE  # a probe's pass still waits for more
     assert reread(None, "Cancel that.", heard_as("Cancel that.", -0.87)) is Heard.TURN
     assert reread(None, "Wait.", Heard.UNSURE, None) is Heard.TURN
+    assert reread(None, "cancelled at.", heard_as("cancelled at.", -0.78)) is Heard.TURN  # Whisper's spelling
     assert reread(None, "Is her there.", heard_as("Is her there.", -0.9)) is Heard.UNSURE  # a hummed "uh-huh"
     assert reread(None, "Yeah.", Heard.LISTENER) is Heard.LISTENER
 
