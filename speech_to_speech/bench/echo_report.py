@@ -12,12 +12,16 @@ LABELS = {
     "with_echo": "start of speech over the echo → speech_started (cancellation on)",
     "without_echo": "· the same without the echo",
 }
+# A result from before the barge-in was timed to speech_started (it has no "played_out" count) timed it to the
+# response's cancellation.
+CANCELLED_LABELS = {**LABELS, "with_echo": "start of speech over the echo → response cancelled (cancellation on)"}
 
 
 def echo_figures(summary: dict[str, Any]) -> dict[str, Any]:
     """The barge-in times, with and without the echo, keyed by their row's label."""
     barge = summary["barge_in"]
-    return {label: barge[key] for key, label in LABELS.items() if barge.get(key, {}).get("n")}
+    labels = LABELS if "played_out" in barge else CANCELLED_LABELS
+    return {label: barge[key] for key, label in labels.items() if barge.get(key, {}).get("n")}
 
 
 def echo_counts(summary: dict[str, Any]) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from speech_to_speech.bench import load, report
+from speech_to_speech.bench import echo_report, load, report
 from speech_to_speech.bench.stats import summarize
 
 ENVIRONMENT = {
@@ -219,3 +219,11 @@ def test_an_echo_result_without_barge_ins_prints_its_counts(capsys: pytest.Captu
     assert out[1] == "| | barge-in trials: the answer played out first / not heard | 0 / 0 | | |"
     assert out[2] == "| | answers played out (cancellation off / on) | 4 of 15 / 15 of 15 | | |"
     assert len(out) == 5 and not any("cancelled" in line for line in out)
+
+
+def test_an_echo_result_timed_to_the_cancellation_keeps_its_label() -> None:
+    summary = echo_summary([600.0], [650.0])
+    del summary["barge_in"]["played_out"], summary["barge_in"]["not_heard"]
+    assert next(iter(echo_report.echo_figures(summary))) == (
+        "start of speech over the echo → response cancelled (cancellation on)")
+    assert not any("barge-in trials" in row for row in echo_report.echo_counts(summary))
