@@ -101,9 +101,7 @@ def _outcome(run: EchoRun, received_at: list[float]) -> dict[str, Any]:
     statuses = run.response_statuses
     started = run.answer_started_at
     into_answer = [] if started is None else [
-        round((at - received_at[started]) * 1000.0) for event, at in zip(run.events[started:], received_at[started:],
-                                                                         strict=True)
-        if event.get("type") == "input_audio_buffer.speech_started"]
+        round((at - received_at[started]) * 1000.0) for at in run.speech_started_at(received_at)]
     return {
         "answered": bool(statuses) and statuses[0] in ANSWERED and started is not None,
         "self_interruptions": len(into_answer),
@@ -122,8 +120,7 @@ def _barge_in_ms(run: EchoRun, received_at: list[float]) -> dict[str, Any]:
     began = run.interruption_voiced_at
     if began is None or not run.playing_when_voiced:
         return {"played_out": True, "heard": False}
-    started = next((at for event, at in zip(run.events, received_at, strict=True)
-                    if event.get("type") == "input_audio_buffer.speech_started" and at >= began), None)
+    started = next((at for at in run.speech_started_at(received_at) if at >= began), None)
     if started is None:
         return {"played_out": False, "heard": False}
     return {"played_out": False, "heard": True, "speech_to_speech_started_ms": round((started - began) * 1000.0, 1)}

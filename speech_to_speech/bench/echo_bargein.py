@@ -61,7 +61,7 @@ def judged(run: EchoRun, received_at: list[float], said: audio.Speech) -> dict[s
     started = run.answer_started_at
     timed = list(zip(run.events, received_at, strict=True))
     done = next(((e, at) for e, at in timed if e.get("type") == "response.done"), None)
-    speech_started = [at for e, at in timed[started or 0:] if e.get("type") == "input_audio_buffer.speech_started"]
+    speech_started = run.speech_started_at(received_at)
     after = [at for at in speech_started if voiced is not None and at >= voiced]
     # before the user spoke: the echo heard as the user, or (in the answer's first second) most likely the user
     # going on with the request, the answer having begun in a pause of it

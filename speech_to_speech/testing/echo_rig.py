@@ -97,6 +97,13 @@ class EchoRun:
         start = self.answer_started_at or 0 if after_answer else 0
         return [e for e in self.events[start:] if e.get("type") == kind]
 
+    def speech_started_at(self, received_at: list[float]) -> list[float]:
+        """When each ``input_audio_buffer.speech_started`` from the first audio delta on was read (``received_at``:
+        when each event was)."""
+        start = self.answer_started_at or 0
+        return [at for event, at in zip(self.events[start:], received_at[start:], strict=True)
+                if event.get("type") == "input_audio_buffer.speech_started"]
+
     @property
     def user_transcripts(self) -> list[str]:
         return [e["transcript"] for e in self.of_type("conversation.item.input_audio_transcription.completed")]
