@@ -10,8 +10,9 @@ echo, the microphone holds sound the prediction lacks, and the linear
 canceller takes much less off than it does on echo alone: that is double
 talk. For ``HOLD_FRAMES`` after its last such frame the user is heard
 through the linear canceller (their words whole, the echo ``erle_db``
-down); otherwise through AEC3 (nothing of the echo that the VAD could take
-for the user). The linear canceller learns only from frames of echo alone
+down), and so it is for ``SETTLE_FRAMES`` after the speaker stops (a reply
+cut off because the user talks); otherwise through AEC3 (nothing of the echo
+that the VAD could take for the user). The linear canceller learns only from frames of echo alone
 heard while not holding, so the user's voice does not pull it off the echo
 path.
 """
