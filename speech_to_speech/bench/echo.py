@@ -54,7 +54,7 @@ from speech_to_speech.bench.neighbour import busy_core
 from speech_to_speech.bench.stats import summarize
 from speech_to_speech.bench.target import Target
 from speech_to_speech.protocol import ECHO_CANCELLATION_EXTENSION
-from speech_to_speech.testing.echo_rig import EchoRun, Interruption, speak_beside_speaker
+from speech_to_speech.testing.echo_rig import EchoRun, Interruption, request_went_on, speak_beside_speaker
 from speech_to_speech.testing.realtime_client import RealtimeTestClient
 from speech_to_speech.testing.room import Room
 
@@ -97,15 +97,18 @@ async def speak(target: Target, question: audio.Speech, room: Room, config: Echo
         return run, [r.at for r in client.received]
 
 
-def _outcome(run: EchoRun, received_at: list[float]) -> dict[str, Any]:
+def _outcome(run: EchoRun, received_at: list[float], question: audio.Speech) -> dict[str, Any]:
     statuses = run.response_statuses
     started = run.answer_started_at
-    into_answer = [] if started is None else [
-        round((at - received_at[started]) * 1000.0) for at in run.speech_started_at(received_at)]
+    request_end_ms = question.end * 1000.0 / question.rate
+    heard = [] if started is None else run.speech_started(received_at)
+    into_answer = [round((at - received_at[started or 0]) * 1000.0) for at, start_ms in heard
+                   if not request_went_on(start_ms, request_end_ms)]
     return {
         "answered": bool(statuses) and statuses[0] in ANSWERED and started is not None,
         "self_interruptions": len(into_answer),
         "self_interruption_ms_into_answer": into_answer,  # from the first audio delta read
+        "request_went_on": len(heard) - len(into_answer),
         "echo_turns": max(0, len(run.user_transcripts) - 1),
         "extra_responses": max(0, len(statuses) - 1),
         "user_transcripts": run.user_transcripts,
@@ -159,7 +162,8 @@ async def _at_once(target: Target, questions: list[audio.Speech],
         speak(target, question, Room(delay_ms=delay, rate=question.rate), config, cancel=True,
                instructions=config.instructions) for question in questions))
     cost = _server_cost(before, _canceller_counters(target), time.monotonic() - started)
-    outcomes = [{"kind": "at_once", "question": question.name, "delay_ms": delay, **_outcome(run_, received_at)}
+    outcomes = [{"kind": "at_once", "question": question.name, "delay_ms": delay,
+                 **_outcome(run_, received_at, question)}
                 for question, (run_, received_at) in zip(questions, runs, strict=True)]
     summary = {"sessions": count, "delay_ms": delay, "answered": sum(o["answered"] for o in outcomes),
                "runs_with_self_interruption": sum(bool(o["self_interruptions"]) for o in outcomes),
@@ -220,7 +224,7 @@ async def run(target: Target, config: EchoConfig) -> tuple[dict[str, Any], list[
                         run_, received_at = await speak(target, question, room, config, cancel=mode == "on",
                                                          instructions=config.instructions)
                         samples.append({"kind": "echo", "repeat": repeat, "question": question.name,
-                                        "delay_ms": delay, "mode": mode, **_outcome(run_, received_at)})
+                                        "delay_ms": delay, "mode": mode, **_outcome(run_, received_at, question)})
     summary: dict[str, Any] = {"neighbours": [neighbour.report for neighbour in spinning]}
     summary["server_one_at_a_time"] = _server_cost(before, _canceller_counters(target), time.monotonic() - started)
     for mode in MODES:
@@ -228,6 +232,7 @@ async def run(target: Target, config: EchoConfig) -> tuple[dict[str, Any], list[
         summary[mode] = {"trials": len(runs), "answered": sum(s["answered"] for s in runs),
                          "self_interruptions": sum(s["self_interruptions"] for s in runs),
                          "runs_with_self_interruption": sum(bool(s["self_interruptions"]) for s in runs),
+                         "request_went_on": sum(s["request_went_on"] for s in runs),
                          "self_interruption_ms_into_answer": summarize(
                              [float(ms) for s in runs for ms in s["self_interruption_ms_into_answer"]]),
                          "echo_turns": sum(s["echo_turns"] for s in runs),

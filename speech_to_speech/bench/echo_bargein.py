@@ -14,7 +14,8 @@ and without ``playback.ack`` (clients that stream a raw microphone send none).
 Counted per trial: whether the user was heard (``speech_started`` after the
 chunk holding their first voiced sample), whether the answer was cancelled,
 self-interruptions (``speech_started`` after the answer began and before the
-user spoke: the echo heard as the user) and the share of the said words found
+user spoke: the echo heard as the user; one whose speech began within the
+request is the user going on with it, counted apart) and the share of the said words found
 in the user transcripts. A trial whose answer had played out before the user
 spoke is missed, not judged.
 """
@@ -28,7 +29,7 @@ from speech_to_speech.bench import audio, room_audio
 from speech_to_speech.bench.echo import EchoConfig, speak
 from speech_to_speech.bench.stats import summarize
 from speech_to_speech.bench.target import Target
-from speech_to_speech.testing.echo_rig import EchoRun, Interruption
+from speech_to_speech.testing.echo_rig import EchoRun, Interruption, request_went_on
 from speech_to_speech.testing.room import Room
 
 ACK_EVERY_MS = 100  # the packaged client's playback.ack interval, when acks are on
@@ -55,17 +56,20 @@ def share_heard(text: str, heard: list[str]) -> float:
     return round(sum(w in got for w in said) / max(1, len(said)), 3)
 
 
-def judged(run: EchoRun, received_at: list[float], said: audio.Speech) -> dict[str, Any]:
-    """One trial's outcome from its events and when each was read."""
+def judged(run: EchoRun, received_at: list[float], said: audio.Speech,
+           request: audio.Speech | None = None) -> dict[str, Any]:
+    """One trial's outcome from its events and when each was read; ``request``: what the user asked first (from
+    the session's first input sample)."""
+    request_end_ms = None if request is None else request.end * 1000.0 / request.rate
     voiced = run.interruption_voiced_at
     started = run.answer_started_at
     timed = list(zip(run.events, received_at, strict=True))
     done = next(((e, at) for e, at in timed if e.get("type") == "response.done"), None)
-    speech_started = run.speech_started_at(received_at)
-    after = [at for at in speech_started if voiced is not None and at >= voiced]
-    # before the user spoke: the echo heard as the user, or (in the answer's first second) most likely the user
-    # going on with the request, the answer having begun in a pause of it
-    before = [at for at in speech_started if at not in after] if started is not None else []
+    speech_started = run.speech_started(received_at)
+    after = [at for at, _ in speech_started if voiced is not None and at >= voiced]
+    earlier = [(at, start_ms) for at, start_ms in speech_started if at not in after] if started is not None else []
+    went_on = [at for at, start_ms in earlier if request_went_on(start_ms, request_end_ms)]
+    before = [at for at, _ in earlier if at not in went_on]  # the echo heard as the user
     status = done[0]["response"]["status"] if done else None
     sample: dict[str, Any] = {
         "said": said.name, "status": status,
@@ -75,10 +79,15 @@ def judged(run: EchoRun, received_at: list[float], said: audio.Speech) -> dict[s
         "heard": bool(after),
         "self_interruptions": len(before),
         "self_interruption_ms_into_answer": [round((at - timed[started or 0][1]) * 1000) for at in before],
+        "request_went_on": len(went_on),
         "transcripts": [e.get("transcript") for e, at in timed if e.get("type") == USER_TRANSCRIPT
                         and voiced is not None and at >= voiced],
     }
     sample["words_heard"] = share_heard(said.text, sample["transcripts"])
+    if request is not None:  # the request's words, a continuation after a pause included
+        sample["request_words_heard"] = share_heard(request.text, [
+            e.get("transcript") or "" for e, at in timed
+            if e.get("type") == USER_TRANSCRIPT and (voiced is None or at < voiced)])
     if after and voiced is not None:
         sample["speech_to_speech_started_ms"] = round((after[0] - voiced) * 1000, 1)
     return sample
@@ -91,7 +100,11 @@ async def barge_in_over_echo(target: Target, story: audio.Speech, said: audio.Sp
     interruption = Interruption(after_s * 1000.0, said.samples, said.start)
     run, received_at = await speak(target, story, room, config, cancel=True, instructions=instructions,
                                    interruption=interruption)
-    return judged(run, received_at, said)
+    return judged(run, received_at, said, request=story)
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 3) if values else None
 
 
 def summary_of(trials: list[dict[str, Any]]) -> dict[str, Any]:
@@ -101,6 +114,8 @@ def summary_of(trials: list[dict[str, Any]]) -> dict[str, Any]:
         "heard": sum(t["heard"] for t in counted),
         "cancelled": sum(t["status"] == "cancelled" for t in counted),
         "runs_with_self_interruption": sum(bool(t["self_interruptions"]) for t in trials),
-        "words_heard_mean": round(sum(t["words_heard"] for t in counted) / len(counted), 3) if counted else None,
+        "runs_with_request_went_on": sum(bool(t.get("request_went_on")) for t in trials),
+        "words_heard_mean": _mean([t["words_heard"] for t in counted]),
+        "request_words_heard_mean": _mean([t["request_words_heard"] for t in trials if "request_words_heard" in t]),
         "speech_to_speech_started_ms": summarize([t.get("speech_to_speech_started_ms") for t in counted]),
     }

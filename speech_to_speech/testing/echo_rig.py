@@ -100,8 +100,14 @@ class EchoRun:
     def speech_started_at(self, received_at: list[float]) -> list[float]:
         """When each ``input_audio_buffer.speech_started`` from the first audio delta on was read (``received_at``:
         when each event was)."""
+        return [at for at, _ in self.speech_started(received_at)]
+
+    def speech_started(self, received_at: list[float]) -> list[tuple[float, int]]:
+        """Each ``input_audio_buffer.speech_started`` from the first audio delta on: when it was read, and where
+        the speech began in the session's input audio (``audio_start_ms``; the rig's first sample is at 0)."""
         start = self.answer_started_at or 0
-        return [at for event, at in zip(self.events[start:], received_at[start:], strict=True)
+        return [(at, int(event.get("audio_start_ms", -1)))
+                for event, at in zip(self.events[start:], received_at[start:], strict=True)
                 if event.get("type") == "input_audio_buffer.speech_started"]
 
     @property
@@ -111,6 +117,13 @@ class EchoRun:
     @property
     def response_statuses(self) -> list[str]:
         return [e["response"]["status"] for e in self.of_type("response.done")]
+
+
+def request_went_on(audio_start_ms: int, request_end_ms: float | None) -> bool:
+    """A ``speech_started`` whose speech began before the request's last voiced sample is the user going on with
+    the request (the answer began in a pause of it, and was taken back), not the echo heard as the user: the echo
+    reaches the microphone only after the answer's first audio, which comes after the request ends."""
+    return request_end_ms is not None and 0 <= audio_start_ms < request_end_ms
 
 
 def _echo_window(room: Room, speaker: Speaker, start: int, length: int, rir: npt.NDArray[np.float32]) -> np.ndarray:

@@ -47,6 +47,23 @@ def test_speech_started_before_the_user_spoke_is_the_echo_heard_as_the_user() ->
     assert trial["self_interruption_ms_into_answer"] == [900]
 
 
+REQUEST = audio.Speech("hibari: a story", "Please tell me a long story about a lighthouse keeper and a lost seagull.",
+                       np.zeros(96000, np.float32), 24000, 2400, 84000)  # voiced 0.1-3.5 s
+
+
+@pytest.mark.parametrize(("audio_start_ms", "went_on"), [(3000, True), (3600, False), (8000, False)])
+def test_speech_that_began_within_the_request_is_the_user_going_on_not_the_echo(audio_start_ms: int,
+                                                                                 went_on: bool) -> None:
+    events = [(0.0, AUDIO), (0.3, {**STARTED, "audio_start_ms": audio_start_ms}),
+              (0.5, {"type": "conversation.item.input_audio_transcription.completed",
+                     "transcript": "Please tell me a long story about a lighthouse keeper and a lost seagull."}),
+              (5.0, _done("completed"))]
+    trial = judged(EchoRun([e for _, e in events], 0, 1.5, True), [at for at, _ in events], SAID, request=REQUEST)
+    assert (trial["request_went_on"], trial["self_interruptions"]) == ((1, 0) if went_on else (0, 1))
+    assert trial["request_words_heard"] == 1.0 and not trial["heard"]
+    assert summary_of([trial])["runs_with_request_went_on"] == int(went_on)
+
+
 def test_an_answer_played_out_before_the_user_spoke_is_missed_not_judged() -> None:
     trials = [_trial([(0.0, AUDIO), (1.0, _done("completed"))], 0, 1.5, playing=False),
               _trial([(0.0, AUDIO), (2.0, STARTED), (2.1, _done("cancelled"))], 0, 1.5)]
