@@ -5,7 +5,8 @@ microphone hears its speaker ``delay_ms`` late through a small room, with the
 server's echo cancellation on (the session asks for the
 ``speech_to_speech.echo_cancellation`` extension). Per trial, in a fresh
 session through the echo rig (:func:`speech_to_speech.bench.echo.speak`): ask
-for a long story; ``say_after_s`` into its audio the user says an
+for a long story; ``say_after_s`` into its audio (of the answer that plays, where the first was
+taken back as the user went on with the request) the user says an
 interruption. The echo's voiced level at the microphone is set relative to the
 user's (``echo_db``: 0 is as loud as the user), by scaling the room's path
 against hibari's voice, the voice the server answers in. Each level runs with

@@ -72,7 +72,9 @@ class Speaker:
 
 @dataclass(frozen=True)
 class Interruption:
-    """The user talking over the answer: ``samples`` from ``after_ms`` past its first audio delta."""
+    """The user talking over the answer: ``samples`` from ``after_ms`` past its first audio delta. An answer
+    stopped before then (a reply taken back as the user went on with the request) is not the one: they talk
+    over the next, as far into it."""
 
     after_ms: float
     samples: npt.NDArray[np.float32]
@@ -168,13 +170,17 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
             if kind == "response.output_audio.delta":
                 if answer_started is None:
                     answer_started = seen
-                    if interruption is not None:
-                        interrupt_from = position + int(interruption.after_ms * rate / 1000)
+                if interruption is not None and interrupt_from is None:
+                    interrupt_from = position + int(interruption.after_ms * rate / 1000)
                 speaker.queue(decode_audio(event["delta"]).astype(np.float32) / 32768.0, position,
                               (event["response_id"], event["item_id"]))
             elif kind in ("output_audio_buffer.cleared", "input_audio_buffer.speech_started") or (
                     kind == "response.done" and event["response"]["status"] == "cancelled"):
                 speaker.stop(position)  # a client that clears playback on speech over the answer
+                if interrupt_from is not None and position < interrupt_from:
+                    # stopped before the user spoke (taken back: they went on with the request): they talk over
+                    # the answer that follows, as far into it, not into its first moments
+                    interrupt_from = None
             if kind == "response.done":
                 done_at = time.monotonic()
             if kind == TRANSCRIBED and interrupt_from is not None and position > interrupt_from:

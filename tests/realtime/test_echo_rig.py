@@ -1,10 +1,17 @@
-"""The echo rig's speaker says what it played as the packaged client does: audio, not time since an item began."""
+"""The echo rig: its speaker says what it played as the packaged client does (audio, not time since an item
+began), and its user talks over the answer that plays."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+from types import SimpleNamespace
+
 import numpy as np
 
-from speech_to_speech.testing.echo_rig import Speaker
+from speech_to_speech.testing.client_audio import decode_audio, encode_audio
+from speech_to_speech.testing.echo_rig import CHUNK_MS, Interruption, Speaker, speak_beside_speaker
+from speech_to_speech.testing.room import Room
 
 RATE = 16000
 ITEM = ("resp_1", "item_1")
@@ -49,3 +56,45 @@ def test_a_stopped_speaker_has_played_only_what_came_before_the_stop() -> None:
     assert _played(speaker, 900) == 120
     assert speaker.played_ms(0) == [("resp_1", "item_1", 0)]
     assert not speaker.timeline[_ms(320):].any()
+
+
+class _ScriptedServer:
+    """A client stand-in for the rig: after the ``n``-th microphone append, the events scripted for ``n`` arrive."""
+
+    def __init__(self, script: dict[int, list[dict]]) -> None:
+        self.script = script
+        self.received: list[SimpleNamespace] = []
+        self.microphone: list[np.ndarray] = []
+
+    async def send(self, kind: str, **fields: object) -> None:
+        if kind != "input_audio_buffer.append":
+            return
+        self.microphone.append(decode_audio(str(fields["audio"])).astype(np.float32) / 32768.0)
+        for event in self.script.get(len(self.microphone), []):
+            self.received.append(SimpleNamespace(event=event, at=0.0))
+
+
+def _answer_audio(ms: int) -> dict:
+    samples = np.zeros(_ms(ms), np.float32)
+    return {"type": "response.output_audio.delta", "response_id": "r", "item_id": "i",
+            "delta": base64.b64encode(encode_audio(samples)).decode("ascii")}
+
+
+def test_an_answer_taken_back_before_the_user_spoke_moves_their_interruption_to_the_next_answer() -> None:
+    chunk = CHUNK_MS
+    said = np.full(_ms(100), 0.25, np.float32)
+    server = _ScriptedServer({
+        200 // chunk: [_answer_audio(1000)],  # the first answer begins at 200 ms ...
+        400 // chunk: [{"type": "input_audio_buffer.speech_started", "audio_start_ms": 300}],  # ... taken back
+        800 // chunk: [_answer_audio(2000)],  # the answer that plays
+        900 // chunk: [{"type": "response.done", "response": {"status": "completed"}}],
+    })
+    room = Room(gain=0.0, noise_dbfs=-120.0, rate=RATE)
+    run = asyncio.run(speak_beside_speaker(server, np.zeros(_ms(100), np.float32), RATE, room,  # type: ignore[arg-type]
+                                           listen_s=2.0, settle_s=0.1,
+                                           interruption=Interruption(500.0, said)))
+    heard = np.concatenate(server.microphone)
+    voiced = np.flatnonzero(np.abs(heard) > 0.1)
+    assert voiced.size == len(said)
+    assert voiced[0] == _ms(800 + 500)  # 500 ms into the answer that played, not into the one taken back
+    assert run.answer_started_at == 0 and run.playing_when_voiced
