@@ -16,7 +16,8 @@ Counted per trial: whether the user was heard (``speech_started`` after the
 chunk holding their first voiced sample), whether the answer was cancelled,
 self-interruptions (``speech_started`` after the answer began and before the
 user spoke: the echo heard as the user; one whose speech began within the
-request is the user going on with it, counted apart) and the share of the said words found
+request is the user going on with it, counted apart; one whose speech began
+after the interruption ended is the reply's echo heard as the user) and the share of the said words found
 in the user transcripts. A trial whose answer had played out before the user
 spoke is missed, not judged.
 """
@@ -67,8 +68,13 @@ def judged(run: EchoRun, received_at: list[float], said: audio.Speech,
     timed = list(zip(run.events, received_at, strict=True))
     done = next(((e, at) for e, at in timed if e.get("type") == "response.done"), None)
     speech_started = run.speech_started(received_at)
-    after = [at for at, _ in speech_started if voiced is not None and at >= voiced]
-    earlier = [(at, start_ms) for at, start_ms in speech_started if at not in after] if started is not None else []
+    later = [(at, start_ms) for at, start_ms in speech_started if voiced is not None and at >= voiced]
+    ended = run.interruption_end_ms
+    # begun after the user's interruption ended: the echo of the reply to it (or of the cut answer's tail)
+    reply_heard = [at for at, start_ms in later if ended is not None and start_ms > ended]
+    after = [at for at, _ in later if at not in reply_heard]
+    earlier = [(at, start_ms) for at, start_ms in speech_started
+               if voiced is None or at < voiced] if started is not None else []
     went_on = [at for at, start_ms in earlier if request_went_on(start_ms, request_end_ms)]
     before = [at for at, _ in earlier if at not in went_on]  # the echo heard as the user
     status = done[0]["response"]["status"] if done else None
@@ -81,6 +87,7 @@ def judged(run: EchoRun, received_at: list[float], said: audio.Speech,
         "self_interruptions": len(before),
         "self_interruption_ms_into_answer": [round((at - timed[started or 0][1]) * 1000) for at in before],
         "request_went_on": len(went_on),
+        "reply_self_interruptions": len(reply_heard),
         "transcripts": [e.get("transcript") for e, at in timed if e.get("type") == USER_TRANSCRIPT
                         and voiced is not None and at >= voiced],
     }
@@ -116,6 +123,7 @@ def summary_of(trials: list[dict[str, Any]]) -> dict[str, Any]:
         "cancelled": sum(t["status"] == "cancelled" for t in counted),
         "runs_with_self_interruption": sum(bool(t["self_interruptions"]) for t in trials),
         "runs_with_request_went_on": sum(bool(t.get("request_went_on")) for t in trials),
+        "runs_with_reply_self_interruption": sum(bool(t.get("reply_self_interruptions")) for t in trials),
         "words_heard_mean": _mean([t["words_heard"] for t in counted]),
         "request_words_heard_mean": _mean([t["request_words_heard"] for t in trials if "request_words_heard" in t]),
         "speech_to_speech_started_ms": summarize([t.get("speech_to_speech_started_ms") for t in counted]),

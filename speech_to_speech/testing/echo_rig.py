@@ -91,6 +91,8 @@ class EchoRun:
     # whether the speaker still had the answer to play at that sample (an answer made faster than it is spoken
     # has its response.done long before it has played)
     playing_when_voiced: bool = False
+    # where the interruption ends in the session's input audio: speech that begins later is not the user's
+    interruption_end_ms: float | None = None
 
     def of_type(self, kind: str, *, after_answer: bool = False) -> list[Event]:
         """The events of ``kind``; ``after_answer``: only those from the first audio delta on."""
@@ -160,6 +162,7 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
     interrupt_from: int | None = None  # where the interruption starts, once the answer is playing
     interruption_voiced_at: float | None = None
     playing_when_voiced = False
+    interruption_end_ms: float | None = None
     spoke_at: float | None = None  # when the last chunk of the interruption was sent
     transcribed_after = False  # a user transcript came after the interruption began
     started = time.monotonic()
@@ -198,6 +201,7 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
             if interruption_voiced_at is None and position <= voiced < position + step:
                 interruption_voiced_at = time.monotonic()
                 playing_when_voiced = speaker.cursor > voiced
+                interruption_end_ms = (interrupt_from + len(interruption.samples)) * 1000.0 / rate
             talking_over = interrupt_from + len(interruption.samples) > position
         else:
             talking_over = False
@@ -223,4 +227,5 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
         if elapsed > len(speech) / rate + listen_s:
             break
         await asyncio.sleep(max(0.0, position / rate - elapsed))  # real time, without drift
-    return EchoRun([r.event for r in client.received], answer_started, interruption_voiced_at, playing_when_voiced)
+    return EchoRun([r.event for r in client.received], answer_started, interruption_voiced_at, playing_when_voiced,
+                   interruption_end_ms)

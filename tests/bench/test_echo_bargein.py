@@ -54,7 +54,7 @@ REQUEST = audio.Speech("hibari: a story", "Please tell me a long story about a l
 @pytest.mark.parametrize(("audio_start_ms", "went_on"), [(3000, True), (3600, False), (8000, False)])
 def test_speech_that_began_within_the_request_is_the_user_going_on_not_the_echo(audio_start_ms: int,
                                                                                  went_on: bool) -> None:
-    events = [(0.0, AUDIO), (0.3, {**STARTED, "audio_start_ms": audio_start_ms}),
+    events: list[tuple[float, dict]] = [(0.0, AUDIO), (0.3, {**STARTED, "audio_start_ms": audio_start_ms}),
               (0.5, {"type": "conversation.item.input_audio_transcription.completed",
                      "transcript": "Please tell me a long story about a lighthouse keeper and a lost seagull."}),
               (5.0, _done("completed"))]
@@ -62,6 +62,19 @@ def test_speech_that_began_within_the_request_is_the_user_going_on_not_the_echo(
     assert (trial["request_went_on"], trial["self_interruptions"]) == ((1, 0) if went_on else (0, 1))
     assert trial["request_words_heard"] == 1.0 and not trial["heard"]
     assert summary_of([trial])["runs_with_request_went_on"] == int(went_on)
+
+
+def test_speech_that_began_after_the_interruption_ended_is_the_replys_echo_not_the_user() -> None:
+    events: list[tuple[float, dict]] = [(0.0, AUDIO), (2.0, {**STARTED, "audio_start_ms": 5000}),
+                                        (2.1, _done("cancelled")),
+              (3.5, {**STARTED, "audio_start_ms": 6400})]  # the reply's echo, after the user said it all
+    run = EchoRun([e for _, e in events], 0, 1.5, True, interruption_end_ms=6000.0)
+    trial = judged(run, [at for at, _ in events], SAID)
+    assert trial["heard"] and trial["speech_to_speech_started_ms"] == 500.0
+    assert (trial["reply_self_interruptions"], trial["self_interruptions"]) == (1, 0)
+    assert summary_of([trial])["runs_with_reply_self_interruption"] == 1
+    alone = EchoRun([e for i, (_, e) in enumerate(events) if i != 1], 0, 1.5, True, interruption_end_ms=6000.0)
+    assert not judged(alone, [at for i, (at, _) in enumerate(events) if i != 1], SAID)["heard"]
 
 
 def test_an_answer_played_out_before_the_user_spoke_is_missed_not_judged() -> None:
