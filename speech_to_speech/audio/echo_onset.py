@@ -9,7 +9,10 @@ talker: the next reply interrupted itself as it began. The room, and so the
 echo's shape, is the same, so :class:`OnsetCheck` compares what the filter
 predicts of the first ``CHECK_FRAMES`` of echo with what the microphone
 heard: the shift that leaves least of the microphone is how far the path
-moved.
+moved. A reply may start within 200 ms of the cut, while the filter still
+predicts the cut answer's tail: the check waits for the new reference to
+reach the prediction (checked on that tail, the path stayed 10 ms off and
+the reply's echo came through 4 dB louder, taken for a talker).
 """
 
 from __future__ import annotations
@@ -34,11 +37,15 @@ class OnsetCheck:
         self._predicted: list[npt.NDArray[np.float64]] = []
         self._microphone: list[npt.NDArray[np.float64]] = []
         self._first_sounding: int | None = None  # the frame the predicted echo began at
+        self._skip = 0
         self.checking = False
 
-    def start(self) -> None:
-        """The speaker starts again: compare the next frames."""
+    def start(self, skip: int = 0) -> None:
+        """The speaker starts again: compare the next frames, from the ``skip``-th on (before it, the prediction
+        is the tail of what played before the speaker stopped, still in the filter: the echo's place is not
+        told by it)."""
         self.cancel()
+        self._skip = skip
         self.checking = True
 
     def cancel(self) -> None:
@@ -57,7 +64,7 @@ class OnsetCheck:
         frames = len(self._predicted)
         if self._first_sounding is None:
             floor = self._frame * 10 ** (SOUNDING_DBFS / 10)
-            if float(np.dot(predicted, predicted)) > floor:
+            if frames > self._skip and float(np.dot(predicted, predicted)) > floor:
                 self._first_sounding = frames - 1
             elif frames >= GIVE_UP_FRAMES:
                 self.cancel()

@@ -174,7 +174,7 @@ class LinearEcho:
         """The speaker starts again after it stopped or ran dry: its playback may start a little off where the
         reference puts it, so the first echo is checked against the path (:mod:`~.echo_onset`)."""
         if self._bulk is not None:
-            self._onset.start()
+            self._onset.start(skip=self._bulk)  # (the new reference reaches the prediction that many frames on)
 
     def process(self, reference: npt.NDArray[np.float32],
                 microphone: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

@@ -101,13 +101,18 @@ def test_a_window_full_of_talk_does_not_replace_a_path_already_learnt() -> None:
     assert talked_over > alone - 3.0, f"{talked_over:.1f} dB removed after the talk, {alone:.1f} without it"
 
 
-@pytest.mark.parametrize("moved_ms", [-30, -10, 20])
-def test_an_answer_whose_echo_comes_a_little_off_after_a_restart_is_cancelled_from_its_start(moved_ms: int) -> None:
+@pytest.mark.parametrize(("moved_ms", "gap_ms"), [(-30, 500), (-10, 500), (20, 500), (-10, 160), (20, 160)])
+def test_an_answer_whose_echo_comes_a_little_off_after_a_restart_is_cancelled_from_its_start(moved_ms: int,
+                                                                                           gap_ms: int) -> None:
     # One answer teaches the path; the speaker stops, and the next answer's playback starts ``moved_ms`` off
     # where its reference puts it (a client's playback restarts half an append or so off). The filter is frozen
-    # over the second answer, so only moving the path it learnt can take its echo off.
+    # over the second answer, so only moving the path it learnt can take its echo off. A reply ready 160 ms
+    # after the first was cut starts while the filter still predicts the first one's tail: that is not its echo.
     first, second = _speech("whole_robot_story", "continuation_rome"), _speech("cut_black_holes_and")
-    gap = PIPELINE_RATE // 2
+    if gap_ms < 500:  # cut off mid-word
+        loud = np.flatnonzero(np.abs(first[:len(first) * 3 // 4]) > 0.2)
+        first = first[:loud[-1]]
+    gap = PIPELINE_RATE * gap_ms // 1000
     mic = np.concatenate([Room(delay_ms=150).echo_of(np.concatenate([first, np.zeros(gap, np.float32)])),
                           Room(delay_ms=150 + moved_ms).echo_of(second)])
     mic = mic + Room().noise(len(mic))
