@@ -14,7 +14,9 @@ milliseconds; ``delay_hint_ms`` is where it starts looking.
 AEC3's suppressor takes much of a user off who talks over a loud echo, so a
 linear canceller runs beside it (:mod:`speech_to_speech.audio.linear_echo`),
 and in double talk (:mod:`speech_to_speech.audio.double_talk`) the microphone
-is heard through that instead: the user whole, the echo 15-30 dB down.
+is heard through that instead: the user whole, the echo 15-30 dB down. A
+microphone that hears no echo at all (headphones) is heard as it is
+(:mod:`speech_to_speech.audio.no_echo`).
 
 Measured on the five benchmark questions at 16 kHz, through a simulated room
 (a direct path at half amplitude and a 200 ms reverberation tail, 50-300 ms
@@ -25,12 +27,13 @@ the echo kept within 3 dB, and about 13 ms of one core per second of audio.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from speech_to_speech.audio.double_talk import DoubleTalk, FrameLevels
+from speech_to_speech.audio.double_talk import MIN_ERLE_DB, DoubleTalk, FrameLevels
 from speech_to_speech.audio.linear_echo import LinearEcho
+from speech_to_speech.audio.no_echo import NoEcho
 from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.residual_echo import ResidualEchoSuppressor, level_db
 
@@ -74,13 +77,14 @@ class EchoCanceller:
         self._linear = LinearEcho(self._frame, rate)  # the user kept whole in double talk
         self._double_talk = DoubleTalk()
         self._sounding: deque[float] = deque([-90.0] * TAIL_FRAMES, TAIL_FRAMES)  # the reference's last levels
-        self._was_linear = False
+        self._no_echo = NoEcho()
+        self._heard: Literal["microphone", "linear", "aec"] = "aec"  # what the last frame was heard through
         self._fade_in = np.linspace(0.0, 1.0, self._frame, dtype=np.float32)
 
     @property
     def double_talk(self) -> bool:
         """The microphone is heard through the linear canceller now (someone talks over the echo)."""
-        return self._was_linear
+        return self._heard == "linear"
 
     @property
     def pending_reference(self) -> int:
@@ -166,18 +170,23 @@ class EchoCanceller:
         if self._linear.paths != paths:  # a new path: what was measured of the old one says nothing of it
             self._double_talk.forget()
         self._sounding.append(level_db(reference))
+        reference_db, microphone_db = max(self._sounding), level_db(microphone)
         verdict = self._double_talk.update(FrameLevels(
-            reference_db=max(self._sounding), microphone_db=level_db(microphone),
+            reference_db=reference_db, microphone_db=microphone_db,
             aec_db=level_db(suppressed), linear_db=level_db(linear), linear_ready=self._linear.ready))
         if verdict.lost:
             self._linear.forget()  # (the double-talk state forgot with it)
         elif verdict.adapt:
             self._linear.learn()
-        was, self._was_linear = self._was_linear, verdict.linear
-        if verdict.linear == was:
-            return linear if verdict.linear else suppressed
-        to, away = (linear, suppressed) if verdict.linear else (suppressed, linear)
-        return (to * self._fade_in + away * (1.0 - self._fade_in)).astype(np.float32)
+        # headphones: AEC3 would take the user off with an echo that is not there
+        erle_db = self._double_talk.erle_db
+        echo_found = self._linear.found and erle_db is not None and erle_db >= MIN_ERLE_DB  # (not a voice like it)
+        no_echo = self._no_echo.update(reference_db, microphone_db, echo_found=echo_found)
+        outputs = {"microphone": microphone, "linear": linear, "aec": suppressed}
+        was, self._heard = self._heard, "microphone" if no_echo else "linear" if verdict.linear else "aec"
+        if was == self._heard:
+            return outputs[self._heard]
+        return (outputs[self._heard] * self._fade_in + outputs[was] * (1.0 - self._fade_in)).astype(np.float32)
 
     def _next_reference(self) -> np.ndarray:
         frame, needed = [], self._frame

@@ -170,6 +170,11 @@ class LinearEcho:
         echo is checked: the path may have moved."""
         return self._bulk is not None and not self._onset.checking
 
+    @property
+    def found(self) -> bool:
+        """An echo path was found: the microphone hears the speaker."""
+        return self._delays.delay is not None
+
     def restarted(self) -> None:
         """The speaker starts again after it stopped or ran dry: its playback may start a little off where the
         reference puts it, so the first echo is checked against the path (:mod:`~.echo_onset`)."""
