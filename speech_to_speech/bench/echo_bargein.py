@@ -105,7 +105,7 @@ async def barge_in_over_echo(target: Target, story: audio.Speech, said: audio.Sp
                              acks: bool, after_s: float, timeout_s: float, instructions: str) -> dict[str, Any]:
     """Ask for ``story`` beside the speaker; ``after_s`` into the answer's audio say ``said``: what came of it."""
     config = EchoConfig(timeout_s=timeout_s, ack_every_ms=ACK_EVERY_MS if acks else None)
-    interruption = Interruption(after_s * 1000.0, said.samples, said.start)
+    interruption = Interruption(after_s * 1000.0, said.samples, said.start, said.end)
     run, received_at = await speak(target, story, room, config, cancel=True, instructions=instructions,
                                    interruption=interruption)
     return judged(run, received_at, said, request=story)

@@ -79,6 +79,7 @@ class Interruption:
     after_ms: float
     samples: npt.NDArray[np.float32]
     voiced_start: int = 0  # the first voiced sample of ``samples``
+    voiced_end: int | None = None  # and the end of its last (None: its end)
 
 
 @dataclass
@@ -91,7 +92,7 @@ class EchoRun:
     # whether the speaker still had the answer to play at that sample (an answer made faster than it is spoken
     # has its response.done long before it has played)
     playing_when_voiced: bool = False
-    # where the interruption ends in the session's input audio: speech that begins later is not the user's
+    # where the interruption's voice ends in the session's input audio: speech that begins later is not the user's
     interruption_end_ms: float | None = None
 
     def of_type(self, kind: str, *, after_answer: bool = False) -> list[Event]:
@@ -201,7 +202,8 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
             if interruption_voiced_at is None and position <= voiced < position + step:
                 interruption_voiced_at = time.monotonic()
                 playing_when_voiced = speaker.cursor > voiced
-                interruption_end_ms = (interrupt_from + len(interruption.samples)) * 1000.0 / rate
+                voiced_end = len(interruption.samples) if interruption.voiced_end is None else interruption.voiced_end
+                interruption_end_ms = (interrupt_from + voiced_end) * 1000.0 / rate
             talking_over = interrupt_from + len(interruption.samples) > position
         else:
             talking_over = False

@@ -82,7 +82,7 @@ def _answer_audio(ms: int) -> dict:
 
 def test_an_answer_taken_back_before_the_user_spoke_moves_their_interruption_to_the_next_answer() -> None:
     chunk = CHUNK_MS
-    said = np.full(_ms(100), 0.25, np.float32)
+    said = np.concatenate([np.full(_ms(100), 0.25, np.float32), np.zeros(_ms(50), np.float32)])  # voice, silence
     server = _ScriptedServer({
         200 // chunk: [_answer_audio(1000)],  # the first answer begins at 200 ms ...
         400 // chunk: [{"type": "input_audio_buffer.speech_started", "audio_start_ms": 300}],  # ... taken back
@@ -92,9 +92,10 @@ def test_an_answer_taken_back_before_the_user_spoke_moves_their_interruption_to_
     room = Room(gain=0.0, noise_dbfs=-120.0, rate=RATE)
     run = asyncio.run(speak_beside_speaker(server, np.zeros(_ms(100), np.float32), RATE, room,  # type: ignore[arg-type]
                                            listen_s=2.0, settle_s=0.1,
-                                           interruption=Interruption(500.0, said)))
+                                           interruption=Interruption(500.0, said, 0, _ms(100))))
     heard = np.concatenate(server.microphone)
     voiced = np.flatnonzero(np.abs(heard) > 0.1)
-    assert voiced.size == len(said)
+    assert voiced.size == _ms(100)
     assert voiced[0] == _ms(800 + 500)  # 500 ms into the answer that played, not into the one taken back
     assert run.answer_started_at == 0 and run.playing_when_voiced
+    assert run.interruption_end_ms == 800 + 500 + 100  # where its voice ends, not its trailing silence
