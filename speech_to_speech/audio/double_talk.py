@@ -140,4 +140,6 @@ class DoubleTalk:
             self._echo_power += LEARN * (10 ** (levels.microphone_db / 10) - self._echo_power)
             self._left_power += LEARN * (10 ** (levels.linear_db / 10) - self._left_power)
         self.learnt += adapt
-        return Verdict(linear=bool(self.hold), adapt=adapt, talk=talk, lost=lost)
+        # a path being checked against a restarted echo is not heard through, even holding: it may be off it, and
+        # the reply's echo came through it as the user (live: taken back by its own echo)
+        return Verdict(linear=bool(self.hold) and levels.linear_ready, adapt=adapt, talk=talk, lost=lost)

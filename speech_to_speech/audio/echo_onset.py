@@ -40,6 +40,12 @@ class OnsetCheck:
         self._skip = 0
         self.checking = False
 
+    @property
+    def comparing(self) -> bool:
+        """The restarted echo is being compared (the new reference has reached the prediction): until that is
+        done, the path may be off it."""
+        return self.checking and len(self._predicted) >= self._skip
+
     def start(self, skip: int = 0) -> None:
         """The speaker starts again: compare the next frames, from the ``skip``-th on (before it, the prediction
         is the tail of what played before the speaker stopped, still in the filter: the echo's place is not

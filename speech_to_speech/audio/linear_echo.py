@@ -167,8 +167,9 @@ class LinearEcho:
     @property
     def ready(self) -> bool:
         """The echo's delay is known: the filter is on it (it may still be learning). Not while a restart's
-        echo is checked: the path may have moved."""
-        return self._bulk is not None and not self._onset.checking
+        echo is checked: the path may have moved. (Until the restarted reference reaches the prediction, it is
+        the tail of what played before, on the path as it was.)"""
+        return self._bulk is not None and not self._onset.comparing
 
     @property
     def found(self) -> bool:

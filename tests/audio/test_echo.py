@@ -129,14 +129,18 @@ def test_without_livekit_it_says_what_to_install(monkeypatch: pytest.MonkeyPatch
         EchoCanceller()
 
 
-def test_a_reply_after_a_barge_in_whose_playback_starts_a_little_early_does_not_interrupt_itself() -> None:
+@pytest.mark.parametrize(("reply_after_ms", "talk_from_cut_ms"), [(600, -1000), (280, -1270)])
+def test_a_reply_after_a_barge_in_whose_playback_starts_a_little_early_does_not_interrupt_itself(
+        reply_after_ms: int, talk_from_cut_ms: int) -> None:
     # The user talks over the answer, which is cut off 4.5 s in; 0.6 s later the reply begins, its playback
     # started 10 ms earlier than its reference says (a client restarts a little off). The path learnt over the
-    # answer, 10 ms off, took 0-3 dB off the reply's echo and the echo was heard through it as a talker.
+    # answer, 10 ms off, took 0-3 dB off the reply's echo and the echo was heard through it as a talker. The
+    # user is heard through the linear canceller for 400 ms after they stop: a reply ready 280 ms after the cut
+    # (its words 200 ms past it) has its echo arrive in that time, and must not be heard through an unchecked path.
     rate, chunk, piece = PIPELINE_RATE, 320, 1600
     first, second = _speech(*ASSISTANT[:2]), _speech(*ASSISTANT[2:])
     cut = 45 * rate // 10
-    reply = cut + 6 * rate // 10
+    reply = cut + reply_after_ms * rate // 1000
     played = np.zeros(reply + len(second), np.float32)
     played[:cut] = first[:cut]
     played[reply:] = second
@@ -144,7 +148,7 @@ def test_a_reply_after_a_barge_in_whose_playback_starts_a_little_early_does_not_
     echo[reply:] += Room(delay_ms=140).echo_of(second)
     words = _speech("finished_twelve_fifteen")
     user = np.zeros_like(played)
-    talk = cut - rate
+    talk = cut + talk_from_cut_ms * rate // 1000
     user[talk:talk + len(words)] = words * np.sqrt(np.mean(echo[:cut] ** 2) / np.mean(words**2))
     mic = echo + user + Room().noise(len(played))
     canceller = EchoCanceller()
@@ -159,6 +163,8 @@ def test_a_reply_after_a_barge_in_whose_playback_starts_a_little_early_does_not_
     cancelled = np.concatenate(out)
     talked = slice(talk, cut)
     assert abs(_db(cancelled[talked]) - _db(user[talked])) < 3.0  # the barge-in was heard
-    echo_alone = slice(talk + len(words) + rate // 2, len(cancelled))  # the reply's echo, the user done
+    echo_alone = slice(max(talk + len(words), reply) + 3 * rate // 20, len(cancelled))  # the reply's, the user done
     assert not any(heard_through_linear[echo_alone.start // chunk:])
     assert _db(mic[echo_alone]) - _db(cancelled[echo_alone]) > 25.0
+    first = slice(echo_alone.start, echo_alone.start + 3 * rate // 10)
+    assert _db(mic[first]) - _db(cancelled[first]) > 15.0  # its first 300 ms too
