@@ -166,5 +166,5 @@ def test_a_reply_after_a_barge_in_whose_playback_starts_a_little_early_does_not_
     echo_alone = slice(max(talk + len(words), reply) + 3 * rate // 20, len(cancelled))  # the reply's, the user done
     assert not any(heard_through_linear[echo_alone.start // chunk:])
     assert _db(mic[echo_alone]) - _db(cancelled[echo_alone]) > 25.0
-    first = slice(echo_alone.start, echo_alone.start + 3 * rate // 10)
-    assert _db(mic[first]) - _db(cancelled[first]) > 15.0  # its first 300 ms too
+    onset = slice(echo_alone.start, echo_alone.start + 3 * rate // 10)
+    assert _db(mic[onset]) - _db(cancelled[onset]) > 15.0  # its first 300 ms too
