@@ -52,6 +52,11 @@ class Speech:
     def voiced_ms(self) -> float:
         return (self.end - self.start) * 1000.0 / self.rate
 
+    @property
+    def end_ms(self) -> float:
+        """Where its voice ends, from its first sample."""
+        return self.end * 1000.0 / self.rate
+
 
 def voiced_frames(samples: npt.NDArray[Any], rate: int, *, relative_db: float = RELATIVE_DB,
                   floor: float = ABSOLUTE_FLOOR) -> npt.NDArray[np.bool_]:

@@ -100,10 +100,9 @@ async def speak(target: Target, question: audio.Speech, room: Room, config: Echo
 def _outcome(run: EchoRun, received_at: list[float], question: audio.Speech) -> dict[str, Any]:
     statuses = run.response_statuses
     started = run.answer_started_at
-    request_end_ms = question.end * 1000.0 / question.rate
     heard = [] if started is None else run.speech_started(received_at)
     into_answer = [round((at - received_at[started or 0]) * 1000.0) for at, start_ms in heard
-                   if not request_went_on(start_ms, request_end_ms)]
+                   if not request_went_on(start_ms, question.end_ms)]
     return {
         "answered": bool(statuses) and statuses[0] in ANSWERED and started is not None,
         "self_interruptions": len(into_answer),

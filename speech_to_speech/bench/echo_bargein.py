@@ -62,21 +62,21 @@ def judged(run: EchoRun, received_at: list[float], said: audio.Speech,
            request: audio.Speech | None = None) -> dict[str, Any]:
     """One trial's outcome from its events and when each was read; ``request``: what the user asked first (from
     the session's first input sample)."""
-    request_end_ms = None if request is None else request.end * 1000.0 / request.rate
     voiced = run.interruption_voiced_at
     started = run.answer_started_at
     timed = list(zip(run.events, received_at, strict=True))
     done = next(((e, at) for e, at in timed if e.get("type") == "response.done"), None)
-    speech_started = run.speech_started(received_at)
-    later = [(at, start_ms) for at, start_ms in speech_started if voiced is not None and at >= voiced]
     ended = run.interruption_end_ms
-    # begun after the user's interruption ended: the echo of the reply to it (or of the cut answer's tail)
-    reply_heard = [at for at, start_ms in later if ended is not None and start_ms > ended]
-    after = [at for at, _ in later if at not in reply_heard]
-    earlier = [(at, start_ms) for at, start_ms in speech_started
-               if voiced is None or at < voiced] if started is not None else []
-    went_on = [at for at, start_ms in earlier if request_went_on(start_ms, request_end_ms)]
-    before = [at for at, _ in earlier if at not in went_on]  # the echo heard as the user
+    request_end_ms = None if request is None else request.end_ms
+    after: list[float] = []  # the user heard
+    reply_heard: list[float] = []  # begun after their voice ended: the reply's echo (or the cut answer's tail)
+    went_on: list[float] = []  # begun within the request: the user going on with it
+    before: list[float] = []  # before the user spoke: the echo heard as the user
+    for at, start_ms in run.speech_started(received_at):
+        if voiced is not None and at >= voiced:
+            (reply_heard if ended is not None and start_ms > ended else after).append(at)
+        elif started is not None:
+            (went_on if request_went_on(start_ms, request_end_ms) else before).append(at)
     status = done[0]["response"]["status"] if done else None
     sample: dict[str, Any] = {
         "said": said.name, "status": status,
