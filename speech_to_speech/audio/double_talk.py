@@ -81,8 +81,7 @@ class DoubleTalk:
         a word said under the tail was taken off with it, and the pause it made ended the turn at a comma."""
         self.settling = SETTLE_FRAMES
         self.adding = 0
-        erle_db = self.erle_db
-        if erle_db is not None and erle_db >= MIN_ERLE_DB and self.learnt >= MIN_LEARNT_FRAMES:
+        if self.trusted:
             self.hold = max(self.hold, SETTLE_FRAMES + 1)  # (each frame counts it down before it is heard)
 
     def forget(self) -> None:
@@ -106,6 +105,17 @@ class DoubleTalk:
             return None
         return float(10 * np.log10(self._echo_power / max(self._left_power, 1e-15)))
 
+    @property
+    def explains_echo(self) -> bool:
+        """The linear canceller takes ``MIN_ERLE_DB`` off echo alone: it has the path."""
+        erle_db = self.erle_db
+        return erle_db is not None and erle_db >= MIN_ERLE_DB
+
+    @property
+    def trusted(self) -> bool:
+        """And that was measured on enough frames to judge a talker by it."""
+        return self.explains_echo and self.learnt >= MIN_LEARNT_FRAMES
+
     def update(self, levels: FrameLevels) -> Verdict:
         active = levels.reference_db >= ACTIVE_DB
         aec_took = levels.microphone_db - levels.aec_db
@@ -124,8 +134,7 @@ class DoubleTalk:
         unexplained = (levels.linear_ready and erle_db is not None and levels.linear_db >= talker_floor_db
                        and linear_took < min(erle_db - TALK_GAP_DB, TALK_MAX_TOOK_DB))
         self.unexplained = self.unexplained + 1 if unexplained else 0
-        talk = (active and self.unexplained >= TALK_FRAMES and self.learnt >= MIN_LEARNT_FRAMES
-                and erle_db is not None and erle_db >= MIN_ERLE_DB)
+        talk = active and self.unexplained >= TALK_FRAMES and self.trusted
         if talk:
             self.hold = HOLD_FRAMES
         elif self.hold:

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from speech_to_speech.audio.double_talk import MIN_ERLE_DB, DoubleTalk, FrameLevels
+from speech_to_speech.audio.double_talk import DoubleTalk, FrameLevels
 from speech_to_speech.audio.linear_echo import LinearEcho
 from speech_to_speech.audio.no_echo import NoEcho
 from speech_to_speech.audio.rates import PIPELINE_RATE
@@ -179,8 +179,7 @@ class EchoCanceller:
         elif verdict.adapt:
             self._linear.learn()
         # headphones: AEC3 would take the user off with an echo that is not there
-        erle_db = self._double_talk.erle_db
-        echo_found = self._linear.found and erle_db is not None and erle_db >= MIN_ERLE_DB  # (not a voice like it)
+        echo_found = self._linear.found and self._double_talk.explains_echo  # (not a voice like the assistant's)
         no_echo = self._no_echo.update(reference_db, microphone_db, echo_found=echo_found)
         outputs = {"microphone": microphone, "linear": linear, "aec": suppressed}
         was, self._heard = self._heard, "microphone" if no_echo else "linear" if verdict.linear else "aec"
