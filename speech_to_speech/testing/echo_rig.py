@@ -72,9 +72,10 @@ class Speaker:
 
 @dataclass(frozen=True)
 class Interruption:
-    """The user talking over the answer: ``samples`` from ``after_ms`` past its first audio delta. An answer
-    stopped before then (a reply taken back as the user went on with the request) is not the one: they talk
-    over the next, as far into it."""
+    """The user talking over the answer: ``samples`` once ``after_ms`` of its audio has played (a stall, the
+    speaker run dry while the server is still making the answer, plays none: a person talks over what they
+    hear, and said into a stall it was not over the echo at all). An answer stopped before then (a reply taken
+    back as the user went on with the request) is not the one: they talk over the next, as far into it."""
 
     after_ms: float
     samples: npt.NDArray[np.float32]
@@ -161,6 +162,7 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
     done_at: float | None = None
     position = 0
     interrupt_from: int | None = None  # where the interruption starts, once the answer is playing
+    answer_heard = 0  # samples of the answer played before the interruption starts
     interruption_voiced_at: float | None = None
     playing_when_voiced = False
     interruption_end_ms: float | None = None
@@ -174,22 +176,25 @@ async def speak_beside_speaker(client: RealtimeTestClient, speech: npt.NDArray[n
             if kind == "response.output_audio.delta":
                 if answer_started is None:
                     answer_started = seen
-                if interruption is not None and interrupt_from is None:
-                    interrupt_from = position + int(interruption.after_ms * rate / 1000)
                 speaker.queue(decode_audio(event["delta"]).astype(np.float32) / 32768.0, position,
                               (event["response_id"], event["item_id"]))
             elif kind in ("output_audio_buffer.cleared", "input_audio_buffer.speech_started") or (
                     kind == "response.done" and event["response"]["status"] == "cancelled"):
                 speaker.stop(position)  # a client that clears playback on speech over the answer
-                if interrupt_from is not None and position < interrupt_from:
+                if interrupt_from is None or position < interrupt_from:
                     # stopped before the user spoke (taken back: they went on with the request): they talk over
                     # the answer that follows, as far into it, not into its first moments
-                    interrupt_from = None
+                    interrupt_from, answer_heard = None, 0
             if kind == "response.done":
                 done_at = time.monotonic()
             if kind == TRANSCRIBED and interrupt_from is not None and position > interrupt_from:
                 transcribed_after = True
             seen += 1
+        if interruption is not None and interrupt_from is None and speaker.cursor > position:  # (not run dry)
+            if answer_heard >= interruption.after_ms * rate / 1000:
+                interrupt_from = position
+            else:
+                answer_heard += step
         user = speech[position:position + step]
         chunk = np.zeros(step, np.float32)
         chunk[:len(user)] = user

@@ -99,3 +99,20 @@ def test_an_answer_taken_back_before_the_user_spoke_moves_their_interruption_to_
     assert voiced[0] == _ms(800 + 500)  # 500 ms into the answer that played, not into the one taken back
     assert run.answer_started_at == 0 and run.playing_when_voiced
     assert run.interruption_end_ms == 800 + 500 + 100  # where its voice ends, not its trailing silence
+
+
+def test_an_answer_that_stalls_has_the_user_talk_over_its_audio_not_into_the_stall() -> None:
+    # on a slow machine the answer's first clause played out 1.4-1.9 s before the next came: said 1.5 s after
+    # its first audio, every interruption fell into that silence (nothing to talk over, and no echo to hear)
+    said = np.full(_ms(100), 0.25, np.float32)
+    server = _ScriptedServer({
+        200 // CHUNK_MS: [_answer_audio(300)],  # plays 200-500 ms ...
+        1000 // CHUNK_MS: [_answer_audio(1000)],  # ... and on from 1000 ms
+        1100 // CHUNK_MS: [{"type": "response.done", "response": {"status": "completed"}}],
+    })
+    room = Room(gain=0.0, noise_dbfs=-120.0, rate=RATE)
+    run = asyncio.run(speak_beside_speaker(server, np.zeros(_ms(100), np.float32), RATE, room,  # type: ignore[arg-type]
+                                           listen_s=2.0, settle_s=0.1, interruption=Interruption(500.0, said)))
+    voiced = np.flatnonzero(np.abs(np.concatenate(server.microphone)) > 0.1)
+    assert voiced[0] == _ms(1000 + 200)  # 300 ms of the answer before the stall, 200 after it
+    assert run.playing_when_voiced
