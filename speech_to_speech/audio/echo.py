@@ -27,11 +27,12 @@ the echo kept within 3 dB, and about 13 ms of one core per second of audio.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from speech_to_speech.audio.double_talk import DoubleTalk, FrameLevels
+from speech_to_speech.audio.double_talk import ACTIVE_DB, DoubleTalk, FrameLevels
+from speech_to_speech.audio.held_output import HeldFrame, HeldOutput, Source
 from speech_to_speech.audio.linear_echo import LinearEcho
 from speech_to_speech.audio.no_echo import NoEcho
 from speech_to_speech.audio.rates import PIPELINE_RATE
@@ -78,13 +79,18 @@ class EchoCanceller:
         self._double_talk = DoubleTalk()
         self._sounding: deque[float] = deque([-90.0] * TAIL_FRAMES, TAIL_FRAMES)  # the reference's last levels
         self._no_echo = NoEcho()
-        self._heard: Literal["microphone", "linear", "aec"] = "aec"  # what the last frame was heard through
-        self._fade_in = np.linspace(0.0, 1.0, self._frame, dtype=np.float32)
+        self._heard: Source = "aec"  # what the last frame was heard through
+        self._output = HeldOutput(self._frame)  # a few frames late while the assistant speaks
 
     @property
     def double_talk(self) -> bool:
         """The microphone is heard through the linear canceller now (someone talks over the echo)."""
         return self._heard == "linear"
+
+    @property
+    def output_delay(self) -> int:
+        """How many samples later than its microphone input the output now runs (beyond a partial frame)."""
+        return self._output.delay_frames * self._frame
 
     @property
     def pending_reference(self) -> int:
@@ -147,7 +153,8 @@ class EchoCanceller:
 
     def cancel(self, samples: np.ndarray) -> np.ndarray:
         """The microphone's ``samples`` with the echo removed: as many samples as whole frames came in,
-        so the output runs up to one frame (10 ms) behind the input."""
+        so the output runs up to one frame (10 ms) behind the input, and while the assistant speaks up to
+        ``held_output.HELD_FRAMES`` more (:mod:`speech_to_speech.audio.held_output`)."""
         near = np.concatenate([self._near, np.asarray(samples, np.float32)])
         whole = len(near) - len(near) % self._frame
         self._near = near[whole:]
@@ -181,11 +188,11 @@ class EchoCanceller:
         # headphones: AEC3 would take the user off with an echo that is not there
         echo_found = self._linear.found and self._double_talk.explains_echo  # (not a voice like the assistant's)
         no_echo = self._no_echo.update(reference_db, microphone_db, echo_found=echo_found)
-        outputs = {"microphone": microphone, "linear": linear, "aec": suppressed}
         was, self._heard = self._heard, "microphone" if no_echo else "linear" if verdict.linear else "aec"
-        if was == self._heard:
-            return outputs[self._heard]
-        return (outputs[self._heard] * self._fade_in + outputs[was] * (1.0 - self._fade_in)).astype(np.float32)
+        if self._heard == "linear" and was != "linear":
+            self._output.reach_back("linear")  # the talker's first frames, which AEC3 would take off
+        frame = HeldFrame({"microphone": microphone, "linear": linear, "aec": suppressed}, self._heard)
+        return self._output.send(frame, hold=reference_db >= ACTIVE_DB or self._heard == "linear")
 
     def _next_reference(self) -> np.ndarray:
         frame, needed = [], self._frame

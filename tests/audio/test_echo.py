@@ -11,6 +11,7 @@ import pytest
 from speech_to_speech.audio.echo import EchoCanceller
 from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.wav import read_wav
+from speech_to_speech.testing.echo_stream import stream
 from speech_to_speech.testing.room import Room
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "turns"
@@ -40,12 +41,12 @@ def _db(samples: np.ndarray) -> float:
 
 def _run(canceller: EchoCanceller, played: np.ndarray, mic: np.ndarray, chunk: int = 320) -> np.ndarray:
     """Stream like a session: the reply handed to the speaker in 100 ms pieces ahead of the microphone."""
-    out = []
-    for start in range(0, len(mic), chunk):
+
+    def hand_over(start: int) -> None:
         if start % 1600 == 0:
             canceller.played(played[start:start + 1600])
-        out.append(canceller.cancel(mic[start:start + chunk]))
-    return np.concatenate(out)
+
+    return stream(canceller, mic, chunk=chunk, before=hand_over)
 
 
 @pytest.mark.parametrize("delay_ms", [50, 150, 300])
@@ -101,6 +102,25 @@ def test_a_user_who_went_on_as_the_answer_began_is_heard_when_they_talk_over_it(
     assert _db(mic[alone]) - _db(out[alone]) > 25.0
 
 
+@pytest.mark.parametrize("echo_over_user_db", [0.0, 6.0])
+@pytest.mark.parametrize("start_s", [2.5, 6.0])
+def test_a_talker_over_the_echo_keeps_their_first_syllable(start_s: float, echo_over_user_db: float) -> None:
+    # A talker is told apart only after a run of frames the echo path does not explain; AEC3 took the frames
+    # before that off with the echo: the first 100 ms of these words came out 15-29 dB down, and a short "Wait."
+    # over the echo fell under the voice a turn needs (live). The frames held back are heard whole.
+    room = Room(delay_ms=150)
+    played = _speech(*ASSISTANT)
+    echo = room.echo_of(played)
+    words = _speech("unfinished_rome_uh")[:PIPELINE_RATE // 2]
+    words *= np.sqrt(np.mean(echo[PIPELINE_RATE:] ** 2) / np.mean(words**2)) * 10 ** (-echo_over_user_db / 20)
+    user = np.zeros_like(played)
+    start = int(start_s * PIPELINE_RATE)
+    user[start:start + len(words)] = words
+    out = _run(EchoCanceller(), played, echo + user + room.noise(len(played)))
+    first = slice(start, start + PIPELINE_RATE // 10)
+    assert abs(_db(out[first]) - _db(user[first])) < 3.0
+
+
 def test_with_nothing_played_the_microphone_passes_through() -> None:
     mic = _speech("whole_robot_story") * 0.5
     out = _run(EchoCanceller(), np.zeros(0, np.float32), mic)
@@ -152,15 +172,16 @@ def test_a_reply_after_a_barge_in_whose_playback_starts_a_little_early_does_not_
     user[talk:talk + len(words)] = words * np.sqrt(np.mean(echo[:cut] ** 2) / np.mean(words**2))
     mic = echo + user + Room().noise(len(played))
     canceller = EchoCanceller()
-    out, heard_through_linear = [], []
-    for start in range(0, len(mic), chunk):
+    heard_through_linear: list[bool] = []
+
+    def speaker(start: int) -> None:
         if start % piece == 0 and (start < cut or start >= reply):
             canceller.played(played[start:start + piece])
         if start == cut:
             canceller.stop_playing()
-        out.append(canceller.cancel(mic[start:start + chunk]))
-        heard_through_linear.append(canceller.double_talk)
-    cancelled = np.concatenate(out)
+
+    cancelled = stream(canceller, mic, chunk=chunk, before=speaker,
+                       after=lambda _: heard_through_linear.append(canceller.double_talk))
     talked = slice(talk, cut)
     assert abs(_db(cancelled[talked]) - _db(user[talked])) < 3.0  # the barge-in was heard
     echo_alone = slice(max(talk + len(words), reply) + 3 * rate // 20, len(cancelled))  # the reply's, the user done

@@ -13,6 +13,7 @@ from speech_to_speech.audio.echo import EchoCanceller
 from speech_to_speech.audio.no_echo import ABOVE_FLOOR_DB, NoEcho
 from speech_to_speech.audio.rates import PIPELINE_RATE
 from speech_to_speech.audio.wav import read_wav
+from speech_to_speech.testing.echo_stream import stream
 from speech_to_speech.testing.room import Room
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "turns"
@@ -37,12 +38,13 @@ def _session(room: Room, user_at_s: float) -> tuple[np.ndarray, np.ndarray, slic
     mic = room.echo_of(played)[:len(played)] + room.noise(len(played))
     start = LEAD + int(user_at_s * RATE)
     mic[start:start + len(user)] += user[:len(mic) - start]
-    canceller, out = EchoCanceller(), []
-    for at in range(0, len(mic), 320):  # 20 ms appends, the answer handed over 100 ms at a time
+    canceller = EchoCanceller()
+
+    def hand_over(at: int) -> None:  # 20 ms appends, the answer handed over 100 ms at a time
         if at >= LEAD and (at - LEAD) % 1600 == 0:
             canceller.played(played[at:at + 1600])
-        out.append(canceller.cancel(mic[at:at + 320]))
-    return mic, np.concatenate(out), slice(start, start + len(user))
+
+    return mic, stream(canceller, mic, before=hand_over), slice(start, start + len(user))
 
 
 @pytest.mark.parametrize("user_at_s", [1.5, 2.5])
