@@ -33,6 +33,11 @@ TALK_MAX_TOOK_DB = 10.0  # and less than this: a talker as loud as the echo leav
 ADDED_DB = 3.0  # the linear canceller's output louder than the microphone by this: it adds echo (a moved path)
 LOST_FRAMES = 5  # in this many frames in a row
 TALK_FRAMES = 5  # in this many frames in a row (one alone is the filter missing a sound it has not learnt)
+# Before ``MIN_LEARNT_FRAMES``, a run this long once this many are learnt: an answer's first pause can hold the
+# measure under 50 frames past 1.5 s, and a "Wait." said then was lost whole. (Offline, echo alone, 24 rooms:
+# runs up to 18 frames long with under 20 learnt, up to 6 with 30-49.)
+EARLY_TALK_FRAMES = 10
+EARLY_LEARNT_FRAMES = 30
 TALKER_DB = -45.0  # left after the linear canceller, a frame quieter than this is not a talker to hear
 TALKER_UNDER_ECHO_DB = 10.0  # and no more than this under the echo's level (a talker 6 dB under it is well within)
 SETTLE_FRAMES = 30  # 300 ms after the speaker stopped: the echo of what it played last, placed only roughly
@@ -116,6 +121,15 @@ class DoubleTalk:
         """And that was measured on enough frames to judge a talker by it."""
         return self.explains_echo and self.learnt >= MIN_LEARNT_FRAMES
 
+    @property
+    def _talk_frames(self) -> int | None:
+        """The run of unexplained frames that is a talker, as far as the measure is trusted (None: not yet)."""
+        if self.trusted:
+            return TALK_FRAMES
+        if self.explains_echo and self.learnt >= EARLY_LEARNT_FRAMES:
+            return EARLY_TALK_FRAMES
+        return None
+
     def update(self, levels: FrameLevels) -> Verdict:
         active = levels.reference_db >= ACTIVE_DB
         aec_took = levels.microphone_db - levels.aec_db
@@ -134,7 +148,8 @@ class DoubleTalk:
         unexplained = (levels.linear_ready and erle_db is not None and levels.linear_db >= talker_floor_db
                        and linear_took < min(erle_db - TALK_GAP_DB, TALK_MAX_TOOK_DB))
         self.unexplained = self.unexplained + 1 if unexplained else 0
-        talk = active and self.unexplained >= TALK_FRAMES and self.trusted
+        talk_frames = self._talk_frames
+        talk = active and talk_frames is not None and self.unexplained >= talk_frames
         if talk:
             self.hold = HOLD_FRAMES
         elif self.hold:

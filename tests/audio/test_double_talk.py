@@ -9,6 +9,8 @@ from speech_to_speech.audio.double_talk import (
     ACTIVE_DB,
     ADDED_DB,
     CANCELLED_DB,
+    EARLY_LEARNT_FRAMES,
+    EARLY_TALK_FRAMES,
     HOLD_FRAMES,
     LOST_FRAMES,
     MIN_ERLE_DB,
@@ -67,9 +69,10 @@ def test_talk_needs_the_assistant_speaking_a_ready_filter_and_a_run_of_loud_unex
         verdict = double_talk.update(frame)
         if verdict.talk:
             assert frame.reference_db >= ACTIVE_DB and frame.linear_ready
-            assert erle_before is not None and erle_before >= MIN_ERLE_DB and learnt_before >= MIN_LEARNT_FRAMES
-            assert i + 1 >= TALK_FRAMES
-            assert all(f.linear_db >= TALKER_DB and f.linear_ready for f in frames[i + 1 - TALK_FRAMES:i + 1])
+            assert erle_before is not None and erle_before >= MIN_ERLE_DB and learnt_before >= EARLY_LEARNT_FRAMES
+            run = TALK_FRAMES if learnt_before >= MIN_LEARNT_FRAMES else EARLY_TALK_FRAMES  # (a measure on fewer)
+            assert i + 1 >= run
+            assert all(f.linear_db >= TALKER_DB and f.linear_ready for f in frames[i + 1 - run:i + 1])
 
 
 @given(st.lists(levels, max_size=300))
@@ -94,6 +97,22 @@ def test_a_talker_over_a_learnt_echo_is_held_then_released(before: int, talking:
     assert all(v.linear for v in verdicts[start + talking:released])
     assert not any(v.linear for v in verdicts[released:])
     assert not any(v.adapt for v in verdicts[start:start + talking])  # the talker does not teach the filter
+
+
+@given(st.integers(0, MIN_LEARNT_FRAMES + 20), st.integers(0, 60))
+@settings(max_examples=100, deadline=None)
+def test_a_talker_early_in_the_answer_is_told_apart_on_a_longer_run(learnt: int, talking: int) -> None:
+    # an answer's first pause can keep the measure under MIN_LEARNT_FRAMES past 1.5 s into it: a talker then is
+    # told apart on a longer run, once a few frames are learnt (before, a "Wait." said then was lost whole)
+    verdicts = _run([_echo_alone()] * learnt + [_talking()] * talking)[learnt:]
+    if learnt >= MIN_LEARNT_FRAMES:
+        run = TALK_FRAMES
+    elif learnt >= EARLY_LEARNT_FRAMES:
+        run = EARLY_TALK_FRAMES
+    else:
+        assert not any(v.linear for v in verdicts)
+        return
+    assert [v.talk for v in verdicts] == [False] * min(talking, run - 1) + [True] * (talking - run + 1)
 
 
 @given(st.integers(0, 100), st.integers(0, 60))
