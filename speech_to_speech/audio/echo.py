@@ -176,7 +176,8 @@ class EchoCanceller:
         linear = self._linear.process(reference, microphone)
         if self._linear.paths != paths:  # a new path: what was measured of the old one says nothing of it
             self._double_talk.forget()
-        self._sounding.append(level_db(reference))
+        playing_db = level_db(reference)
+        self._sounding.append(playing_db)
         reference_db, microphone_db = max(self._sounding), level_db(microphone)
         verdict = self._double_talk.update(FrameLevels(
             reference_db=reference_db, microphone_db=microphone_db,
@@ -187,7 +188,7 @@ class EchoCanceller:
             self._linear.learn()
         # headphones: AEC3 would take the user off with an echo that is not there
         echo_found = self._linear.found and self._double_talk.explains_echo  # (not a voice like the assistant's)
-        no_echo = self._no_echo.update(reference_db, microphone_db, echo_found=echo_found)
+        no_echo = self._no_echo.update(playing_db, reference_db, microphone_db, echo_found=echo_found)
         was, self._heard = self._heard, "microphone" if no_echo else "linear" if verdict.linear else "aec"
         if self._heard == "linear" and was != "linear":
             self._output.reach_back("linear")  # the talker's first frames, which AEC3 would take off

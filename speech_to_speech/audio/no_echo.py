@@ -41,6 +41,11 @@ MIN_SPEAKING_FRAMES = 50  # at least this many before the microphone is heard as
 # A frame counts once the assistant has spoken this long without a break: an echo comes up to 500 ms after its
 # reference (a client's buffer), and frames before it arrives would pass for a microphone that hears none.
 SETTLED_FRAMES = 50
+# The reference silent longer than this (150 ms) is a stall, not a pause between words: the server had nothing
+# more to play yet (a slow machine, the next clause still being written). The echo dies out in it while the
+# reference's tail still counts as sounding; those frames, at the floor, passed for a microphone that hears no
+# echo, and the answer's echo after the stall came through whole (live, on a 2-core EPYC without AVX-512).
+STALL_FRAMES = 15
 FLOOR_FRAMES = 500  # the frames of silence the floor is measured on (5 s)
 MIN_FLOOR_FRAMES = 30  # at least this many (300 ms: a session's request comes with as much around it)
 FLOOR_PERCENTILE = 10  # the floor: the quieter frames of silence (a user talking in the rest)
@@ -57,19 +62,22 @@ class NoEcho:
         self._silent: deque[float] = deque(maxlen=FLOOR_FRAMES)
         self._frames = 0
         self._run = 0  # frames the assistant has been speaking without a break
+        self._stalled = 0  # frames since the reference itself last sounded
         self.none = False  # no echo: the microphone is heard as it is
 
-    def update(self, reference_db: float, microphone_db: float, *, echo_found: bool) -> bool:
-        """One frame: the reference's level over the room's tail, the microphone's, and whether an echo path was
-        found. Whether the microphone hears no echo."""
+    def update(self, reference_db: float, sounding_db: float, microphone_db: float, *, echo_found: bool) -> bool:
+        """One frame: the reference's level in it and over the room's tail, the microphone's, and whether an echo
+        path was found. Whether the microphone hears no echo."""
         if echo_found:
             self._speaking.clear()
             self.none = False
             return False
-        self._run = self._run + 1 if reference_db >= SPEAKING_DB else 0
+        self._stalled = 0 if reference_db >= SPEAKING_DB else self._stalled + 1
+        speaking = sounding_db >= SPEAKING_DB and self._stalled <= STALL_FRAMES
+        self._run = self._run + 1 if speaking else 0
         if self._run > SETTLED_FRAMES:
             self._speaking.append(microphone_db)
-        elif reference_db <= SILENT_DB:
+        elif sounding_db <= SILENT_DB:
             self._silent.append(microphone_db)
         self._frames += 1
         if self._frames % DECIDE_EVERY == 0:
