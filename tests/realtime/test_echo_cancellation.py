@@ -118,17 +118,17 @@ def _db(samples: np.ndarray) -> float:
     return float(10 * np.log10(np.mean(samples.astype(np.float64) ** 2) + 1e-15))
 
 
-@pytest.mark.parametrize("delay_ms", [60, 250])
-def test_after_the_speaker_ran_dry_the_next_clause_is_cancelled_as_well_as_the_first(delay_ms: int) -> None:
-    # A loaded server: the second clause comes 300 ms after the first one finished playing. The client's
-    # speaker (and so the send clock) plays it from when it comes; the echo of its start must go as the
-    # first clause's did, not leak while the canceller looks for an echo path that moved.
+def _clauses_after_a_stall(delay_ms: int, held_ms: int, gap_ms: int = 300,
+                           first: str = "Paris is the capital of France, and it has been for centuries.",
+                           ) -> tuple[float, float, float]:
+    """Two clauses, the second 300 ms after the first played out; the server's event loop held for ``held_ms``
+    up to the second's send, so the microphone's audio of that time is taken after it. The dB of echo removed
+    over the first clause's last second, and over the second's first half second and first two seconds."""
     from speech_to_speech.audio.resample import resample
     from speech_to_speech.tts.hibari import load_hibari
 
     say = load_hibari(*loading("tts", ServerSettings())).get(None)
-    clauses = [say(text, seed=0) for text in ("Paris is the capital of France, and it has been for centuries.",
-                                              "Its museums, its cafes and its river draw visitors all year.")]
+    clauses = [say(text, seed=0) for text in (first, "Its museums, its cafes and its river draw visitors all year.")]
     rate = 16000
     room = Room(delay_ms=delay_ms, rate=rate)
     lag = rate * 20 // 1000  # from a chunk's send to the speaker playing it
@@ -137,19 +137,29 @@ def test_after_the_speaker_ran_dry_the_next_clause_is_cancelled_as_well_as_the_f
         heard = resample(clause, RATE, rate)
         sends.append((at - lag, clause))
         plays.append((at, len(heard)))
-        at += len(heard) + rate * 300 // 1000
+        at += len(heard) + rate * gap_ms // 1000
     speaker = np.zeros(at + rate, np.float32)
     for (start, length), clause in zip(plays, clauses, strict=True):
         speaker[start:start + length] = resample(clause, RATE, rate)
     microphone = room.echo_of(speaker) + room.noise(len(speaker))
-    echo = SessionEcho(lambda: True)
+    now = [0.0]
+    echo = SessionEcho(lambda: True, clock=lambda: now[0])
+    held_from = sends[1][0] - held_ms * rate // 1000
+    waiting: list[int] = []  # appends that came in while the loop was held
     cancelled = []
-    for position in range(0, len(microphone), 320):  # 20 ms appends
+    for position in range(0, len(microphone), 320):  # 20 ms appends, each taken once it has come in
+        now[0] = (position + 320) / rate
         for sent_at, clause in sends:
             if position <= sent_at < position + 320:
                 for chunk in range(0, len(clause), RATE // 10):  # the TTS's 100 ms chunks, sent at once
                     echo.sent((clause[chunk:chunk + RATE // 10] * 32767).astype(np.int16), "item_a")
-        cancelled.append(echo.heard(microphone[position:position + 320]))
+                for late in waiting:  # (the reply's audio went out first)
+                    cancelled.append(echo.heard(microphone[late:late + 320]))
+                waiting.clear()
+        if held_from <= position < sends[1][0] - 320:
+            waiting.append(position)
+        else:
+            cancelled.append(echo.heard(microphone[position:position + 320]))
     out = np.concatenate(cancelled)
     delay = delay_ms * rate // 1000
 
@@ -157,7 +167,25 @@ def test_after_the_speaker_ran_dry_the_next_clause_is_cancelled_as_well_as_the_f
         return _db(microphone[start + delay:end + delay]) - _db(out[start + delay:end + delay])
 
     first_start, first_length = plays[0]
-    settled = removed_db(first_start + first_length - rate, first_start + first_length)
-    restart = removed_db(plays[1][0], plays[1][0] + rate // 2)
+    return (removed_db(first_start + first_length - rate, first_start + first_length),
+            removed_db(plays[1][0], plays[1][0] + rate // 2), removed_db(plays[1][0], plays[1][0] + 2 * rate))
+
+
+@pytest.mark.parametrize("delay_ms", [60, 250])
+def test_after_the_speaker_ran_dry_the_next_clause_is_cancelled_as_well_as_the_first(delay_ms: int) -> None:
+    # A loaded server: the second clause comes 300 ms after the first one finished playing. The client's
+    # speaker (and so the send clock) plays it from when it comes; the echo of its start must go as the
+    # first clause's did, not leak while the canceller looks for an echo path that moved.
+    settled, restart, _ = _clauses_after_a_stall(delay_ms, held_ms=0)
     assert settled > 25.0
     assert restart > settled - 10.0, (settled, restart)
+
+
+@pytest.mark.parametrize("delay_ms", [60, 250])
+def test_a_clause_sent_while_the_microphone_waits_is_placed_where_it_plays(delay_ms: int) -> None:
+    # The event loop was held 500 ms (a slow machine) while the speaker had run dry: the next clause, ready
+    # meanwhile, went out before the microphone's audio of that time was taken. Placed where the microphone had
+    # got to, its reference lay 500 ms ahead of its echo, and live the answer's words came through as the user's.
+    settled, _, restart = _clauses_after_a_stall(delay_ms, held_ms=500, gap_ms=1300)
+    assert settled > 25.0
+    assert restart > 15.0, (settled, restart)  # 2 dB of the next two seconds' echo removed when placed early

@@ -42,6 +42,7 @@ import numpy.typing as npt
 from speech_to_speech.audio.echo import EchoCanceller
 from speech_to_speech.audio.rates import PIPELINE_RATE, TTS_RATE
 from speech_to_speech.audio.resample import StreamResampler
+from speech_to_speech.realtime.conversation.mic_clock import MicClock
 
 # How far the reference may run ahead of what an ack says is playing before it is held back: the echo
 # comes later than its reference anyway (the room, the devices), and the canceller finds that much.
@@ -62,9 +63,10 @@ class SessionEcho:
     """The echo canceller of one session, built the first time the session needs it."""
 
     def __init__(self, wanted: Callable[[], bool], *,
-                 on_cancelled: Callable[[float, float], None] | None = None) -> None:
+                 on_cancelled: Callable[[float, float], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         """``on_cancelled``: told the seconds of microphone audio each call cancelled and the CPU seconds
-        it took (the server's metrics)."""
+        it took (the server's metrics); ``clock``: the wall clock the microphone streams against."""
         self._wanted = wanted  # read per call: a session.update may turn it on or off
         self._on_cancelled = on_cancelled
         self._canceller: EchoCanceller | None = None
@@ -72,6 +74,12 @@ class SessionEcho:
         self._handed = 0  # reference samples handed to the canceller
         self._stale = 0  # resampler output still to come that belongs to audio played before a gap
         self._item_starts: dict[str, int] = {}  # where each assistant item's audio starts in the reference
+        self._mic = MicClock(PIPELINE_RATE, clock)
+        # a reply's reference held back while the microphone's audio of the time before it waits still: handed
+        # over once that much more is taken (a reference sample, counted as handed, at each of those)
+        self._held: list[npt.NDArray[np.float32]] = []
+        self._release_at = 0  # the microphone sample it is handed over at
+        self._taken = 0  # microphone samples taken
 
     @property
     def active(self) -> bool:
@@ -80,14 +88,23 @@ class SessionEcho:
     @property
     def playing(self) -> bool:
         """Whether the canceller has the assistant's audio playing (reference still to be matched)."""
-        return self._canceller is not None and self.active and self._canceller.pending_reference > 0
+        return self._canceller is not None and self.active and (self._canceller.pending_reference > 0
+                                                                 or bool(self._held))
 
     def heard(self, samples_16k: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """The microphone's audio as the pipeline should hear it."""
         if not self.active:
             return samples_16k
         started = time.thread_time()
-        cancelled = self._ensure().cancel(samples_16k)
+        self._mic.took(len(samples_16k))
+        canceller = self._ensure()
+        split = min(len(samples_16k), max(0, self._release_at - self._taken)) if self._held else len(samples_16k)
+        cancelled = canceller.cancel(samples_16k[:split])
+        if split < len(samples_16k):  # the reference held back starts playing here
+            held, self._held = self._held, []
+            canceller.played(np.concatenate(held))
+            cancelled = np.concatenate([cancelled, canceller.cancel(samples_16k[split:])])
+        self._taken += len(samples_16k)
         if self._on_cancelled is not None:
             self._on_cancelled(len(samples_16k) / PIPELINE_RATE, time.thread_time() - started)
         return cancelled
@@ -97,16 +114,28 @@ class SessionEcho:
         if not self.active:
             return
         canceller = self._ensure()
-        if canceller.pending_reference == 0 and not self._stale:  # the speaker ran dry
+        queued = canceller.pending_reference + sum(len(chunk) for chunk in self._held)
+        if queued == 0 and not self._stale:  # the speaker ran dry
             # what the resampler held back played while the canceller took silence for the reference
             self._stale = min(self._reference.held, canceller.starved)
             self._handed += self._stale
+        if queued == 0:
+            # the speaker starts again now: where the microphone is, which the canceller may not have got to (the
+            # microphone's audio of the time before waits still, behind a held event loop): handed over there
+            self._release_at = self._taken + self._mic.waiting()
         self._item_starts.setdefault(item_id, self._handed)  # played after what is queued
         reference = self._reference.process(samples.astype(np.float32) / 32768.0)
         skipped = min(self._stale, len(reference))
         self._stale -= skipped
-        canceller.played(reference[skipped:])
+        self._queue(reference[skipped:])
         self._handed += len(reference) - skipped
+
+    def _queue(self, reference: npt.NDArray[np.float32]) -> None:
+        """``reference`` to play after what is queued (held back while the microphone's audio before it waits)."""
+        if self._held or self._release_at > self._taken:
+            self._held.append(reference)
+        else:
+            self._ensure().played(reference)
 
     def acked(self, item_id: str | None, played_ms: int) -> None:
         """The client says it has played ``played_ms`` of ``item_id``, as of the audio it sent so far."""
@@ -123,12 +152,13 @@ class SessionEcho:
     def reference_position(self) -> int:
         """The reference sample (counted from the session's first) the next microphone frame is matched with."""
         pending = self._canceller.pending_reference if self._canceller is not None else 0
-        return self._handed - pending
+        return self._handed - pending - sum(len(held) for held in self._held)
 
     def stopped(self) -> None:
         """The client stopped playing what it was sent."""
         if self._canceller is not None:
-            self._handed -= self._canceller.pending_reference
+            self._handed -= self._canceller.pending_reference + sum(len(held) for held in self._held)
+            self._held, self._release_at = [], 0
             self._canceller.stop_playing()
 
     def _ensure(self) -> EchoCanceller:
