@@ -66,11 +66,18 @@ def _both(llm: Any, prompt: list[int], processors: list[LogitsProcessor],
     return plain, first
 
 
+def _call(llm: Any, tokens: list[int]) -> Any:
+    return json.loads(llm.detokenize(tokens).decode().split("</tool_call>")[0])
+
+
 @pytest.mark.parametrize("question", ["What time is it in Tokyo?", "And what's the time in Paris now?"])
 def test_the_call_is_the_one_llama_cpp_s_grammar_sampler_draws(qwen: Any, question: str) -> None:
     plain, first = _both(qwen, _prompt(qwen, question), [])
-    assert first == plain
-    assert b'"get_current_time"' in qwen.detokenize(first)
+    # The same call. Token for token only where no two choices are near-tied: the two decode in different batch
+    # sizes, whose kernels round differently (on an AVX2-only EPYC llama.cpp's sampler opened "And what's the
+    # time in Paris now?"'s call with a line break the grammar allows, grammar-first without it).
+    assert _call(qwen, first) == _call(qwen, plain)
+    assert _call(qwen, first)["name"] == "get_current_time"
 
 
 def test_a_choice_the_grammar_refuses_is_replaced_by_the_likeliest_it_allows(qwen: Any) -> None:
@@ -85,5 +92,4 @@ def test_a_choice_the_grammar_refuses_is_replaced_by_the_likeliest_it_allows(qwe
     plain, first = _both(qwen, _prompt(qwen, "What time is it in Tokyo?"), [blank_line_first])
     assert first == plain
     assert blank_line not in first
-    call = qwen.detokenize(first).decode().split("</tool_call>")[0]
-    assert json.loads(call)["name"] == "get_current_time"
+    assert _call(qwen, first)["name"] == "get_current_time"
