@@ -79,7 +79,6 @@ class SessionEcho:
         # over once that much more is taken (a reference sample, counted as handed, at each of those)
         self._held: list[npt.NDArray[np.float32]] = []
         self._release_at = 0  # the microphone sample it is handed over at
-        self._taken = 0  # microphone samples taken
 
     @property
     def active(self) -> bool:
@@ -91,20 +90,23 @@ class SessionEcho:
         return self._canceller is not None and self.active and (self._canceller.pending_reference > 0
                                                                  or bool(self._held))
 
+    @property
+    def _held_samples(self) -> int:
+        return sum(len(chunk) for chunk in self._held)
+
     def heard(self, samples_16k: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """The microphone's audio as the pipeline should hear it."""
         if not self.active:
             return samples_16k
         started = time.thread_time()
-        self._mic.took(len(samples_16k))
         canceller = self._ensure()
-        split = min(len(samples_16k), max(0, self._release_at - self._taken)) if self._held else len(samples_16k)
+        split = min(len(samples_16k), max(0, self._release_at - self._mic.taken)) if self._held else len(samples_16k)
         cancelled = canceller.cancel(samples_16k[:split])
         if split < len(samples_16k):  # the reference held back starts playing here
             held, self._held = self._held, []
             canceller.played(np.concatenate(held))
             cancelled = np.concatenate([cancelled, canceller.cancel(samples_16k[split:])])
-        self._taken += len(samples_16k)
+        self._mic.took(len(samples_16k))
         if self._on_cancelled is not None:
             self._on_cancelled(len(samples_16k) / PIPELINE_RATE, time.thread_time() - started)
         return cancelled
@@ -114,7 +116,7 @@ class SessionEcho:
         if not self.active:
             return
         canceller = self._ensure()
-        queued = canceller.pending_reference + sum(len(chunk) for chunk in self._held)
+        queued = canceller.pending_reference + self._held_samples
         if queued == 0 and not self._stale:  # the speaker ran dry
             # what the resampler held back played while the canceller took silence for the reference
             self._stale = min(self._reference.held, canceller.starved)
@@ -122,7 +124,7 @@ class SessionEcho:
         if queued == 0:
             # the speaker starts again now: where the microphone is, which the canceller may not have got to (the
             # microphone's audio of the time before waits still, behind a held event loop): handed over there
-            self._release_at = self._taken + self._mic.waiting()
+            self._release_at = self._mic.taken + self._mic.waiting()
         self._item_starts.setdefault(item_id, self._handed)  # played after what is queued
         reference = self._reference.process(samples.astype(np.float32) / 32768.0)
         skipped = min(self._stale, len(reference))
@@ -132,7 +134,7 @@ class SessionEcho:
 
     def _queue(self, reference: npt.NDArray[np.float32]) -> None:
         """``reference`` to play after what is queued (held back while the microphone's audio before it waits)."""
-        if self._held or self._release_at > self._taken:
+        if self._held or self._release_at > self._mic.taken:
             self._held.append(reference)
         else:
             self._ensure().played(reference)
@@ -152,12 +154,12 @@ class SessionEcho:
     def reference_position(self) -> int:
         """The reference sample (counted from the session's first) the next microphone frame is matched with."""
         pending = self._canceller.pending_reference if self._canceller is not None else 0
-        return self._handed - pending - sum(len(held) for held in self._held)
+        return self._handed - pending - self._held_samples
 
     def stopped(self) -> None:
         """The client stopped playing what it was sent."""
         if self._canceller is not None:
-            self._handed -= self._canceller.pending_reference + sum(len(held) for held in self._held)
+            self._handed -= self._canceller.pending_reference + self._held_samples
             self._held, self._release_at = [], 0
             self._canceller.stop_playing()
 

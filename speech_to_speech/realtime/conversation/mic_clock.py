@@ -38,6 +38,11 @@ class MicClock:
         self._taken = 0  # samples taken
         self._lags: deque[tuple[float, float]] = deque()  # (when, samples behind the wall clock) after each take
 
+    @property
+    def taken(self) -> int:
+        """The microphone's samples taken so far."""
+        return self._taken
+
     def took(self, samples: int) -> None:
         """``samples`` more of the microphone's audio were taken (after its first chunk: the clock's start)."""
         now = self._clock()
